@@ -1,0 +1,12 @@
+// Each `zinc` subcommand lives in its own file and registers itself on the application here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace zinc::cli {
+
+// Adds the subcommand to `app`; its callback runs the command and throws on failure.
+void register_devices(CLI::App& app);
+void register_inspect(CLI::App& app);
+
+}  // namespace zinc::cli
