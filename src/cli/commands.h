@@ -8,5 +8,6 @@ namespace zinc::cli {
 // Adds the subcommand to `app`; its callback runs the command and throws on failure.
 void register_devices(CLI::App& app);
 void register_inspect(CLI::App& app);
+void register_logits(CLI::App& app);
 
 }  // namespace zinc::cli

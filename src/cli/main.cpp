@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "zinc 0.1.0");
     zinc::cli::register_devices(app);
     zinc::cli::register_inspect(app);
+    zinc::cli::register_logits(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
