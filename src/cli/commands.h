@@ -9,5 +9,6 @@ namespace zinc::cli {
 void register_devices(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_logits(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace zinc::cli

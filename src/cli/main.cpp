@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
     zinc::cli::register_devices(app);
     zinc::cli::register_inspect(app);
     zinc::cli::register_logits(app);
+    zinc::cli::register_bench(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,0 +1,81 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_map>
+#include <vector>
+
+namespace zinc::engine {
+
+int32_t argmax(std::span<const float> logits) {
+    // The first maximum wins, as in torch.argmax and llama.cpp's greedy sampler.
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+Sampler::Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {}
+
+void Sampler::reset() {
+    rng_.seed(p_.seed);
+    recent_.clear();
+}
+
+void Sampler::accept(int32_t token) {
+    if (p_.penalty_last_n <= 0) return;
+    recent_.push_back(token);
+    while (static_cast<int>(recent_.size()) > p_.penalty_last_n) recent_.pop_front();
+}
+
+int32_t Sampler::sample(std::span<float> logits) {
+    const int32_t n = static_cast<int32_t>(logits.size());
+    if (p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f) {
+        std::unordered_map<int32_t, int> count;
+        for (int32_t t : recent_)
+            if (t >= 0 && t < n) ++count[t];
+        for (auto [t, c] : count) {
+            float& l = logits[t];
+            l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+            l -= float(c) * p_.frequency_penalty + p_.presence_penalty;
+        }
+    }
+    if (p_.temperature <= 0.0f) return argmax(logits);
+
+    // Candidates sorted by logit, then cut by top-k, top-p and min-p.
+    std::vector<int32_t> idx(n);
+    std::iota(idx.begin(), idx.end(), 0);
+    const size_t k = p_.top_k > 0 ? std::min<size_t>(p_.top_k, idx.size()) : idx.size();
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    idx.resize(k);
+
+    std::vector<double> prob(idx.size());
+    const double mx = logits[idx[0]];
+    double sum = 0;
+    for (size_t i = 0; i < idx.size(); ++i) sum += prob[i] = std::exp(double(logits[idx[i]]) - mx);
+    for (double& p : prob) p /= sum;
+
+    size_t keep = idx.size();
+    if (p_.top_p < 1.0f) {
+        double cum = 0;
+        for (size_t i = 0; i < idx.size(); ++i) {
+            cum += prob[i];
+            if (cum >= p_.top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
+    }
+    if (p_.min_p > 0.0f) {
+        size_t i = 1;
+        while (i < keep && prob[i] >= p_.min_p * prob[0]) ++i;
+        keep = i;
+    }
+
+    // Temperature applies to the survivors' logits.
+    std::vector<double> w(keep);
+    for (size_t i = 0; i < keep; ++i) w[i] = std::exp((double(logits[idx[i]]) - mx) / p_.temperature);
+    std::discrete_distribution<size_t> dist(w.begin(), w.end());
+    return idx[dist(rng_)];
+}
+
+}  // namespace zinc::engine

@@ -1,0 +1,41 @@
+// Picks the next token from logits: greedy, or temperature sampling after penalties and the
+// top-k / top-p / min-p filters (applied in that order, as llama.cpp's default chain does).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <span>
+
+namespace zinc::engine {
+
+struct SamplerParams {
+    float temperature = 0.0f;  // 0: greedy (argmax)
+    int top_k = 40;            // 0: off
+    float top_p = 0.95f;       // 1: off
+    float min_p = 0.05f;       // 0: off
+    float repeat_penalty = 1.0f;    // 1: off; divides positive logits (multiplies negative) of recent tokens
+    float presence_penalty = 0.0f;  // subtracted once from each recent token's logit
+    float frequency_penalty = 0.0f; // subtracted per occurrence of a recent token
+    int penalty_last_n = 64;        // how many recent tokens the penalties look at
+    uint64_t seed = 0;
+};
+
+class Sampler {
+public:
+    explicit Sampler(const SamplerParams& p);
+    // `logits` may be modified (penalties). Returns the chosen token id.
+    int32_t sample(std::span<float> logits);
+    // Records a token of the context (prompt or generated) for the penalties.
+    void accept(int32_t token);
+    void reset();
+
+private:
+    SamplerParams p_;
+    std::mt19937_64 rng_;
+    std::deque<int32_t> recent_;
+};
+
+int32_t argmax(std::span<const float> logits);
+
+}  // namespace zinc::engine
