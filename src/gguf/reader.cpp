@@ -1,0 +1,392 @@
+#include "gguf/reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+
+namespace zinc::gguf {
+
+namespace {
+
+// Reads little-endian fields from [base, base + size) with every access bounds-checked.
+class Cursor {
+public:
+    Cursor(const std::string& name, const uint8_t* base, uint64_t size) : name_(name), base_(base), size_(size) {}
+
+    uint64_t pos() const { return pos_; }
+    uint64_t remaining() const { return size_ - pos_; }
+
+    [[noreturn]] void fail(const std::string& what, uint64_t at) const {
+        throw Error(name_ + ": " + what + " (at byte " + std::to_string(at) + ")");
+    }
+    [[noreturn]] void fail(const std::string& what) const { fail(what, pos_); }
+
+    void need(uint64_t n, const char* what) const {
+        if (n > remaining())
+            fail("file truncated: " + std::string(what) + " needs " + std::to_string(n) + " bytes, " +
+                 std::to_string(remaining()) + " left");
+    }
+
+    template <class T>
+    T read(const char* what) {
+        need(sizeof(T), what);
+        T v;
+        std::memcpy(&v, base_ + pos_, sizeof(T));
+        pos_ += sizeof(T);
+        return v;
+    }
+
+    std::string read_string(const char* what) {
+        const uint64_t at = pos_;
+        const uint64_t len = read<uint64_t>(what);
+        if (len > kMaxStringLength)
+            fail(std::string(what) + " length " + std::to_string(len) + " exceeds the limit of " +
+                     std::to_string(kMaxStringLength) + " bytes",
+                 at);
+        if (len > remaining())
+            fail("file truncated: " + std::string(what) + " length " + std::to_string(len) + " exceeds the " +
+                     std::to_string(remaining()) + " bytes left",
+                 at);
+        std::string s(reinterpret_cast<const char*>(base_ + pos_), static_cast<size_t>(len));
+        pos_ += len;
+        return s;
+    }
+
+    const uint8_t* here() const { return base_ + pos_; }
+    void skip(uint64_t n) { pos_ += n; }  // caller has called need()
+
+private:
+    const std::string& name_;
+    const uint8_t* base_;
+    uint64_t size_;
+    uint64_t pos_ = 0;
+};
+
+bool valid_value_type(uint32_t t) { return t < kValueTypeCount; }
+
+Value read_value(Cursor& c, ValueType t, uint32_t depth);
+
+Value read_array(Cursor& c, uint32_t depth) {
+    const uint64_t at = c.pos();
+    const uint32_t et = c.read<uint32_t>("array element type");
+    if (!valid_value_type(et)) c.fail("invalid array element type " + std::to_string(et), at);
+    const auto elem = static_cast<ValueType>(et);
+    const uint64_t count = c.read<uint64_t>("array count");
+    if (count > kMaxArrayCount)
+        c.fail("array count " + std::to_string(count) + " exceeds the limit of " + std::to_string(kMaxArrayCount), at);
+    const uint64_t min = value_type_min_size(elem);
+    // count <= 2^30 and min <= 12, so the product cannot overflow.
+    if (count * min > c.remaining())
+        c.fail("file truncated: array of " + std::to_string(count) + " " + value_type_name(elem) +
+                   " needs at least " + std::to_string(count * min) + " bytes, " + std::to_string(c.remaining()) +
+                   " left",
+               at);
+    if (elem == ValueType::STRING) {
+        std::vector<std::string> v;
+        v.reserve(count);
+        for (uint64_t i = 0; i < count; ++i) v.push_back(c.read_string("string array element"));
+        return Value::array(std::move(v));
+    }
+    if (elem == ValueType::ARRAY) {
+        if (depth + 1 > kMaxArrayDepth)
+            c.fail("nested arrays deeper than " + std::to_string(kMaxArrayDepth) + " levels", at);
+        std::vector<Value> v;
+        v.reserve(count);
+        for (uint64_t i = 0; i < count; ++i) v.push_back(read_array(c, depth + 1));
+        return Value::array_of_arrays(std::move(v));
+    }
+    const uint64_t n = count * min;
+    std::vector<uint8_t> raw(c.here(), c.here() + n);
+    c.skip(n);
+    return Value::array_raw(elem, count, std::move(raw));
+}
+
+Value read_value(Cursor& c, ValueType t, uint32_t depth) {
+    switch (t) {
+    case ValueType::UINT8: return Value::of(c.read<uint8_t>("UINT8 value"));
+    case ValueType::INT8: return Value::of(c.read<int8_t>("INT8 value"));
+    case ValueType::UINT16: return Value::of(c.read<uint16_t>("UINT16 value"));
+    case ValueType::INT16: return Value::of(c.read<int16_t>("INT16 value"));
+    case ValueType::UINT32: return Value::of(c.read<uint32_t>("UINT32 value"));
+    case ValueType::INT32: return Value::of(c.read<int32_t>("INT32 value"));
+    case ValueType::FLOAT32: return Value::of(c.read<float>("FLOAT32 value"));
+    case ValueType::BOOL: return Value::of(c.read<uint8_t>("BOOL value") != 0);
+    case ValueType::STRING: return Value::of(c.read_string("string value"));
+    case ValueType::ARRAY: return read_array(c, depth);
+    case ValueType::UINT64: return Value::of(c.read<uint64_t>("UINT64 value"));
+    case ValueType::INT64: return Value::of(c.read<int64_t>("INT64 value"));
+    case ValueType::FLOAT64: return Value::of(c.read<double>("FLOAT64 value"));
+    }
+    c.fail("invalid value type " + std::to_string(static_cast<uint32_t>(t)));
+}
+
+bool mul_overflow(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_mul_overflow(a, b, r); }
+bool add_overflow(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_add_overflow(a, b, r); }
+
+}  // namespace
+
+File::File(const std::string& path, ReadOptions opts) {
+    path_ = path;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int e = errno;
+        ::close(fd);
+        throw Error(path + ": cannot stat: " + std::strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw Error(path + ": not a regular file");
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    if (size_ > 0) {
+        void* m = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            const int e = errno;
+            ::close(fd);
+            throw Error(path + ": cannot mmap: " + std::strerror(e));
+        }
+        map_ = m;
+        map_len_ = static_cast<size_t>(size_);
+        base_ = static_cast<const uint8_t*>(m);
+    }
+    ::close(fd);
+    parse(opts);  // on throw, the destructor does not run: unmap here
+}
+
+File File::from_memory(std::span<const uint8_t> bytes, std::string name, ReadOptions opts) {
+    File f;
+    f.path_ = std::move(name);
+    f.base_ = bytes.data();
+    f.size_ = bytes.size();
+    f.parse(opts);
+    return f;
+}
+
+File::File(File&& o) noexcept { *this = std::move(o); }
+
+File& File::operator=(File&& o) noexcept {
+    if (this != &o) {
+        if (map_) ::munmap(map_, map_len_);
+        path_ = std::move(o.path_);
+        base_ = o.base_;
+        size_ = o.size_;
+        map_ = o.map_;
+        map_len_ = o.map_len_;
+        version_ = o.version_;
+        alignment_ = o.alignment_;
+        data_offset_ = o.data_offset_;
+        kv_ = std::move(o.kv_);
+        kv_index_ = std::move(o.kv_index_);
+        tensors_ = std::move(o.tensors_);
+        tensor_index_ = std::move(o.tensor_index_);
+        o.map_ = nullptr;
+        o.base_ = nullptr;
+        o.size_ = 0;
+    }
+    return *this;
+}
+
+File::~File() {
+    if (map_) ::munmap(map_, map_len_);
+}
+
+void File::parse(ReadOptions opts) {
+    try {
+        Cursor c(path_, base_, size_);
+        if (size_ < 24) c.fail("file too small to be GGUF (" + std::to_string(size_) + " bytes, need at least 24)", 0);
+        const uint32_t magic = c.read<uint32_t>("magic");
+        if (magic != kMagic) {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "bad magic 0x%08x (expected \"GGUF\")", magic);
+            c.fail(buf, 0);
+        }
+        version_ = c.read<uint32_t>("version");
+        if ((version_ & 0xffffu) == 0 && version_ != 0)
+            c.fail("big-endian GGUF file (version field reads 0x" +
+                       [&] { char b[16]; std::snprintf(b, sizeof b, "%08x", version_); return std::string(b); }() +
+                       "); only little-endian files are supported",
+                   4);
+        if (version_ == 1) c.fail("unsupported GGUF version 1 (obsolete; only versions 2 and 3 are supported)", 4);
+        if (version_ != 2 && version_ != 3)
+            c.fail("unsupported GGUF version " + std::to_string(version_) + " (only versions 2 and 3 are supported)", 4);
+        const uint64_t n_tensors = c.read<uint64_t>("tensor count");
+        const uint64_t n_kv = c.read<uint64_t>("kv count");
+        if (n_tensors > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+            c.fail("negative tensor count", 8);
+        if (n_kv > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) c.fail("negative kv count", 16);
+        // Plausibility: each KV record takes at least 14 bytes, each tensor info at least 25.
+        if (n_kv > c.remaining() / 14)
+            c.fail("implausible kv count " + std::to_string(n_kv) + " for " + std::to_string(c.remaining()) +
+                       " remaining bytes",
+                   16);
+        if (n_tensors > c.remaining() / 25 || n_kv * 14 + n_tensors * 25 > c.remaining())
+            c.fail("implausible tensor count " + std::to_string(n_tensors) + " for " +
+                       std::to_string(c.remaining()) + " remaining bytes",
+                   8);
+
+        // --- metadata ---
+        kv_.reserve(n_kv);
+        uint64_t alignment_at = 0;
+        for (uint64_t i = 0; i < n_kv; ++i) {
+            const uint64_t at = c.pos();
+            std::string key = c.read_string("key");
+            if (key.empty()) c.fail("empty key in kv record " + std::to_string(i), at);
+            if (kv_index_.count(key)) c.fail("duplicate key '" + key + "'", at);
+            const uint64_t tat = c.pos();
+            const uint32_t t = c.read<uint32_t>("value type");
+            if (!valid_value_type(t))
+                c.fail("invalid value type " + std::to_string(t) + " for key '" + key + "'", tat);
+            Value v = read_value(c, static_cast<ValueType>(t), 0);
+            v.set_key(key);
+            if (key == "general.alignment") alignment_at = at;
+            kv_index_.emplace(key, kv_.size());
+            kv_.push_back(KeyValue{std::move(key), std::move(v)});
+        }
+
+        // --- alignment ---
+        if (const Value* a = find("general.alignment")) {
+            if (a->type() != ValueType::UINT32)
+                c.fail("general.alignment has type " + value_type_name(a->type()) + ", expected UINT32", alignment_at);
+            const uint32_t av = a->get_u32();
+            if (!is_pow2(av))
+                c.fail("general.alignment " + std::to_string(av) + " is not a non-zero power of two", alignment_at);
+            alignment_ = av;
+        }
+
+        // --- tensor infos ---
+        tensors_.reserve(n_tensors);
+        for (uint64_t i = 0; i < n_tensors; ++i) {
+            TensorInfo ti;
+            const uint64_t at = c.pos();
+            ti.name = c.read_string("tensor name");
+            if (ti.name.empty()) c.fail("empty tensor name (tensor " + std::to_string(i) + ")", at);
+            if (ti.name.size() > kMaxTensorName)
+                c.fail("tensor name too long (" + std::to_string(ti.name.size()) + " bytes, limit " +
+                           std::to_string(kMaxTensorName) + ")",
+                       at);
+            if (tensor_index_.count(ti.name)) c.fail("duplicate tensor name '" + ti.name + "'", at);
+            const std::string tn = "tensor '" + ti.name + "'";
+            const uint64_t dat = c.pos();
+            ti.n_dims = c.read<uint32_t>("n_dims");
+            if (ti.n_dims > kMaxDims)
+                c.fail(tn + ": n_dims " + std::to_string(ti.n_dims) + " exceeds " + std::to_string(kMaxDims), dat);
+            for (uint32_t d = 0; d < ti.n_dims; ++d) {
+                const uint64_t nat = c.pos();
+                const int64_t ne = c.read<int64_t>("tensor dimension");
+                if (ne < 0) c.fail(tn + ": negative dimension ne[" + std::to_string(d) + "] = " + std::to_string(ne), nat);
+                ti.ne[d] = ne;
+            }
+            // Element count, overflow-checked in int64 like llama.cpp.
+            uint64_t nel = 1;
+            for (uint32_t d = 0; d < 4; ++d) {
+                if (mul_overflow(nel, static_cast<uint64_t>(ti.ne[d]), &nel) ||
+                    nel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+                    c.fail(tn + ": element count overflows int64", dat);
+            }
+            ti.n_elements = nel;
+            const uint64_t tat = c.pos();
+            const uint32_t type = c.read<uint32_t>("tensor type");
+            const auto tt = type_traits(type);
+            if (!tt) {
+                if (type < kTensorTypeIdEnd)
+                    c.fail(tn + ": tensor type id " + std::to_string(type) + " was removed from ggml", tat);
+                c.fail(tn + ": invalid tensor type id " + std::to_string(type), tat);
+            }
+            ti.type = static_cast<TensorType>(type);
+            if (ti.ne[0] % tt->block_elems != 0)
+                c.fail(tn + ": ne[0] = " + std::to_string(ti.ne[0]) + " is not a multiple of the block size " +
+                           std::to_string(tt->block_elems) + " of type " + std::string(tt->name),
+                       dat);
+            if (mul_overflow(nel / tt->block_elems, tt->block_bytes, &ti.nbytes))
+                c.fail(tn + ": byte size overflows", dat);
+            const uint64_t oat = c.pos();
+            ti.offset = c.read<uint64_t>("tensor offset");
+            if (ti.offset % alignment_ != 0)
+                c.fail(tn + ": offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
+                           std::to_string(alignment_),
+                       oat);
+            tensor_index_.emplace(ti.name, tensors_.size());
+            tensors_.push_back(std::move(ti));
+        }
+
+        // --- data section ---
+        const uint64_t end_infos = c.pos();
+        if (n_tensors == 0) {
+            data_offset_ = std::min<uint64_t>(align_up(end_infos, alignment_), size_);
+            return;
+        }
+        data_offset_ = align_up(end_infos, alignment_);  // end_infos <= size_ < 2^63, no overflow
+        if (data_offset_ > size_)
+            c.fail("file truncated: data section would start at " + std::to_string(data_offset_) +
+                       " but the file has " + std::to_string(size_) + " bytes",
+                   end_infos);
+        for (TensorInfo& ti : tensors_) {
+            uint64_t start = 0, end = 0;
+            if (add_overflow(data_offset_, ti.offset, &start) || add_overflow(start, ti.nbytes, &end) || end > size_)
+                c.fail("tensor '" + ti.name + "' (offset " + std::to_string(ti.offset) + ", " +
+                           std::to_string(ti.nbytes) + " bytes) extends past the end of the file (" +
+                           std::to_string(size_) + " bytes)",
+                       end_infos);
+            ti.file_offset = start;
+            ti.data = base_ + start;
+        }
+        if (opts.strict_layout) {
+            uint64_t expect = 0;
+            for (const TensorInfo& ti : tensors_) {
+                if (ti.offset != expect)
+                    c.fail("tensor '" + ti.name + "' has offset " + std::to_string(ti.offset) + ", expected " +
+                               std::to_string(expect) + " (strict layout)",
+                           end_infos);
+                expect = ti.offset + align_up(ti.nbytes, alignment_);
+            }
+        } else {
+            std::vector<const TensorInfo*> order;
+            order.reserve(tensors_.size());
+            for (const TensorInfo& ti : tensors_)
+                if (ti.nbytes > 0) order.push_back(&ti);
+            std::sort(order.begin(), order.end(),
+                      [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
+            for (size_t k = 1; k < order.size(); ++k)
+                if (order[k - 1]->offset + order[k - 1]->nbytes > order[k]->offset)
+                    c.fail("tensors '" + order[k - 1]->name + "' and '" + order[k]->name + "' overlap",
+                           end_infos);
+        }
+    } catch (...) {
+        if (map_) {
+            ::munmap(map_, map_len_);
+            map_ = nullptr;
+        }
+        throw;
+    }
+}
+
+const Value* File::find(std::string_view key) const {
+    auto it = kv_index_.find(key);
+    return it == kv_index_.end() ? nullptr : &kv_[it->second].value;
+}
+
+const Value& File::get(std::string_view key) const {
+    if (const Value* v = find(key)) return *v;
+    throw Error(path_ + ": missing key '" + std::string(key) + "'");
+}
+
+const TensorInfo* File::find_tensor(std::string_view name) const {
+    auto it = tensor_index_.find(name);
+    return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorInfo& File::tensor(std::string_view name) const {
+    if (const TensorInfo* t = find_tensor(name)) return *t;
+    throw Error(path_ + ": missing tensor '" + std::string(name) + "'");
+}
+
+}  // namespace zinc::gguf
