@@ -22,7 +22,7 @@ case "$what" in
     configure_and_build build -DCMAKE_BUILD_TYPE=Release -DZINC_TESTS=OFF
     if [ "$what" = run ]; then
       ./build/zinc devices
-      ./build/zinc inspect build/demo.gguf
+      ./build/zinc run -m build/demo.gguf -p zinc -n 64
     fi
     ;;
   test)

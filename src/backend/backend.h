@@ -19,6 +19,7 @@ struct Weight {
     int64_t rows = 0;  // ne[1] * ne[2] * ne[3]
     const void* data = nullptr;
     std::string name;
+    int64_t ne[4] = {0, 1, 1, 1};  // the GGUF extents; ne[2] counts the experts of a 3-D expert tensor
 };
 
 // An f32 activation matrix in backend memory: `rows` rows of `cols` contiguous values.
@@ -36,16 +37,64 @@ struct KvLayer {
     int64_t width = 0, capacity = 0;
 };
 
+// An int32 matrix in backend memory (expert ids of MoE routing): `rows` rows of `cols` values.
+struct IdAct {
+    int32_t* data = nullptr;
+    int64_t rows = 0, cols = 0;
+};
+
+// Gated delta-net recurrence (Qwen3.5 GDN) dimensions: n_v value heads of d_v values read key/query
+// head `h mod n_k` when `tiled` (GGUF order of qwen35), else head `h / (n_v / n_k)` (HF order).
+struct DeltaNetParams {
+    int n_k = 0, n_v = 0, d_k = 0, d_v = 0;
+    bool tiled = true;
+    float scale = 1.0f;  // applied to the output (qwen35: 1/sqrt(d_k))
+};
+
+enum class MoeActivation {
+    swiglu,      // SiLU(gate) * up
+    geglu,       // GELU_tanh(gate) * up
+    swiglu_oai,  // gpt-oss: g = min(gate, limit), u = clamp(up, -limit, limit), g * sigmoid(alpha * g) * (u + 1)
+};
+
+// The expert tensors of one MoE layer. Matrices are 3-D {in, out, n_expert}; either gate and up, or
+// gate_up (per expert: n_ff gate rows, then n_ff up rows). Optional (null) F32 extras: per-expert scalars
+// {n_expert} multiplying a projection's matmul output (down_scale: gemma4's ffn_down_exps.scale; gate/up
+// scales: NVFP4-style conversions; with gate_up, up_scale scales the whole merged output), then per-expert
+// biases {out, n_expert} added (gate_up_bias {2*n_ff, n_expert} with gate_up; the down bias before the
+// routing weight, as gpt-oss).
+struct MoeWeights {
+    const Weight *gate = nullptr, *up = nullptr, *gate_up = nullptr, *down = nullptr;
+    const Weight *gate_bias = nullptr, *up_bias = nullptr, *gate_up_bias = nullptr, *down_bias = nullptr;
+    const Weight *gate_scale = nullptr, *up_scale = nullptr, *down_scale = nullptr;
+    MoeActivation act = MoeActivation::swiglu;
+    float alpha = 1.702f, limit = 7.0f;  // swiglu_oai only
+};
+
 struct RopeParams {
     int n_rot = 0;           // rotated dimensions of each head (the first n_rot)
     bool neox = true;        // pairs (i, i + n_rot/2); otherwise adjacent pairs (2i, 2i+1)
     float freq_base = 10000.0f;
     float freq_scale = 1.0f;  // linear position scaling (1/factor)
+    // Attention variants and activations for gemma4 / gpt-oss: the defaults keep plain RoPE.
+    // Per-pair frequency divisors (GGUF rope_freqs, n_rot/2 f32 values): theta_i = p * omega_i / f_i.
+    // Gemma 4's proportional RoPE stores 1 for the rotating pairs and 1e30 for the others.
+    const Weight* freq_factors = nullptr;
+    // YaRN: pair i uses omega_i * (freq_scale * (1 - r_i) + r_i) with r_i = ext_factor * (1 - clamp((i - yarn_low) /
+    // max(0.001, yarn_high - yarn_low), 0, 1)); 0 = off. The correction range is in pair units, computed by the
+    // caller (it decides whether to round it, MODELS.md 1.4).
+    float ext_factor = 0.0f;
+    float yarn_low = 0.0f, yarn_high = 0.0f;
+    float mscale = 1.0f;  // multiplies cos and sin (YaRN's attention factor 1 + 0.1 ln(factor))
 };
 
 struct AttentionParams {
     int n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.0f;
+    // Attention variants and activations for gemma4 / gpt-oss: the defaults keep plain causal attention.
+    int64_t window = 0;             // sliding window: a query at p sees keys at p - window < p_k <= p; 0 = none
+    const Weight* sinks = nullptr;  // f32, one logit per query head, in the softmax denominator only (gpt-oss)
+    float softcap = 0.0f;           // scores -> softcap * tanh(scores / softcap) after scaling; 0 = off
 };
 
 class Backend {
@@ -80,6 +129,63 @@ public:
     virtual void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) = 0;
     // Causal attention of q (rows at positions pos0, pos0+1, ...) over cache positions [0, pos0 + q.rows).
     virtual void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) = 0;
+
+    // Recurrent (gated delta-net) ops
+    // out[t] = x[t] * sigmoid(gate[t]) element-wise; gate has x's shape, or one column (one gate per row).
+    virtual void sigmoid_mul(const Act& x, const Act& gate, Act& out) = 0;
+    // a = fill value everywhere (resets recurrent state).
+    virtual void fill(Act& a, float value) = 0;
+    // Column gather: src rows are groups of `group` values; from each group, out takes the out.cols /
+    // (src.cols / group) values starting at `offset`. group = src.cols: a plain column slice; group =
+    // 2*head_dim, offset 0 / head_dim: the query / gate halves of per-head packed [q | gate] rows.
+    virtual void slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) = 0;
+    // out = x / sqrt(sum(x^2) + eps) over each group of `group` values (transformers' l2norm).
+    virtual void l2_norm(const Act& x, float eps, int64_t group, Act& out) = 0;
+    // out = rms_norm(x) * w * SiLU(z) over each group of `group` values; w (f32, length group) shared.
+    virtual void gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) = 0;
+    // Delta-net gates from the alpha/beta projections (rows of n_v values): beta_out = sigmoid(b),
+    // g = softplus(a + dt_bias) * ssm_a (ssm_a = -exp(A_log) < 0, so exp(g) is the decay). dt_bias and
+    // ssm_a are f32 {n_v}.
+    virtual void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
+                                 Act& beta_out) = 0;
+    // Causal depthwise conv over time for the rows of x (tokens in order) with a rolling state of the
+    // previous K-1 input rows (state: K-1 rows of x.cols, oldest first; zeros at sequence start):
+    // out[t][c] = sum_j w[c][j] * x(t - K + 1 + j)[c], w = {K, channels} f32; SiLU applied when `silu`.
+    // The state is updated to the last K-1 inputs. One token (decode) or a whole prompt.
+    virtual void conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) = 0;
+    // Gated delta rule, token by token. q, k: rows of n_k*d_k; v, out: rows of n_v*d_v; g, beta: rows of n_v.
+    // state: n_v rows of d_k*d_v (S[h][i*d_v + j], i key dim, j value dim), updated in place. Per token and
+    // value head h (key head kh): S *= exp(g); d = beta * (v - S^T k); S += k d^T; out = scale * S^T q.
+    virtual void delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                           const DeltaNetParams& p, Act& out) = 0;
+    // The same recurrence in the chunked (WY) form for prefill: chunks of `chunk` tokens handled with
+    // matrix products; equal to delta_net up to float rounding.
+    virtual void delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta,
+                                   Act& state, const DeltaNetParams& p, int chunk, Act& out) = 0;
+
+    // Mixture-of-experts ops
+    virtual IdAct alloc_ids(int64_t rows, int64_t cols) = 0;
+    // Router: per row of `logits` (rows of n_expert), softmax over all experts, then the k largest
+    // (ids[t][0..k) in descending order, weights[t][0..k) their probabilities), renormalized to sum 1
+    // when `renormalize` (= softmax over the k selected logits, gpt-oss's top-k-then-softmax). ids and
+    // weights have logits.rows rows of k.
+    virtual void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) = 0;
+    // out[t] = sum_s weights[t][s] * expert_{ids[t][s]}(x[t]) (summed in slot order) where
+    // expert_e(x) = P_down(act(P_gate(x), P_up(x))) and P(x) = scale_e * (W_e x) + bias_e (MoeWeights).
+    // x: rows of `in`; out (rows of the down projection's out) is overwritten.
+    virtual void moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) = 0;
+
+    // Attention variants and activations for gemma4 / gpt-oss.
+    // (attention() also honours AttentionParams::window/sinks/softcap, rope() RopeParams::freq_factors and YaRN.)
+    // out = GELU_tanh(gate) * up, evaluated in f32 (transformers' gelu_pytorch_tanh).
+    virtual void geglu(const Act& gate, const Act& up, Act& out) = 0;
+    // x[t][i] += b[i] for every row t; b is f32 of length x.cols.
+    virtual void add_bias(Act& x, const Weight& b) = 0;
+    // out = x * s
+    virtual void scale(const Act& x, float s, Act& out) = 0;
+    // x = cap * tanh(x / cap), element-wise (final logit soft-capping).
+    virtual void softcap(Act& x, float cap) = 0;
+
     // Waits for queued work (no-op on the CPU).
     virtual void synchronize() {}
 };

@@ -10,5 +10,8 @@ void register_devices(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_run(CLI::App& app);
+void register_chat(CLI::App& app);
+void register_synth(CLI::App& app);
 
 }  // namespace zinc::cli

@@ -11,6 +11,9 @@ int main(int argc, char** argv) {
     zinc::cli::register_inspect(app);
     zinc::cli::register_logits(app);
     zinc::cli::register_bench(app);
+    zinc::cli::register_run(app);
+    zinc::cli::register_chat(app);
+    zinc::cli::register_synth(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -17,6 +17,9 @@ public:
     virtual ~Family() = default;
     virtual int n_vocab() const = 0;
     virtual int n_ctx() const = 0;  // positions the state holds
+    // Whether forward() may restart at a position before the end of the state (true for pure
+    // attention state, where later cache rows are simply overwritten).
+    virtual bool can_rewind() const { return true; }
     // Runs `ids` at positions pos0, pos0+1, ... (pos0 = tokens already in the state) and appends their
     // logits to `logits`: of every token when all_logits, else of the last one.
     virtual void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) = 0;

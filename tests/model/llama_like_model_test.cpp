@@ -78,23 +78,31 @@ TEST(Qwen3Model, Bf16WithinBf16Precision) {
     EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
 }
 
-// The CPU engine dequantizes weights and keeps activations in f32, while llama.cpp quantizes the
-// activations to 8 bits for its integer dot products; the two differ by that rounding (a few
-// percent after a random-weight model amplifies it). Where llama.cpp's top token leads by more
-// than that noise, the tokens must agree.
-void check_quantized(const std::string& type) {
+// The CPU engine computes quantized matmuls as llama.cpp's CPU backend does: activations are
+// quantized to the weight type's vec-dot type (Q8_0 / Q8_K here) byte-for-byte as ggml's x86
+// from_float does, and dotted with integer block sums equal to ggml's (quant/vec_dot.h). The logits
+// still differ by about 1e-2 (measured: q8_0 rel_l2 9.1e-3, q4_k_m 1.25e-2, argmax 63/64 each)
+// because the 8-bit activation rounding amplifies any float-rounding difference elsewhere: the F32
+// fixture agrees with llama.cpp to 6e-7, but a last-bit difference in an activation (e.g. RMSNorm
+// squaring in double here, in float in ggml; attention/SiLU order) flips a few quantization steps,
+// and each flip perturbs the next layer far more than the original rounding did, so after 14
+// quantized matmuls the two runs differ by a good part of the quantization noise itself (~2.8e-2
+// between each engine's q8_0 and f32 logits). The bounds leave ~1.5x margin over the measurement;
+// the top token must agree wherever llama.cpp's lead over its runner-up is at least 0.05 (61 of 64
+// positions; the two disagreements measured were at margins 0.015 and 0.0006).
+void check_quantized(const std::string& type, double max_rel_l2) {
     const Fixture fx = load_meta("qwen3");
     const std::string ref = kDir + "qwen3/logits_llama_" + type + ".npy";
     const auto s = compare(run_logits(kDir + "qwen3/qwen3-" + type + ".gguf", fx.prompt, fx.prompt.size()), ref);
-    EXPECT_LE(s.rel_l2, 5e-2) << s.summary();
-    const auto clear = clear_positions(ref, 0.25f);
-    EXPECT_GE(clear.size(), fx.prompt.size() * 3 / 4);  // the check must cover most positions
+    EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
+    const auto clear = clear_positions(ref, 0.05f);
+    EXPECT_GE(clear.size(), fx.prompt.size() * 9 / 10);  // the check must cover almost every position
     for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
     std::printf("qwen3 %s vs llama.cpp: %s\n", type.c_str(), s.summary().c_str());
 }
 
-TEST(Qwen3Model, Q8_0AgreesWithLlamaCpp) { check_quantized("q8_0"); }
-TEST(Qwen3Model, Q4_K_MAgreesWithLlamaCpp) { check_quantized("q4_k_m"); }
+TEST(Qwen3Model, Q8_0AgreesWithLlamaCpp) { check_quantized("q8_0", 1.5e-2); }
+TEST(Qwen3Model, Q4_K_MAgreesWithLlamaCpp) { check_quantized("q4_k_m", 2e-2); }
 
 TEST(Qwen3Model, TokenByTokenEqualsBatch) {
     const Fixture fx = load_meta("qwen3");

@@ -1,85 +1,139 @@
-// Writes the small GGUF that `bash build.sh run` inspects: a one-layer llama-layout model with
-// seeded random weights in the quantized types real downloads use. It exercises the writer and
-// the reference quantizers on every build.
+// Writes the demo model of `bash build.sh run`: a one-layer qwen3-layout GGUF with the real Qwen3
+// vocabulary whose weights are set by hand so that greedy decoding recites one sentence.
+//
+// How: every token of the sentence gets a random embedding; the output row of each token of the
+// sentence is the embedding of the token before it (all other output rows are zero), so after the
+// final norm the largest logit belongs to the successor. The layer's weights are small random values:
+// they run through every op of the forward pass without moving the residual stream far from the
+// embedding. The last token's successor is <|im_end|>, which ends generation.
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "quant/quantize.h"
+#include "tokenizer/hf_import.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
 using zinc::gguf::TensorType;
 
-std::vector<uint8_t> random_tensor(TensorType type, int64_t cols, int64_t rows, float scale, std::mt19937& rng) {
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> row(cols);
+constexpr const char* kSentence =
+    " is running. Each word here came from its forward pass one token at a time: embedding lookup, "
+    "attention with RoPE plus KV cache; SwiGLU FFN and LM head - all on your machine!";
+
+constexpr int64_t n_embd = 64, n_ff = 128, n_head = 2, n_head_kv = 1, head_dim = 64;
+
+nlohmann::json read_json(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot read " + path);
+    return nlohmann::json::parse(f);
+}
+
+std::vector<uint8_t> quantize(TensorType type, const std::vector<float>& w, int64_t cols) {
+    const int64_t rows = static_cast<int64_t>(w.size()) / cols;
     const size_t rb = zinc::gguf::row_bytes(type, cols);
     std::vector<uint8_t> out(rb * rows);
-    for (int64_t r = 0; r < rows; ++r) {
-        for (auto& x : row) x = dist(rng);
-        zinc::quant::quantize_row(type, row.data(), out.data() + r * rb, cols);
-    }
+    for (int64_t r = 0; r < rows; ++r) zinc::quant::quantize_row(type, w.data() + r * cols, out.data() + r * rb, cols);
     return out;
+}
+
+std::vector<float> random_vec(size_t n, float sd, std::mt19937& rng) {
+    std::normal_distribution<float> d(0.0f, sd);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: %s OUT.gguf\n", argv[0]);
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: %s TOKENIZER.json TOKENIZER_CONFIG.json OUT.gguf\n", argv[0]);
         return 2;
     }
     try {
-        constexpr int64_t n_embd = 256, n_ff = 512, n_vocab = 384, n_head = 4;
-        std::mt19937 rng(1234);
-        zinc::gguf::Writer w;
-        w.set("general.architecture", "llama");
-        w.set("general.name", "zinc demo");
-        w.set("general.file_type", uint32_t{15});  // mostly Q4_K_M
-        w.set("general.quantization_version", uint32_t{2});
-        w.set("llama.block_count", uint32_t{1});
-        w.set("llama.context_length", uint32_t{512});
-        w.set("llama.embedding_length", uint32_t{n_embd});
-        w.set("llama.feed_forward_length", uint32_t{n_ff});
-        w.set("llama.attention.head_count", uint32_t{n_head});
-        w.set("llama.attention.head_count_kv", uint32_t{n_head});
-        w.set("llama.attention.layer_norm_rms_epsilon", 1e-6f);
-        w.set("llama.rope.freq_base", 10000.0f);
-        std::vector<std::string> tokens;
-        for (int i = 0; i < n_vocab; ++i) tokens.push_back("<tok" + std::to_string(i) + ">");
-        w.add("tokenizer.ggml.tokens", zinc::gguf::Value::array(tokens));
+        const nlohmann::json tok_json = read_json(argv[1]), tok_cfg = read_json(argv[2]);
+        const nlohmann::json config = {{"vocab_size", 151936}, {"bos_token_id", 151643}, {"eos_token_id", 151645}};
+        const auto tok_kv = zinc::tokenizer::import_hf_tokenizer(tok_json, &tok_cfg, &config);
+        const auto tok = zinc::tokenizer::Tokenizer::from_metadata(tok_kv);
+        const int64_t n_vocab = 151936;
 
-        struct Spec {
-            const char* name;
-            TensorType type;
-            int64_t cols, rows;
+        // The chain of tokens: "zinc" + sentence, then the end-of-turn token.
+        std::vector<int32_t> chain = tok.encode("zinc", false, false);
+        for (int32_t t : tok.encode(kSentence, false, false)) chain.push_back(t);
+        const auto end = tok.find_token("<|im_end|>");
+        if (!end) throw std::runtime_error("the vocabulary has no <|im_end|>");
+        chain.push_back(*end);
+        std::set<int32_t> seen;
+        for (size_t i = 0; i + 1 < chain.size(); ++i)
+            if (!seen.insert(chain[i]).second)
+                throw std::runtime_error("token '" + tok.token_text(chain[i]) + "' repeats in the demo sentence");
+
+        std::mt19937 rng(7);
+        std::vector<float> embd(n_vocab * n_embd, 0.0f), output(n_vocab * n_embd, 0.0f);
+        std::normal_distribution<float> unit(0.0f, 1.0f);
+        for (int64_t t = 0; t < n_vocab; ++t)
+            for (int64_t i = 0; i < n_embd; ++i) embd[t * n_embd + i] = unit(rng);
+        for (size_t i = 0; i + 1 < chain.size(); ++i)
+            for (int64_t k = 0; k < n_embd; ++k) output[chain[i + 1] * n_embd + k] = 0.5f * embd[chain[i] * n_embd + k];
+
+        zinc::gguf::Writer w;
+        w.set("general.architecture", "qwen3");
+        w.set("general.name", "zinc demo");
+        w.set("general.file_type", uint32_t{7});  // mostly Q8_0
+        w.set("general.quantization_version", uint32_t{2});
+        w.set("qwen3.block_count", uint32_t{1});
+        w.set("qwen3.context_length", uint32_t{512});
+        w.set("qwen3.embedding_length", uint32_t{n_embd});
+        w.set("qwen3.feed_forward_length", uint32_t{n_ff});
+        w.set("qwen3.attention.head_count", uint32_t{n_head});
+        w.set("qwen3.attention.head_count_kv", uint32_t{n_head_kv});
+        w.set("qwen3.attention.key_length", uint32_t{head_dim});
+        w.set("qwen3.attention.value_length", uint32_t{head_dim});
+        w.set("qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+        w.set("qwen3.rope.freq_base", 1000000.0f);
+        zinc::tokenizer::add_to_writer(w, tok_kv);
+
+        auto f32 = [](const std::vector<float>& v) {
+            std::vector<uint8_t> b(v.size() * sizeof(float));
+            std::memcpy(b.data(), v.data(), b.size());
+            return b;
         };
-        const Spec specs[] = {
-            {"token_embd.weight", TensorType::Q4_K, n_embd, n_vocab},
-            {"blk.0.attn_norm.weight", TensorType::F32, n_embd, 1},
-            {"blk.0.attn_q.weight", TensorType::Q4_K, n_embd, n_embd},
-            {"blk.0.attn_k.weight", TensorType::Q4_K, n_embd, n_embd},
-            {"blk.0.attn_v.weight", TensorType::Q6_K, n_embd, n_embd},
-            {"blk.0.attn_output.weight", TensorType::Q4_K, n_embd, n_embd},
-            {"blk.0.ffn_norm.weight", TensorType::F32, n_embd, 1},
-            {"blk.0.ffn_gate.weight", TensorType::Q4_K, n_embd, n_ff},
-            {"blk.0.ffn_up.weight", TensorType::Q4_K, n_embd, n_ff},
-            {"blk.0.ffn_down.weight", TensorType::Q6_K, n_ff, n_embd},
-            {"output_norm.weight", TensorType::F32, n_embd, 1},
-            {"output.weight", TensorType::Q8_0, n_embd, n_vocab},
-        };
-        for (const Spec& s : specs) {
-            const auto data = random_tensor(s.type, s.cols, s.rows, 0.05f, rng);
-            if (s.rows == 1)
-                w.add_tensor(s.name, s.type, {s.cols}, data);
-            else
-                w.add_tensor(s.name, s.type, {s.cols, s.rows}, data);
-        }
-        w.write(argv[1]);
+        const std::vector<float> ones(n_embd, 1.0f), head_ones(head_dim, 1.0f);
+        w.add_tensor("token_embd.weight", TensorType::Q8_0, {n_embd, n_vocab}, quantize(TensorType::Q8_0, embd, n_embd));
+        w.add_tensor("blk.0.attn_norm.weight", TensorType::F32, {n_embd}, f32(ones));
+        w.add_tensor("blk.0.attn_q.weight", TensorType::Q8_0, {n_embd, n_head * head_dim},
+                     quantize(TensorType::Q8_0, random_vec(n_embd * n_head * head_dim, 0.02f, rng), n_embd));
+        w.add_tensor("blk.0.attn_k.weight", TensorType::Q8_0, {n_embd, n_head_kv * head_dim},
+                     quantize(TensorType::Q8_0, random_vec(n_embd * n_head_kv * head_dim, 0.02f, rng), n_embd));
+        w.add_tensor("blk.0.attn_v.weight", TensorType::Q8_0, {n_embd, n_head_kv * head_dim},
+                     quantize(TensorType::Q8_0, random_vec(n_embd * n_head_kv * head_dim, 0.02f, rng), n_embd));
+        w.add_tensor("blk.0.attn_q_norm.weight", TensorType::F32, {head_dim}, f32(head_ones));
+        w.add_tensor("blk.0.attn_k_norm.weight", TensorType::F32, {head_dim}, f32(head_ones));
+        w.add_tensor("blk.0.attn_output.weight", TensorType::Q8_0, {n_head * head_dim, n_embd},
+                     quantize(TensorType::Q8_0, random_vec(n_head * head_dim * n_embd, 0.02f, rng), n_head * head_dim));
+        w.add_tensor("blk.0.ffn_norm.weight", TensorType::F32, {n_embd}, f32(ones));
+        w.add_tensor("blk.0.ffn_gate.weight", TensorType::Q8_0, {n_embd, n_ff},
+                     quantize(TensorType::Q8_0, random_vec(n_embd * n_ff, 0.02f, rng), n_embd));
+        w.add_tensor("blk.0.ffn_up.weight", TensorType::Q8_0, {n_embd, n_ff},
+                     quantize(TensorType::Q8_0, random_vec(n_embd * n_ff, 0.02f, rng), n_embd));
+        w.add_tensor("blk.0.ffn_down.weight", TensorType::Q8_0, {n_ff, n_embd},
+                     quantize(TensorType::Q8_0, random_vec(n_ff * n_embd, 0.02f, rng), n_ff));
+        w.add_tensor("output_norm.weight", TensorType::F32, {n_embd}, f32(ones));
+        w.add_tensor("output.weight", TensorType::Q8_0, {n_embd, n_vocab}, quantize(TensorType::Q8_0, output, n_embd));
+        w.write(argv[3]);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_demo_gguf: %s\n", e.what());
         return 1;

@@ -1,0 +1,120 @@
+// Attention with a sliding window, attention sinks and score soft-capping, and RoPE with per-pair
+// frequency factors and YaRN (gemma4, gpt-oss; MODELS.md 0.2, 1.1, 1.2, 1.4, 7.4).
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_ops_ext.h"
+
+namespace zinc::backend::cpu {
+namespace {
+
+float dot(const float* a, const float* b, int64_t n) {
+    float s[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) s[k] += a[i + k] * b[i + k];
+    float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; ++i) r += a[i] * b[i];
+    return r;
+}
+
+const float* f32_vector(const Weight& w, int64_t n, const char* what) {
+    if (w.type != gguf::TensorType::F32 || w.cols * w.rows != n)
+        throw std::invalid_argument(std::string(what) + " " + w.name + ": expected " + std::to_string(n) +
+                                    " f32 values");
+    return static_cast<const float*>(w.data);
+}
+
+}  // namespace
+
+bool attention_is_ext(const AttentionParams& p) { return p.window > 0 || p.sinks || p.softcap > 0.0f; }
+
+bool rope_is_ext(const RopeParams& p) { return p.freq_factors || p.ext_factor != 0.0f || p.mscale != 1.0f; }
+
+void attention_ext(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
+                   Act& out) {
+    const int d = p.head_dim;
+    if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
+        kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
+        throw std::invalid_argument("attention: shape mismatch");
+    if (pos0 < 0 || pos0 + q.rows > kv.capacity) throw std::out_of_range("attention: past the cache");
+    const float* sinks = p.sinks ? f32_vector(*p.sinks, p.n_head, "attention sinks") : nullptr;
+    const int group = p.n_head / p.n_head_kv;
+    pool.parallel_for(q.rows * p.n_head, [&](int64_t b, int64_t e) {
+        std::vector<float> scores;
+        for (int64_t job = b; job < e; ++job) {
+            const int64_t t = job / p.n_head;
+            const int h = static_cast<int>(job % p.n_head);
+            const int kvh = h / group;
+            const int64_t pq = pos0 + t;
+            // Causal, and with a window W the query sees itself and the previous W-1 positions.
+            const int64_t j0 = p.window > 0 ? std::max<int64_t>(0, pq - p.window + 1) : 0;
+            const int64_t n = pq + 1 - j0;
+            const float* qv = q.data + t * q.cols + int64_t(h) * d;
+            scores.resize(n);
+            float mx = sinks ? sinks[h] : -INFINITY;
+            for (int64_t j = 0; j < n; ++j) {
+                float s = dot(qv, kv.k + (j0 + j) * kv.width + int64_t(kvh) * d, d) * p.scale;
+                if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
+                scores[j] = s;
+                mx = std::max(mx, s);
+            }
+            // The sink joins the denominator (and the max) but has no value row.
+            double sum = sinks ? std::exp(double(sinks[h]) - mx) : 0.0;
+            for (int64_t j = 0; j < n; ++j) {
+                scores[j] = std::exp(scores[j] - mx);
+                sum += scores[j];
+            }
+            const float inv = float(1.0 / sum);
+            float* o = out.data + t * out.cols + int64_t(h) * d;
+            std::fill(o, o + d, 0.0f);
+            for (int64_t j = 0; j < n; ++j) {
+                const float pj = scores[j] * inv;
+                const float* vv = kv.v + (j0 + j) * kv.width + int64_t(kvh) * d;
+                for (int i = 0; i < d; ++i) o[i] += pj * vv[i];
+            }
+        }
+    });
+}
+
+void rope_ext(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
+    if (head_dim <= 0 || x.cols % head_dim != 0 || static_cast<int64_t>(pos.size()) != x.rows || p.n_rot > head_dim ||
+        p.n_rot <= 0 || p.n_rot % 2 != 0)
+        throw std::invalid_argument("rope: bad shape");
+    const int64_t heads = x.cols / head_dim;
+    const int half = p.n_rot / 2;
+    const float* ff = p.freq_factors ? f32_vector(*p.freq_factors, half, "rope frequency factors") : nullptr;
+    // Per-pair inverse frequencies in f32, in the order transformers builds them: base^(-2i/n_rot), YaRN's blend of
+    // the interpolated (freq_scale * omega) and extrapolated (omega) frequency, then the frequency factor.
+    std::vector<float> inv_freq(half);
+    for (int i = 0; i < half; ++i) {
+        const float omega = 1.0f / std::pow(p.freq_base, float(2 * i) / float(p.n_rot));
+        float f = omega * p.freq_scale;
+        if (p.ext_factor != 0.0f) {
+            const float y = (float(i) - p.yarn_low) / std::max(0.001f, p.yarn_high - p.yarn_low);
+            const float r = p.ext_factor * (1.0f - std::clamp(y, 0.0f, 1.0f));  // 1: keep the extrapolated omega
+            f = omega * p.freq_scale * (1.0f - r) + omega * r;
+        }
+        inv_freq[i] = ff ? f / ff[i] : f;
+    }
+    pool.parallel_for(x.rows, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+            for (int i = 0; i < half; ++i) {
+                const float theta = float(pos[t]) * inv_freq[i];
+                const float c = std::cos(theta) * p.mscale, s = std::sin(theta) * p.mscale;
+                for (int64_t h = 0; h < heads; ++h) {
+                    float* v = x.data + t * x.cols + h * head_dim;
+                    const int i0 = p.neox ? i : 2 * i, i1 = p.neox ? i + half : 2 * i + 1;
+                    const float a = v[i0], d = v[i1];
+                    v[i0] = a * c - d * s;
+                    v[i1] = a * s + d * c;
+                }
+            }
+        }
+    });
+}
+
+}  // namespace zinc::backend::cpu

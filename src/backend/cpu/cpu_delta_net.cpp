@@ -1,0 +1,311 @@
+// CPU ops of the gated delta-net layers (Qwen3.5 / Qwen3.6, MODELS.md §4.4): the causal conv over a rolling
+// state, the gates, L2 norm, gated RMSNorm, and the gated delta rule token by token and in chunked form.
+// All arithmetic is f32 (sums of squares in double, as the RMSNorm of cpu_backend.cpp).
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+
+namespace zinc::backend::cpu {
+namespace {
+
+void check_shape(const Act& a, int64_t rows, int64_t cols, const char* op, const char* what) {
+    if (a.rows != rows || a.cols != cols)
+        throw std::invalid_argument(std::string(op) + ": " + what + " has shape " + std::to_string(a.rows) + "x" +
+                                    std::to_string(a.cols) + ", expected " + std::to_string(rows) + "x" +
+                                    std::to_string(cols));
+}
+
+const float* f32_data(const Weight& w, int64_t n, const char* op) {
+    if (w.type != gguf::TensorType::F32 || w.cols * w.rows != n)
+        throw std::invalid_argument(std::string(op) + ": " + w.name + " must be f32 with " + std::to_string(n) +
+                                    " values");
+    return static_cast<const float*>(w.data);
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch's threshold
+
+void check_delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, const Act& state,
+                     const DeltaNetParams& p, const Act& out, const char* op) {
+    if (p.n_k <= 0 || p.n_v <= 0 || p.d_k <= 0 || p.d_v <= 0 || p.n_v % p.n_k != 0)
+        throw std::invalid_argument(std::string(op) + ": bad head counts");
+    const int64_t T = q.rows;
+    check_shape(q, T, int64_t(p.n_k) * p.d_k, op, "q");
+    check_shape(k, T, int64_t(p.n_k) * p.d_k, op, "k");
+    check_shape(v, T, int64_t(p.n_v) * p.d_v, op, "v");
+    check_shape(g, T, p.n_v, op, "g");
+    check_shape(beta, T, p.n_v, op, "beta");
+    check_shape(state, p.n_v, int64_t(p.d_k) * p.d_v, op, "state");
+    check_shape(out, T, int64_t(p.n_v) * p.d_v, op, "out");
+}
+
+int key_head(const DeltaNetParams& p, int h) { return p.tiled ? h % p.n_k : h / (p.n_v / p.n_k); }
+
+}  // namespace
+
+void sigmoid_mul(ThreadPool& pool, const Act& x, const Act& gate, Act& out) {
+    check_shape(out, x.rows, x.cols, "sigmoid_mul", "out");
+    if (gate.rows != x.rows || (gate.cols != x.cols && gate.cols != 1))
+        throw std::invalid_argument("sigmoid_mul: gate must have x's shape or one column");
+    const bool per_row = gate.cols == 1 && x.cols != 1;
+    pool.parallel_for(x.rows, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+            const float* xi = x.data + t * x.cols;
+            float* o = out.data + t * x.cols;
+            if (per_row) {
+                const float s = sigmoid(gate.data[t]);
+                for (int64_t i = 0; i < x.cols; ++i) o[i] = xi[i] * s;
+            } else {
+                const float* gi = gate.data + t * x.cols;
+                for (int64_t i = 0; i < x.cols; ++i) o[i] = xi[i] * sigmoid(gi[i]);
+            }
+        }
+    });
+}
+
+void fill(Act& a, float value) {
+    for (int64_t i = 0; i < a.size(); ++i) a.data[i] = value;
+}
+
+void slice_groups(ThreadPool& pool, const Act& src, int64_t group, int64_t offset, Act& out) {
+    if (group <= 0 || src.cols % group != 0 || out.rows != src.rows)
+        throw std::invalid_argument("slice_groups: bad group or rows");
+    const int64_t n_groups = src.cols / group;
+    if (out.cols % n_groups != 0) throw std::invalid_argument("slice_groups: out width is not a whole per group");
+    const int64_t width = out.cols / n_groups;
+    if (offset < 0 || offset + width > group) throw std::invalid_argument("slice_groups: slice outside the group");
+    if (src.data == out.data) throw std::invalid_argument("slice_groups: out must not alias src");
+    const auto body = [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t)
+            for (int64_t gi = 0; gi < n_groups; ++gi) {
+                const float* s = src.data + t * src.cols + gi * group + offset;
+                float* o = out.data + t * out.cols + gi * width;
+                for (int64_t i = 0; i < width; ++i) o[i] = s[i];
+            }
+    };
+    if (src.rows >= 16)
+        pool.parallel_for(src.rows, body);
+    else
+        body(0, src.rows);
+}
+
+void l2_norm(ThreadPool& pool, const Act& x, float eps, int64_t group, Act& out) {
+    check_shape(out, x.rows, x.cols, "l2_norm", "out");
+    if (group <= 0 || x.cols % group != 0) throw std::invalid_argument("l2_norm: bad group");
+    const int64_t n_groups = x.size() / group;
+    pool.parallel_for(n_groups, [&](int64_t b, int64_t e) {
+        for (int64_t gi = b; gi < e; ++gi) {
+            const float* xi = x.data + gi * group;
+            float* o = out.data + gi * group;
+            double sum = 0;
+            for (int64_t i = 0; i < group; ++i) sum += double(xi[i]) * xi[i];
+            const float scale = 1.0f / std::sqrt(float(sum) + eps);
+            for (int64_t i = 0; i < group; ++i) o[i] = xi[i] * scale;
+        }
+    });
+}
+
+void gated_rms_norm(ThreadPool& pool, const Act& x, const Weight& w, const Act& z, float eps, int64_t group,
+                    Act& out) {
+    check_shape(out, x.rows, x.cols, "gated_rms_norm", "out");
+    check_shape(z, x.rows, x.cols, "gated_rms_norm", "z");
+    if (group <= 0 || x.cols % group != 0) throw std::invalid_argument("gated_rms_norm: bad group");
+    const float* wd = f32_data(w, group, "gated_rms_norm");
+    const int64_t n_groups = x.size() / group;
+    pool.parallel_for(n_groups, [&](int64_t b, int64_t e) {
+        for (int64_t gi = b; gi < e; ++gi) {
+            const float* xi = x.data + gi * group;
+            const float* zi = z.data + gi * group;
+            float* o = out.data + gi * group;
+            double sum = 0;
+            for (int64_t i = 0; i < group; ++i) sum += double(xi[i]) * xi[i];
+            const float scale = 1.0f / std::sqrt(float(sum / group) + eps);
+            for (int64_t i = 0; i < group; ++i) o[i] = xi[i] * scale * wd[i] * silu(zi[i]);
+        }
+    });
+}
+
+void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g, Act& beta_out) {
+    const int64_t n = a.cols;
+    check_shape(b, a.rows, n, "delta_net_gates", "b");
+    check_shape(g, a.rows, n, "delta_net_gates", "g");
+    check_shape(beta_out, a.rows, n, "delta_net_gates", "beta");
+    const float* dt = f32_data(dt_bias, n, "delta_net_gates");
+    const float* A = f32_data(ssm_a, n, "delta_net_gates");
+    for (int64_t t = 0; t < a.rows; ++t)
+        for (int64_t h = 0; h < n; ++h) {
+            const int64_t i = t * n + h;
+            const float gv = softplus(a.data[i] + dt[h]) * A[h];
+            beta_out.data[i] = sigmoid(b.data[i]);
+            g.data[i] = gv;
+        }
+}
+
+void conv1d_causal(ThreadPool& pool, const Act& x, Act& state, const Weight& w, bool silu_out, Act& out) {
+    const int64_t C = x.cols, T = x.rows;
+    if (w.type != gguf::TensorType::F32 || w.rows != C || w.cols < 1)
+        throw std::invalid_argument("conv1d_causal: " + w.name + " must be f32 {K, channels}");
+    const int64_t K = w.cols;
+    check_shape(state, K - 1, C, "conv1d_causal", "state");
+    check_shape(out, T, C, "conv1d_causal", "out");
+    const float* wd = static_cast<const float*>(w.data);
+    // Channels are independent; each thread reads a channel's whole input column before writing its outputs,
+    // so out may alias x.
+    pool.parallel_for(C, [&](int64_t cb, int64_t ce) {
+        std::vector<float> seq(static_cast<size_t>(K - 1 + T));
+        for (int64_t c = cb; c < ce; ++c) {
+            for (int64_t j = 0; j < K - 1; ++j) seq[j] = state.data[j * C + c];
+            for (int64_t t = 0; t < T; ++t) seq[K - 1 + t] = x.data[t * C + c];
+            const float* wc = wd + c * K;
+            for (int64_t t = 0; t < T; ++t) {
+                float s = 0;
+                for (int64_t j = 0; j < K; ++j) s += wc[j] * seq[t + j];
+                out.data[t * C + c] = silu_out ? silu(s) : s;
+            }
+            for (int64_t j = 0; j < K - 1; ++j) state.data[j * C + c] = seq[T + j];
+        }
+    });
+}
+
+void delta_net(ThreadPool& pool, const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+               const DeltaNetParams& p, Act& out) {
+    check_delta_net(q, k, v, g, beta, state, p, out, "delta_net");
+    const int dk = p.d_k, dv = p.d_v;
+    pool.parallel_for(p.n_v, [&](int64_t hb, int64_t he) {
+        std::vector<float> m(static_cast<size_t>(dv));
+        for (int64_t h = hb; h < he; ++h) {
+            const int kh = key_head(p, static_cast<int>(h));
+            float* S = state.data + h * dk * dv;
+            for (int64_t t = 0; t < q.rows; ++t) {
+                const float* kt = k.data + t * k.cols + int64_t(kh) * dk;
+                const float* qt = q.data + t * q.cols + int64_t(kh) * dk;
+                const float* vt = v.data + t * v.cols + h * dv;
+                const float decay = std::exp(g.data[t * p.n_v + h]);
+                const float b = beta.data[t * p.n_v + h];
+                std::fill(m.begin(), m.end(), 0.0f);
+                for (int i = 0; i < dk; ++i) {
+                    float* Si = S + int64_t(i) * dv;
+                    const float ki = kt[i];
+                    for (int j = 0; j < dv; ++j) {
+                        Si[j] *= decay;
+                        m[j] += Si[j] * ki;
+                    }
+                }
+                for (int j = 0; j < dv; ++j) m[j] = b * (vt[j] - m[j]);  // delta
+                float* o = out.data + t * out.cols + h * dv;
+                std::fill(o, o + dv, 0.0f);
+                for (int i = 0; i < dk; ++i) {
+                    float* Si = S + int64_t(i) * dv;
+                    const float ki = kt[i], qi = qt[i];
+                    for (int j = 0; j < dv; ++j) {
+                        Si[j] += ki * m[j];
+                        o[j] += Si[j] * qi;
+                    }
+                }
+                for (int j = 0; j < dv; ++j) o[j] *= p.scale;
+            }
+        }
+    });
+}
+
+// Within a chunk of n tokens with cumulative log-decays G_t = g_1 + ... + g_t and the state S0 at its start:
+//   delta_t = beta_t (v_t - e^{G_t} S0^T k_t - sum_{s<t} e^{G_t - G_s} (k_t.k_s) delta_s)     (forward substitution)
+//   o_t     = scale (e^{G_t} S0^T q_t + sum_{s<=t} e^{G_t - G_s} (q_t.k_s) delta_s)
+//   S_n     = e^{G_n} S0 + sum_s e^{G_n - G_s} k_s delta_s^T
+// which is the token-by-token recurrence unrolled (the WY / UT-transform form of the chunked kernels).
+void delta_net_chunked(ThreadPool& pool, const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta,
+                       Act& state, const DeltaNetParams& p, int chunk, Act& out) {
+    check_delta_net(q, k, v, g, beta, state, p, out, "delta_net_chunked");
+    if (chunk <= 0) throw std::invalid_argument("delta_net_chunked: chunk must be positive");
+    const int dk = p.d_k, dv = p.d_v;
+    const int64_t T = q.rows;
+    pool.parallel_for(p.n_v, [&](int64_t hb, int64_t he) {
+        const size_t C = static_cast<size_t>(chunk);
+        std::vector<float> G(C), kk(C * C), qk(C * C), delta(C * dv), sk(C * dv), sq(C * dv);
+        for (int64_t h = hb; h < he; ++h) {
+            const int kh = key_head(p, static_cast<int>(h));
+            float* S = state.data + h * dk * dv;
+            for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+                const int n = static_cast<int>(std::min<int64_t>(chunk, T - t0));
+                const auto K_ = [&](int t) { return k.data + (t0 + t) * k.cols + int64_t(kh) * dk; };
+                const auto Q_ = [&](int t) { return q.data + (t0 + t) * q.cols + int64_t(kh) * dk; };
+                float acc = 0;
+                for (int t = 0; t < n; ++t) G[t] = acc += g.data[(t0 + t) * p.n_v + h];
+                // Gram matrices of the chunk: k_t.k_s (s < t), q_t.k_s (s <= t).
+                for (int t = 0; t < n; ++t)
+                    for (int s = 0; s <= t; ++s) {
+                        const float *kt = K_(t), *qt = Q_(t), *ks = K_(s);
+                        float a = 0, c = 0;
+                        for (int i = 0; i < dk; ++i) {
+                            a += kt[i] * ks[i];
+                            c += qt[i] * ks[i];
+                        }
+                        kk[t * C + s] = a;
+                        qk[t * C + s] = c;
+                    }
+                // S0^T k_t and S0^T q_t.
+                std::fill(sk.begin(), sk.begin() + int64_t(n) * dv, 0.0f);
+                std::fill(sq.begin(), sq.begin() + int64_t(n) * dv, 0.0f);
+                for (int t = 0; t < n; ++t) {
+                    const float *kt = K_(t), *qt = Q_(t);
+                    float *skt = sk.data() + int64_t(t) * dv, *sqt = sq.data() + int64_t(t) * dv;
+                    for (int i = 0; i < dk; ++i) {
+                        const float* Si = S + int64_t(i) * dv;
+                        const float ki = kt[i], qi = qt[i];
+                        for (int j = 0; j < dv; ++j) {
+                            skt[j] += Si[j] * ki;
+                            sqt[j] += Si[j] * qi;
+                        }
+                    }
+                }
+                // delta by forward substitution, then the outputs.
+                for (int t = 0; t < n; ++t) {
+                    const float eg = std::exp(G[t]);
+                    const float b = beta.data[(t0 + t) * p.n_v + h];
+                    const float* vt = v.data + (t0 + t) * v.cols + h * dv;
+                    float* dt = delta.data() + int64_t(t) * dv;
+                    const float* skt = sk.data() + int64_t(t) * dv;
+                    for (int j = 0; j < dv; ++j) dt[j] = eg * skt[j];
+                    for (int s = 0; s < t; ++s) {
+                        const float a = std::exp(G[t] - G[s]) * kk[t * C + s];
+                        const float* ds = delta.data() + int64_t(s) * dv;
+                        for (int j = 0; j < dv; ++j) dt[j] += a * ds[j];
+                    }
+                    for (int j = 0; j < dv; ++j) dt[j] = b * (vt[j] - dt[j]);
+                    float* o = out.data + (t0 + t) * out.cols + h * dv;
+                    const float* sqt = sq.data() + int64_t(t) * dv;
+                    for (int j = 0; j < dv; ++j) o[j] = eg * sqt[j];
+                    for (int s = 0; s <= t; ++s) {
+                        const float a = std::exp(G[t] - G[s]) * qk[t * C + s];
+                        const float* ds = delta.data() + int64_t(s) * dv;
+                        for (int j = 0; j < dv; ++j) o[j] += a * ds[j];
+                    }
+                    for (int j = 0; j < dv; ++j) o[j] *= p.scale;
+                }
+                // The state at the end of the chunk.
+                const float egn = std::exp(G[n - 1]);
+                for (int i = 0; i < dk; ++i) {
+                    float* Si = S + int64_t(i) * dv;
+                    for (int j = 0; j < dv; ++j) Si[j] *= egn;
+                }
+                for (int s = 0; s < n; ++s) {
+                    const float w = std::exp(G[n - 1] - G[s]);
+                    const float* ks = K_(s);
+                    const float* ds = delta.data() + int64_t(s) * dv;
+                    for (int i = 0; i < dk; ++i) {
+                        float* Si = S + int64_t(i) * dv;
+                        const float c = w * ks[i];
+                        for (int j = 0; j < dv; ++j) Si[j] += c * ds[j];
+                    }
+                }
+            }
+        }
+    });
+}
+
+}  // namespace zinc::backend::cpu

@@ -1,0 +1,99 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace zinc::engine {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+const char* stop_reason(GenerateResult::Stop s) {
+    switch (s) {
+        case GenerateResult::Stop::EndOfGeneration: return "end of generation";
+        case GenerateResult::Stop::MaxTokens: return "token limit";
+        case GenerateResult::Stop::ContextFull: return "context full";
+        case GenerateResult::Stop::Interrupted: return "interrupted";
+    }
+    return "?";
+}
+
+Session::Session(const gguf::Model& model, backend::Backend& be, int n_ctx)
+    : tok_(tokenizer::Tokenizer::from_gguf(model.first())), family_(make_family(model, be, n_ctx)) {
+    if (tok_.n_vocab() > family_->n_vocab())
+        throw std::runtime_error("the vocabulary has " + std::to_string(tok_.n_vocab()) +
+                                 " tokens but the model's output has only " + std::to_string(family_->n_vocab()));
+}
+
+std::span<float> Session::set_context(std::span<const int32_t> ids) {
+    if (ids.empty()) throw std::invalid_argument("empty prompt");
+    if (static_cast<int64_t>(ids.size()) > n_ctx())
+        throw std::length_error("the prompt has " + std::to_string(ids.size()) + " tokens; the context holds " +
+                                std::to_string(n_ctx()));
+    // Keep the common prefix, but always evaluate at least the last token to get its logits.
+    size_t keep = 0;
+    if (family_->can_rewind()) {
+        const size_t limit = std::min(tokens_.size(), ids.size() - 1);
+        while (keep < limit && tokens_[keep] == ids[keep]) ++keep;
+    }
+    reused_ = keep;
+    tokens_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep));
+    logits_.clear();
+    family_->forward(ids.subspan(keep), static_cast<int64_t>(keep), false, logits_);
+    tokens_.assign(ids.begin(), ids.end());
+    return logits_;
+}
+
+std::span<float> Session::push(int32_t id) {
+    if (static_cast<int64_t>(tokens_.size()) >= n_ctx()) throw std::length_error("the context is full");
+    logits_.clear();
+    const int32_t one[1] = {id};
+    family_->forward(one, static_cast<int64_t>(tokens_.size()), false, logits_);
+    tokens_.push_back(id);
+    return logits_;
+}
+
+GenerateResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& opts, Sampler& sampler,
+                                 const std::function<bool(int32_t, const std::string&)>& on_text) {
+    GenerateResult r;
+    auto t0 = std::chrono::steady_clock::now();
+    std::span<float> logits = set_context(prompt);
+    r.prompt_seconds = seconds_since(t0);
+    r.prompt_tokens = static_cast<int>(prompt.size() - reused_);
+
+    sampler.reset();
+    for (int32_t t : prompt) sampler.accept(t);
+    tokenizer::StreamDecoder decoder(tok_, false);
+    t0 = std::chrono::steady_clock::now();
+    for (;;) {
+        if (opts.max_tokens >= 0 && r.generated >= opts.max_tokens) {
+            r.stop = GenerateResult::Stop::MaxTokens;
+            break;
+        }
+        const int32_t t = sampler.sample(logits);
+        if (tok_.is_eog(t)) {
+            r.stop = GenerateResult::Stop::EndOfGeneration;
+            break;
+        }
+        sampler.accept(t);
+        ++r.generated;
+        if (!on_text(t, decoder.push(t))) {
+            r.stop = GenerateResult::Stop::Interrupted;
+            break;
+        }
+        if (static_cast<int64_t>(tokens_.size()) >= n_ctx()) {
+            r.stop = GenerateResult::Stop::ContextFull;
+            break;
+        }
+        logits = push(t);
+    }
+    if (const std::string rest = decoder.flush(); !rest.empty()) on_text(-1, rest);
+    r.generate_seconds = seconds_since(t0);
+    return r;
+}
+
+}  // namespace zinc::engine

@@ -1,0 +1,65 @@
+// One conversation with a model: the tokenizer, the family's forward pass with its state, and the
+// tokens the state holds. Prompts that share a prefix with what was evaluated before only pay for
+// the new part.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/family.h"
+#include "engine/sampler.h"
+#include "gguf/split.h"
+#include "tokenizer/tokenizer.h"
+
+namespace zinc::engine {
+
+struct GenerateOptions {
+    int max_tokens = 256;  // < 0: until end of generation or a full context
+};
+
+struct GenerateResult {
+    int prompt_tokens = 0;     // evaluated for this call (the reused prefix excluded)
+    double prompt_seconds = 0;
+    int generated = 0;
+    double generate_seconds = 0;
+    enum class Stop { EndOfGeneration, MaxTokens, ContextFull, Interrupted } stop = Stop::MaxTokens;
+};
+
+const char* stop_reason(GenerateResult::Stop s);
+
+class Session {
+public:
+    // n_ctx <= 0: the model's training context.
+    Session(const gguf::Model& model, backend::Backend& be, int n_ctx);
+
+    const tokenizer::Tokenizer& tokenizer() const { return tok_; }
+    int n_ctx() const { return family_->n_ctx(); }
+    int n_vocab() const { return family_->n_vocab(); }
+    const std::vector<int32_t>& tokens() const { return tokens_; }
+    void clear() { tokens_.clear(); }
+
+    // Makes `ids` the whole context and returns the logits after its last token.
+    std::span<float> set_context(std::span<const int32_t> ids);
+    // Appends one token and returns the logits after it. `tokens()` always lists exactly the
+    // tokens whose state has been computed.
+    std::span<float> push(int32_t id);
+
+    // Evaluates `prompt` as the context, then samples until end of generation, max_tokens, a full
+    // context, or on_text returning false. on_text receives each token and its complete UTF-8 text.
+    GenerateResult generate(std::span<const int32_t> prompt, const GenerateOptions& opts, Sampler& sampler,
+                            const std::function<bool(int32_t token, const std::string& text)>& on_text);
+
+private:
+    tokenizer::Tokenizer tok_;
+    std::unique_ptr<Family> family_;
+    std::vector<int32_t> tokens_;
+    std::vector<float> logits_;
+    size_t reused_ = 0;  // tokens the last set_context kept from before
+};
+
+}  // namespace zinc::engine

@@ -1,0 +1,422 @@
+#include "model/catalog.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+namespace zinc::model {
+
+namespace {
+
+Preset qwen3(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
+             uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, bool tied) {
+    Preset p;
+    p.name = std::move(name);
+    p.arch = "qwen3";
+    p.model_name = std::move(model_name);
+    p.size_label = std::move(size);
+    p.vocab = "qwen3";
+    p.n_vocab = 151936;
+    p.n_layer = n_layer;
+    p.n_embd = n_embd;
+    p.n_ff = n_ff;
+    p.n_head = n_head;
+    p.n_head_kv = n_head_kv;
+    p.head_dim = 128;
+    p.n_ctx = 40960;
+    p.rms_eps = 1e-6f;
+    p.rope_base = 1e6f;
+    p.tied = tied;
+    return p;
+}
+
+Preset qwen35(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
+              uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, uint32_t v_heads) {
+    Preset p;
+    p.name = std::move(name);
+    p.arch = "qwen35";
+    p.model_name = std::move(model_name);
+    p.size_label = std::move(size);
+    p.vocab = "qwen3";
+    p.n_vocab = 248320;
+    p.n_layer = n_layer;
+    p.n_embd = n_embd;
+    p.n_ff = n_ff;
+    p.n_head = n_head;
+    p.n_head_kv = n_head_kv;
+    p.head_dim = 256;
+    p.n_ctx = 262144;
+    p.rms_eps = 1e-6f;
+    p.rope_base = 1e7f;
+    p.tied = false;
+    p.n_rot = 64;
+    p.ssm_conv = 4;
+    p.ssm_state = 128;
+    p.ssm_groups = 16;
+    p.ssm_v_heads = v_heads;
+    p.full_attn_interval = 4;
+    return p;
+}
+
+Preset gemma4(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
+              uint32_t n_ff, uint32_t n_head, uint32_t kv_swa, uint32_t kv_global) {
+    Preset p;
+    p.name = std::move(name);
+    p.arch = "gemma4";
+    p.model_name = std::move(model_name);
+    p.size_label = std::move(size);
+    p.vocab = "gemma3";
+    p.n_vocab = 262144;
+    p.n_layer = n_layer;
+    p.n_embd = n_embd;
+    p.n_ff = n_ff;
+    p.n_head = n_head;
+    p.n_head_kv = kv_swa;
+    p.n_head_kv_global = kv_global;
+    p.head_dim = 512;
+    p.head_dim_swa = 256;
+    p.n_ctx = 262144;
+    p.rms_eps = 1e-6f;
+    p.rope_base = 1e6f;
+    p.rope_base_swa = 1e4f;
+    p.rope_partial_global = 0.25f;
+    p.sliding_window = 1024;
+    p.swa_period = 6;
+    p.softcap = 30.0f;
+    p.tied = true;
+    return p;
+}
+
+std::vector<Preset> make_presets() {
+    std::vector<Preset> v;
+    v.push_back(qwen3("qwen3-0.6b", "Qwen3 0.6B", "0.6B", 28, 1024, 3072, 16, 8, true));
+    v.push_back(qwen3("qwen3-8b", "Qwen3 8B", "8.2B", 36, 4096, 12288, 32, 8, false));
+    v.push_back(qwen35("qwen3.5-9b", "Qwen3.5 9B", "9B", 32, 4096, 12288, 16, 4, 32));
+    v.push_back(qwen35("qwen3.6-27b", "Qwen3.6 27B", "27B", 64, 5120, 17408, 24, 4, 48));
+    {
+        Preset p = qwen35("qwen3.6-35b-a3b", "Qwen3.6 35B A3B", "35B-A3B", 40, 2048, 0, 16, 2, 32);
+        p.arch = "qwen35moe";
+        p.n_expert = 256;
+        p.n_expert_used = 8;
+        p.n_ff_exp = 512;
+        p.n_ff_shexp = 512;
+        v.push_back(p);
+    }
+    v.push_back(gemma4("gemma-4-31b", "Gemma 4 31B", "31B", 60, 5376, 21504, 32, 16, 4));
+    {
+        Preset p = gemma4("gemma-4-26b-a4b", "Gemma 4 26B A4B", "26B-A4B", 30, 2816, 2112, 16, 8, 2);
+        p.n_expert = 128;
+        p.n_expert_used = 8;
+        p.n_ff_exp = 704;
+        v.push_back(p);
+    }
+    {
+        Preset p;
+        p.name = "gpt-oss-20b";
+        p.arch = "gpt-oss";
+        p.model_name = "Gpt Oss 20B";
+        p.size_label = "20B";
+        p.vocab = "qwen3";  // the real o200k tokenizer is not available; padded to the real vocab size
+        p.n_vocab = 201088;
+        p.n_layer = 24;
+        p.n_embd = 2880;
+        p.n_ff = 2880;
+        p.n_head = 64;
+        p.n_head_kv = 8;
+        p.head_dim = 64;
+        p.n_ctx = 131072;
+        p.rms_eps = 1e-5f;
+        p.rope_base = 150000.0f;
+        p.n_expert = 32;
+        p.n_expert_used = 4;
+        p.n_ff_exp = 2880;
+        p.sliding_window = 128;
+        p.swa_period = 2;
+        p.yarn_factor = 32.0f;
+        p.yarn_orig_ctx = 4096;
+        p.tied = false;
+        v.push_back(p);
+    }
+    return v;
+}
+
+std::string blk(int il, const char* name) { return "blk." + std::to_string(il) + "." + name; }
+
+gguf::KeyValue kv(std::string key, gguf::Value v) {
+    v.set_key(key);
+    return {std::move(key), std::move(v)};
+}
+
+// llama-quantize's weights_map order: model-level tensors (no blk. prefix) first, then by layer, by name within.
+void sort_like_llama_quantize(std::vector<TensorSpec>& t) {
+    std::stable_sort(t.begin(), t.end(), [](const TensorSpec& a, const TensorSpec& b) {
+        if (a.layer != b.layer) return a.layer < b.layer;
+        return a.name < b.name;
+    });
+}
+
+}  // namespace
+
+const std::vector<Preset>& presets() {
+    static const std::vector<Preset> v = make_presets();
+    return v;
+}
+
+const Preset* find_preset(std::string_view name) {
+    for (const Preset& p : presets())
+        if (p.name == name) return &p;
+    return nullptr;
+}
+
+Preset with_layers(const Preset& p, uint32_t n_layer) {
+    if (n_layer == 0) throw std::invalid_argument("synth: the layer count must be at least 1");
+    Preset r = p;
+    r.n_layer = n_layer;
+    if (r.full_attn_interval > n_layer) r.full_attn_interval = n_layer;
+    return r;
+}
+
+bool is_recurrent_layer(const Preset& p, uint32_t il) {
+    if (p.arch != "qwen35" && p.arch != "qwen35moe") return false;
+    return (il + 1) % p.full_attn_interval != 0;
+}
+
+bool is_swa_layer(const Preset& p, uint32_t il) {
+    if (p.arch == "gemma4") return il + 1 != p.n_layer && (il + 1) % p.swa_period != 0;
+    if (p.arch == "gpt-oss") return il % 2 == 0;
+    return false;
+}
+
+std::vector<TensorSpec> tensor_list(const Preset& p) {
+    using R = TensorRole;
+    const int64_t E = p.n_embd, V = p.n_vocab;
+    std::vector<TensorSpec> t;
+    auto add = [&](std::string name, std::vector<int64_t> ne, R role, int layer) {
+        t.push_back(TensorSpec{std::move(name), std::move(ne), role, layer});
+    };
+    add("token_embd.weight", {E, V}, R::Embedding, -1);
+    add("output_norm.weight", {E}, R::Norm, -1);
+    if (!p.tied) add("output.weight", {E, V}, R::Output, -1);
+
+    if (p.arch == "qwen3") {
+        const int64_t D = p.head_dim, Q = int64_t{p.n_head} * D, KV = int64_t{p.n_head_kv} * D, F = p.n_ff;
+        for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
+            add(blk(il, "attn_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "attn_q.weight"), {E, Q}, R::Matrix, il);
+            add(blk(il, "attn_k.weight"), {E, KV}, R::Matrix, il);
+            add(blk(il, "attn_v.weight"), {E, KV}, R::Matrix, il);
+            add(blk(il, "attn_q_norm.weight"), {D}, R::Norm, il);
+            add(blk(il, "attn_k_norm.weight"), {D}, R::Norm, il);
+            add(blk(il, "attn_output.weight"), {Q, E}, R::Matrix, il);
+            add(blk(il, "ffn_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "ffn_gate.weight"), {E, F}, R::Matrix, il);
+            add(blk(il, "ffn_up.weight"), {E, F}, R::Matrix, il);
+            add(blk(il, "ffn_down.weight"), {F, E}, R::Matrix, il);
+        }
+    } else if (p.arch == "qwen35" || p.arch == "qwen35moe") {
+        const int64_t D = p.head_dim, Q = int64_t{p.n_head} * D, KV = int64_t{p.n_head_kv} * D;
+        const int64_t dk = p.ssm_state, Nk = p.ssm_groups, Nv = p.ssm_v_heads;
+        const int64_t key_dim = Nk * dk, value_dim = Nv * dk, conv_dim = 2 * key_dim + value_dim;
+        for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
+            add(blk(il, "attn_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "post_attention_norm.weight"), {E}, R::Norm, il);
+            if (is_recurrent_layer(p, il)) {
+                add(blk(il, "attn_qkv.weight"), {E, conv_dim}, R::Matrix, il);
+                add(blk(il, "attn_gate.weight"), {E, value_dim}, R::Matrix, il);
+                add(blk(il, "ssm_beta.weight"), {E, Nv}, R::Matrix, il);
+                add(blk(il, "ssm_alpha.weight"), {E, Nv}, R::Matrix, il);
+                add(blk(il, "ssm_dt.bias"), {Nv}, R::SsmDtBias, il);
+                add(blk(il, "ssm_a"), {Nv}, R::SsmA, il);
+                add(blk(il, "ssm_conv1d.weight"), {int64_t{p.ssm_conv}, conv_dim}, R::SsmConv, il);
+                add(blk(il, "ssm_norm.weight"), {dk}, R::Norm, il);
+                add(blk(il, "ssm_out.weight"), {value_dim, E}, R::Matrix, il);
+            } else {
+                add(blk(il, "attn_q.weight"), {E, 2 * Q}, R::Matrix, il);  // per head [query | gate]
+                add(blk(il, "attn_k.weight"), {E, KV}, R::Matrix, il);
+                add(blk(il, "attn_v.weight"), {E, KV}, R::Matrix, il);
+                add(blk(il, "attn_output.weight"), {Q, E}, R::Matrix, il);
+                add(blk(il, "attn_q_norm.weight"), {D}, R::Norm, il);
+                add(blk(il, "attn_k_norm.weight"), {D}, R::Norm, il);
+            }
+            if (p.arch == "qwen35") {
+                const int64_t F = p.n_ff;
+                add(blk(il, "ffn_gate.weight"), {E, F}, R::Matrix, il);
+                add(blk(il, "ffn_up.weight"), {E, F}, R::Matrix, il);
+                add(blk(il, "ffn_down.weight"), {F, E}, R::Matrix, il);
+            } else {
+                const int64_t X = p.n_expert, Fe = p.n_ff_exp, Fs = p.n_ff_shexp;
+                add(blk(il, "ffn_gate_inp.weight"), {E, X}, R::Router, il);
+                add(blk(il, "ffn_gate_exps.weight"), {E, Fe, X}, R::Matrix, il);
+                add(blk(il, "ffn_up_exps.weight"), {E, Fe, X}, R::Matrix, il);
+                add(blk(il, "ffn_down_exps.weight"), {Fe, E, X}, R::Matrix, il);
+                add(blk(il, "ffn_gate_inp_shexp.weight"), {E}, R::Vector, il);
+                add(blk(il, "ffn_gate_shexp.weight"), {E, Fs}, R::Matrix, il);
+                add(blk(il, "ffn_up_shexp.weight"), {E, Fs}, R::Matrix, il);
+                add(blk(il, "ffn_down_shexp.weight"), {Fs, E}, R::Matrix, il);
+            }
+        }
+    } else if (p.arch == "gemma4") {
+        add("rope_freqs.weight", {int64_t{p.head_dim} / 2}, R::RopeFreqs, -1);
+        const int64_t F = p.n_ff;
+        for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
+            const bool swa = is_swa_layer(p, il);
+            const int64_t D = swa ? p.head_dim_swa : p.head_dim;
+            const int64_t Q = int64_t{p.n_head} * D, KV = int64_t{swa ? p.n_head_kv : p.n_head_kv_global} * D;
+            add(blk(il, "attn_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "attn_q.weight"), {E, Q}, R::Matrix, il);
+            add(blk(il, "attn_k.weight"), {E, KV}, R::Matrix, il);
+            if (swa) add(blk(il, "attn_v.weight"), {E, KV}, R::Matrix, il);  // global layers: V = K
+            add(blk(il, "attn_q_norm.weight"), {D}, R::Norm, il);
+            add(blk(il, "attn_k_norm.weight"), {D}, R::Norm, il);
+            add(blk(il, "attn_output.weight"), {Q, E}, R::Matrix, il);
+            add(blk(il, "post_attention_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "ffn_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "ffn_gate.weight"), {E, F}, R::Matrix, il);
+            add(blk(il, "ffn_up.weight"), {E, F}, R::Matrix, il);
+            add(blk(il, "ffn_down.weight"), {F, E}, R::Matrix, il);
+            add(blk(il, "post_ffw_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "layer_output_scale.weight"), {1}, R::Scale, il);
+            if (p.n_expert > 0) {
+                const int64_t X = p.n_expert, Fe = p.n_ff_exp;
+                add(blk(il, "ffn_gate_inp.weight"), {E, X}, R::Router, il);
+                add(blk(il, "ffn_gate_inp.scale"), {E}, R::Scale, il);
+                add(blk(il, "ffn_gate_up_exps.weight"), {E, 2 * Fe, X}, R::Matrix, il);
+                add(blk(il, "ffn_down_exps.weight"), {Fe, E, X}, R::Matrix, il);
+                add(blk(il, "ffn_down_exps.scale"), {X}, R::Scale, il);
+                add(blk(il, "pre_ffw_norm_2.weight"), {E}, R::Norm, il);
+                add(blk(il, "post_ffw_norm_1.weight"), {E}, R::Norm, il);
+                add(blk(il, "post_ffw_norm_2.weight"), {E}, R::Norm, il);
+            }
+        }
+    } else if (p.arch == "gpt-oss") {
+        const int64_t D = p.head_dim, Q = int64_t{p.n_head} * D, KV = int64_t{p.n_head_kv} * D;
+        const int64_t X = p.n_expert, Fe = p.n_ff_exp;
+        for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
+            add(blk(il, "attn_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "attn_q.weight"), {E, Q}, R::Matrix, il);
+            add(blk(il, "attn_q.bias"), {Q}, R::Bias, il);
+            add(blk(il, "attn_k.weight"), {E, KV}, R::Matrix, il);
+            add(blk(il, "attn_k.bias"), {KV}, R::Bias, il);
+            add(blk(il, "attn_v.weight"), {E, KV}, R::Matrix, il);
+            add(blk(il, "attn_v.bias"), {KV}, R::Bias, il);
+            add(blk(il, "attn_output.weight"), {Q, E}, R::Matrix, il);
+            add(blk(il, "attn_output.bias"), {E}, R::Bias, il);
+            add(blk(il, "attn_sinks.weight"), {int64_t{p.n_head}}, R::Sinks, il);
+            add(blk(il, "post_attention_norm.weight"), {E}, R::Norm, il);
+            add(blk(il, "ffn_gate_inp.weight"), {E, X}, R::Router, il);
+            add(blk(il, "ffn_gate_inp.bias"), {X}, R::Bias, il);
+            add(blk(il, "ffn_gate_exps.weight"), {E, Fe, X}, R::Matrix, il);
+            add(blk(il, "ffn_gate_exps.bias"), {Fe, X}, R::Bias, il);
+            add(blk(il, "ffn_up_exps.weight"), {E, Fe, X}, R::Matrix, il);
+            add(blk(il, "ffn_up_exps.bias"), {Fe, X}, R::Bias, il);
+            add(blk(il, "ffn_down_exps.weight"), {Fe, E, X}, R::Matrix, il);
+            add(blk(il, "ffn_down_exps.bias"), {E, X}, R::Bias, il);
+        }
+    } else {
+        throw std::invalid_argument("synth: no tensor list for architecture " + p.arch);
+    }
+    sort_like_llama_quantize(t);
+    return t;
+}
+
+std::vector<gguf::KeyValue> arch_metadata(const Preset& p) {
+    using gguf::Value;
+    std::vector<gguf::KeyValue> m;
+    const std::string a = p.arch + ".";
+    auto u32 = [&](const std::string& k, uint32_t v) { m.push_back(kv(a + k, Value::of(v))); };
+    auto f32 = [&](const std::string& k, float v) { m.push_back(kv(a + k, Value::of(v))); };
+    m.push_back(kv("general.architecture", Value::of(p.arch)));
+    m.push_back(kv("general.type", Value::of("model")));
+    m.push_back(kv("general.name", Value::of(p.model_name + " (zinc synth, random weights)")));
+    m.push_back(kv("general.size_label", Value::of(p.size_label)));
+    u32("block_count", p.n_layer);
+    u32("context_length", p.n_ctx);
+    u32("embedding_length", p.n_embd);
+
+    if (p.arch == "qwen3") {
+        u32("feed_forward_length", p.n_ff);
+        u32("attention.head_count", p.n_head);
+        u32("attention.head_count_kv", p.n_head_kv);
+        f32("rope.freq_base", p.rope_base);
+        f32("attention.layer_norm_rms_epsilon", p.rms_eps);
+        u32("attention.key_length", p.head_dim);
+        u32("attention.value_length", p.head_dim);
+    } else if (p.arch == "qwen35" || p.arch == "qwen35moe") {
+        if (p.arch == "qwen35") u32("feed_forward_length", p.n_ff);
+        u32("attention.head_count", p.n_head);
+        u32("attention.head_count_kv", p.n_head_kv);
+        const std::vector<int32_t> sections = {11, 11, 10, 0};
+        m.push_back(kv(a + "rope.dimension_sections", Value::array(sections)));
+        f32("rope.freq_base", p.rope_base);
+        f32("attention.layer_norm_rms_epsilon", p.rms_eps);
+        if (p.arch == "qwen35moe") {
+            u32("expert_count", p.n_expert);
+            u32("expert_used_count", p.n_expert_used);
+        }
+        u32("attention.key_length", p.head_dim);
+        u32("attention.value_length", p.head_dim);
+        if (p.arch == "qwen35moe") {
+            u32("expert_feed_forward_length", p.n_ff_exp);
+            u32("expert_shared_feed_forward_length", p.n_ff_shexp);
+        }
+        u32("ssm.conv_kernel", p.ssm_conv);
+        u32("ssm.state_size", p.ssm_state);
+        u32("ssm.group_count", p.ssm_groups);
+        u32("ssm.time_step_rank", p.ssm_v_heads);
+        u32("ssm.inner_size", p.ssm_v_heads * p.ssm_state);
+        u32("full_attention_interval", p.full_attn_interval);
+        u32("rope.dimension_count", p.n_rot);
+    } else if (p.arch == "gemma4") {
+        u32("feed_forward_length", p.n_ff);
+        u32("attention.head_count", p.n_head);
+        std::vector<int32_t> kv_heads;
+        std::vector<bool> swa;
+        for (uint32_t il = 0; il < p.n_layer; ++il) {
+            swa.push_back(is_swa_layer(p, il));
+            kv_heads.push_back(static_cast<int32_t>(swa.back() ? p.n_head_kv : p.n_head_kv_global));
+        }
+        m.push_back(kv(a + "attention.head_count_kv", Value::array(kv_heads)));
+        f32("rope.freq_base", p.rope_base);
+        f32("rope.freq_base_swa", p.rope_base_swa);
+        f32("attention.layer_norm_rms_epsilon", p.rms_eps);
+        if (p.n_expert > 0) {
+            u32("expert_count", p.n_expert);
+            u32("expert_used_count", p.n_expert_used);
+        }
+        u32("attention.key_length", p.head_dim);
+        u32("attention.value_length", p.head_dim);
+        f32("final_logit_softcapping", p.softcap);
+        u32("attention.sliding_window", p.sliding_window);
+        u32("attention.shared_kv_layers", 0);
+        u32("embedding_length_per_layer_input", 0);
+        m.push_back(kv(a + "attention.sliding_window_pattern", Value::array(swa)));
+        u32("attention.key_length_swa", p.head_dim_swa);
+        u32("attention.value_length_swa", p.head_dim_swa);
+        if (p.n_expert > 0) u32("expert_feed_forward_length", p.n_ff_exp);
+        u32("rope.dimension_count", p.head_dim);
+        u32("rope.dimension_count_swa", p.head_dim_swa);
+    } else if (p.arch == "gpt-oss") {
+        u32("feed_forward_length", p.n_ff);
+        u32("attention.head_count", p.n_head);
+        u32("attention.head_count_kv", p.n_head_kv);
+        m.push_back(kv(a + "rope.scaling.type", Value::of("yarn")));
+        f32("rope.scaling.factor", p.yarn_factor);
+        u32("rope.scaling.original_context_length", p.yarn_orig_ctx);
+        f32("rope.scaling.yarn_beta_fast", 32.0f);
+        f32("rope.scaling.yarn_beta_slow", 1.0f);
+        f32("rope.freq_base", p.rope_base);
+        f32("attention.layer_norm_rms_epsilon", p.rms_eps);
+        u32("expert_count", p.n_expert);
+        u32("expert_used_count", p.n_expert_used);
+        u32("attention.key_length", p.head_dim);
+        u32("attention.value_length", p.head_dim);
+        u32("attention.sliding_window", p.sliding_window);
+        u32("expert_feed_forward_length", p.n_ff_exp);
+    } else {
+        throw std::invalid_argument("synth: no metadata for architecture " + p.arch);
+    }
+    return m;
+}
+
+}  // namespace zinc::model

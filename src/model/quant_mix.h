@@ -1,0 +1,47 @@
+// Which ggml type each tensor of a synthetic model gets for a `--type` quant mix: llama-quantize's rules (docs
+// FORMATS.md 2.9) for the stock mixes, plus an Unsloth-UD-like mix and gpt-oss's MXFP4 experts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/tensor_type.h"
+#include "model/catalog.h"
+
+namespace zinc::model {
+
+enum class QuantMix { F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q6_K, MXFP4_MOE, UD_Q4_K_XL };
+
+// "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q6_K", "MXFP4_MOE", "UD-Q4_K_XL" (case-insensitive).
+// Throws std::invalid_argument for anything else.
+QuantMix parse_quant_mix(std::string_view s);
+std::string quant_mix_name(QuantMix m);
+std::vector<std::string> quant_mix_names();
+
+// general.file_type (llama_ftype): 0 F32, 1 F16, 32 BF16, 7 Q8_0, 2 Q4_0, 15 Q4_K_M, 18 Q6_K, 38 MXFP4_MOE;
+// UD-Q4_K_XL files report 15 like Unsloth's.
+uint32_t file_type(QuantMix m);
+
+// ggml_n_dims: the rank without trailing extents of 1 (at least 1).
+int n_dims(const std::vector<int64_t>& ne);
+
+// llama-quantize's tensor_allows_quantization for the tensors of the presets: 2-D/3-D, name ends in "weight",
+// not a norm, not a router (ffn_gate_inp.weight), not ssm_conv1d, not per_layer_model_proj.
+bool allows_quantization(const TensorSpec& t);
+
+// The type of every tensor of `tensors` (in the order given, which must be llama-quantize's order: see
+// tensor_list) for mix m. Rules:
+// * tensors that are never quantized stay F32 (as converted);
+// * F32/F16/BF16/Q8_0/Q4_0/Q6_K/Q4_K_M/MXFP4_MOE: llama-quantize's choice for that llama_ftype without an
+//   imatrix, including the output/tied-embedding rule, Q4_K_M's more-bits layers for attn_v-like tensors (counted
+//   over attn_v/attn_qkv in file order) and ffn_down* (by layer), and the fallbacks when ne0 is not a multiple of
+//   the block size (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, then F16);
+// * gpt-oss: stacked expert weights are MXFP4 whatever the mix (as in the released GGUFs);
+// * UD-Q4_K_XL (modelled on Unsloth's Qwen3.5/3.6 MoE files): routed experts gate/up Q4_K and down Q5_K; shared
+//   expert Q8_0; Gated DeltaNet projections (attn_qkv, attn_gate, ssm_alpha, ssm_beta, ssm_out) Q8_0; attention
+//   (attn_q/k/v/output) Q8_0; dense FFN gate/up Q4_K, down Q5_K; LM head Q6_K; token_embd Q4_K; same fallbacks.
+std::vector<gguf::TensorType> choose_types(const Preset& p, const std::vector<TensorSpec>& tensors, QuantMix m);
+
+}  // namespace zinc::model

@@ -1,0 +1,32 @@
+// Chat prompts from a list of messages, in the form the GGUF's tokenizer.chat_template describes.
+// Recognised today: ChatML (`<|im_start|>role\n...<|im_end|>`), with Qwen3's thinking markers when
+// the template has them. A general Jinja interpreter replaces this detection later.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace zinc::tokenizer {
+
+struct ChatMessage {
+    std::string role;  // system, user, assistant, tool
+    std::string content;
+};
+
+enum class ChatStyle {
+    ChatML,       // plain ChatML
+    ChatMLThink,  // ChatML with Qwen3's <think> handling
+};
+
+// Throws tokenizer::Error when the template is of a form not supported yet; an empty template
+// (no tokenizer.chat_template key) gets ChatML, as llama.cpp's default.
+ChatStyle detect_chat_style(const std::string& chat_template);
+
+struct ChatOptions {
+    bool add_generation_prompt = true;
+    bool enable_thinking = true;  // false: the assistant turn starts with an empty think block
+};
+
+std::string render_chat(ChatStyle style, const std::vector<ChatMessage>& messages, const ChatOptions& opts);
+
+}  // namespace zinc::tokenizer
