@@ -191,5 +191,7 @@ public:
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads);
+// The CUDA backend on GPU `device` (backend/cuda/). In a build without CUDA it throws std::runtime_error saying so.
+std::unique_ptr<Backend> make_cuda_backend(int device);
 
 }  // namespace zinc::backend

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "engine/family.h"
 #include "gguf/split.h"
 
@@ -24,6 +25,8 @@ struct Options {
     std::vector<int> gen{128};
     int reps = 5;
     int threads = 0;
+    std::string backend = "auto";
+    int device = -1;
     bool json = false;
 };
 
@@ -63,7 +66,7 @@ Result measure(engine::Family& f, const std::string& test, int n, bool batch, in
 
 void run(const Options& o) {
     gguf::Model model(o.model);
-    auto be = backend::make_cpu_backend(o.threads);
+    auto be = make_backend({o.backend, o.device, o.threads});
     int n_ctx = 1;
     for (int p : o.prompt) n_ctx = std::max(n_ctx, p);
     for (int g : o.gen) n_ctx = std::max(n_ctx, g);
@@ -103,6 +106,7 @@ void register_bench(CLI::App& app) {
     cmd->add_option("-n,--n-gen", opts->gen, "generation lengths to test (0 skips)")->delimiter(',');
     cmd->add_option("-r,--repetitions", opts->reps, "repetitions of each test")->check(CLI::PositiveNumber);
     cmd->add_option("-t,--threads", opts->threads, "CPU threads (default: all cores)");
+    add_backend_options(cmd, opts->backend, opts->device);
     cmd->add_flag("--json", opts->json, "print the results as JSON");
     cmd->callback([opts] { run(*opts); });
 }

@@ -122,6 +122,7 @@ void register_chat(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("-c,--ctx-size", o->load.n_ctx, "context length (default: the model's, at most 4096)");
     cmd->add_option("-t,--threads", o->load.threads, "CPU threads (default: all cores)");
+    add_backend_options(cmd, o->load.backend, o->load.device);
     add_sampling_options(cmd, o->sampling);
     cmd->callback([o] { run(*o); });
 }

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "engine/family.h"
 #include "gguf/split.h"
 
@@ -17,6 +18,8 @@ namespace {
 struct Options {
     std::string model, ids, out, ids_out;
     int threads = 0;
+    std::string backend = "auto";
+    int device = -1;
     int batch = 0;  // tokens per forward call; 0 = the whole prompt at once
 };
 
@@ -57,7 +60,7 @@ void write_npy(const std::string& path, const char* descr, const void* data, siz
 void run(const Options& o) {
     const std::vector<int32_t> ids = parse_ids(o.ids);
     gguf::Model model(o.model);
-    auto be = backend::make_cpu_backend(o.threads);
+    auto be = make_backend({o.backend, o.device, o.threads});
     auto family = engine::make_family(model, *be, static_cast<int>(ids.size()));
     std::vector<float> logits;
     const size_t step = o.batch > 0 ? static_cast<size_t>(o.batch) : ids.size();
@@ -81,6 +84,7 @@ void register_logits(CLI::App& app) {
     cmd->add_option("-o,--out", opts->out, "output .npy of shape [tokens, n_vocab]")->required();
     cmd->add_option("--ids-out", opts->ids_out, "also write the token ids as an int32 .npy");
     cmd->add_option("-t,--threads", opts->threads, "CPU threads (default: all cores)");
+    add_backend_options(cmd, opts->backend, opts->device);
     cmd->add_option("-b,--batch", opts->batch, "tokens per forward pass (default: the whole prompt)");
     cmd->callback([opts] { run(*opts); });
 }

@@ -3,8 +3,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
+#include <tuple>
+
+#include "backend/devices.h"
 
 namespace zinc::cli {
 namespace {
@@ -37,13 +42,64 @@ void read_in(const gguf::Model& m) {
     if (report) std::fprintf(stderr, "\rloading %s: 100%% of %.2f GiB\n", m.first().path().c_str(), double(total) / (1ull << 30));
 }
 
+// The default GPU: the highest compute capability, then the most memory; -1 when none is usable.
+int default_gpu(const backend::CudaReport& r) {
+    int best = -1;
+    for (size_t i = 0; i < r.gpus.size(); ++i) {
+        const backend::GpuInfo& g = r.gpus[i];
+        if (!g.usable) continue;
+        if (best < 0) {
+            best = static_cast<int>(i);
+            continue;
+        }
+        const backend::GpuInfo& b = r.gpus[best];
+        if (std::tie(g.cc_major, g.cc_minor, g.total_bytes) > std::tie(b.cc_major, b.cc_minor, b.total_bytes))
+            best = static_cast<int>(i);
+    }
+    return best < 0 ? -1 : r.gpus[best].index;
+}
+
 }  // namespace
+
+void add_backend_options(CLI::App* cmd, std::string& backend, int& device) {
+    cmd->add_option("--backend", backend, "auto (CUDA when a usable GPU is present), cpu or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+        ->capture_default_str();
+    cmd->add_option("--device", device, "CUDA device index (default: highest compute capability, then most memory)");
+}
+
+std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) {
+    if (c.backend == "cpu") return backend::make_cpu_backend(c.threads);
+    if (c.backend != "auto" && c.backend != "cuda") throw std::invalid_argument("unknown backend '" + c.backend + "'");
+    const backend::CudaReport r = backend::query_cuda();
+    const bool want_cuda = c.backend == "cuda" || c.device >= 0;
+    int device = c.device;
+    if (device >= 0) {
+        bool ok = false;
+        for (const auto& g : r.gpus) ok = ok || (g.index == device && g.usable);
+        if (!ok) {
+            std::string why = r.compiled ? "it is not a usable GPU (see `zinc devices`)" : "this zinc has no CUDA backend";
+            throw std::runtime_error("CUDA device " + std::to_string(device) + " cannot be used: " + why);
+        }
+    } else {
+        device = default_gpu(r);
+    }
+    if (device < 0) {
+        if (!want_cuda) return backend::make_cpu_backend(c.threads);
+        throw std::runtime_error(std::string("--backend cuda: ") +
+                                 (!r.compiled ? "this zinc was built without the CUDA backend"
+                                  : r.error.empty() ? "no usable GPU (see `zinc devices`)"
+                                                    : "no usable GPU: " + r.error));
+    }
+    return backend::make_cuda_backend(device);
+}
 
 LoadedModel load_model(const LoadOptions& o) {
     LoadedModel lm;
     lm.model = std::make_unique<gguf::Model>(o.path);
-    read_in(*lm.model);
-    lm.backend = backend::make_cpu_backend(o.threads);
+    lm.backend = make_backend({o.backend, o.device, o.threads});
+    // The CPU backend reads the weights in place; the CUDA backend copies them through bounded staging buffers.
+    if (lm.backend->name() == "cpu") read_in(*lm.model);
     int n_ctx = o.n_ctx;
     if (n_ctx <= 0) {
         const std::string arch = lm.model->get("general.architecture").get_string();

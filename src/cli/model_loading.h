@@ -8,11 +8,29 @@
 #include "engine/session.h"
 #include "gguf/split.h"
 
+namespace CLI {
+class App;
+}
+
 namespace zinc::cli {
+
+// Which backend runs the model: "auto" (CUDA when a usable GPU is present, else CPU), "cpu" or "cuda".
+struct BackendChoice {
+    std::string backend = "auto";
+    int device = -1;   // CUDA device; -1 = the highest compute capability, then the most memory
+    int threads = 0;   // CPU threads; 0 = all cores
+};
+
+// Adds --backend and --device (the CPU's --threads stays with each command).
+void add_backend_options(CLI::App* cmd, std::string& backend, int& device);
+// Creates the chosen backend; throws with the reason when CUDA was asked for and cannot be used.
+std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c);
 
 struct LoadOptions {
     std::string path;
     int threads = 0;  // CPU threads; 0 = all cores
+    std::string backend = "auto";  // see BackendChoice
+    int device = -1;
     int n_ctx = 0;    // 0 = min(the model's training context, 4096)
 };
 

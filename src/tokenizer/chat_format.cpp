@@ -1,5 +1,7 @@
 #include "tokenizer/chat_format.h"
 
+#include <ctime>
+
 #include "tokenizer/tokenizer.h"
 
 namespace zinc::tokenizer {
@@ -23,16 +25,133 @@ bool is_tool_response(const ChatMessage& m) {
     return starts_with(m.content, "<tool_response>") && ends_with(m.content, "</tool_response>");
 }
 
+// Python str.strip() for the whitespace Jinja's |trim removes (ASCII whitespace is all real contents need).
+std::string trim(const std::string& s) {
+    const char* ws = " \t\n\r\f\v";
+    const size_t b = s.find_first_not_of(ws);
+    if (b == std::string::npos) return {};
+    return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+void no_tools(const ChatMessage& m) {
+    if (m.role == "tool") throw Error("chat_format: tool messages are not supported for this chat format yet");
+}
+
+// Gemma 3 (FORMATS.md 5.7): bos, system content + "\n\n" prefixed to the first user turn, strict alternation.
+std::string render_gemma3(const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
+    std::string out = opts.bos_token, prefix;
+    size_t first = 0;
+    if (!messages.empty() && messages[0].role == "system") {
+        prefix = messages[0].content + "\n\n";
+        first = 1;
+    }
+    for (size_t i = first; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        const bool want_user = (i - first) % 2 == 0;
+        if ((m.role == "user") != want_user || (m.role != "user" && m.role != "assistant"))
+            throw Error("chat_format: Conversation roles must alternate user/assistant/user/assistant/...");
+        out += "<start_of_turn>" + std::string(m.role == "assistant" ? "model" : m.role) + "\n";
+        if (i == first) out += prefix;
+        out += trim(m.content) + "<end_of_turn>\n";
+    }
+    if (opts.add_generation_prompt) out += "<start_of_turn>model\n";
+    return out;
+}
+
+// Removes every <|channel>...<channel|> span (Gemma 4's strip_thinking), then trims.
+std::string strip_thinking(const std::string& s) {
+    std::string out;
+    size_t p = 0;
+    for (;;) {
+        const size_t a = s.find("<|channel>", p);
+        if (a == std::string::npos) break;
+        const size_t b = s.find("<channel|>", a);
+        if (b == std::string::npos) break;
+        out += s.substr(p, a - p);
+        p = b + 10;
+    }
+    out += s.substr(p);
+    return trim(out);
+}
+
+// Gemma 4 (FORMATS.md 5.8).
+std::string render_gemma4(const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
+    std::string out = opts.bos_token;
+    size_t first = 0;
+    const bool sys = !messages.empty() && (messages[0].role == "system" || messages[0].role == "developer");
+    if (opts.enable_thinking || sys) {
+        out += "<|turn>system\n";
+        if (opts.enable_thinking) out += "<|think|>\n";
+        if (sys) out += trim(messages[0].content);
+        out += "<turn|>\n";
+        first = sys ? 1 : 0;
+    }
+    for (size_t i = first; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        no_tools(m);
+        const bool model = m.role == "assistant";
+        out += "<|turn>" + std::string(model ? "model" : m.role) + "\n";
+        out += (model ? strip_thinking(m.content) : trim(m.content)) + "<turn|>\n";
+    }
+    if (opts.add_generation_prompt) {
+        out += "<|turn>model\n";
+        if (!opts.enable_thinking) out += "<|channel>thought\n<channel|>";
+    }
+    return out;
+}
+
+// gpt-oss Harmony (FORMATS.md 5.9).
+std::string render_harmony(const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
+    std::string date = opts.current_date;
+    if (date.empty()) {
+        const std::time_t now = std::time(nullptr);
+        std::tm tm{};
+        localtime_r(&now, &tm);
+        char buf[16];
+        std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+        date = buf;
+    }
+    std::string out = "<|start|>system<|message|>" + opts.model_identity + "\nKnowledge cutoff: 2024-06\nCurrent date: " +
+                      date + "\n\nReasoning: " + opts.reasoning_effort +
+                      "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message."
+                      "<|end|>";
+    size_t first = 0;
+    if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
+        out += "<|start|>developer<|message|># Instructions\n\n" + messages[0].content + "\n\n<|end|>";
+        first = 1;
+    }
+    for (size_t i = first; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        no_tools(m);
+        if (m.role == "assistant") {
+            const bool last = i + 1 == messages.size() && !opts.add_generation_prompt;
+            out += "<|start|>assistant<|channel|>final<|message|>" + m.content + (last ? "<|return|>" : "<|end|>");
+        } else if (m.role == "user") {
+            out += "<|start|>user<|message|>" + m.content + "<|end|>";
+        } else {
+            throw Error("chat_format: Harmony: unsupported role '" + m.role + "' here");
+        }
+    }
+    if (opts.add_generation_prompt) out += "<|start|>assistant";
+    return out;
+}
+
 }  // namespace
 
 ChatStyle detect_chat_style(const std::string& t) {
     if (t.empty()) return ChatStyle::ChatML;
     if (t.find("<|im_start|>") != std::string::npos)
         return t.find("<think>") != std::string::npos ? ChatStyle::ChatMLThink : ChatStyle::ChatML;
-    throw Error("this model's chat template is not supported yet (only ChatML templates are)");
+    if (t.find("<|turn>") != std::string::npos) return ChatStyle::Gemma4;
+    if (t.find("<start_of_turn>") != std::string::npos) return ChatStyle::Gemma3;
+    if (t.find("<|start|>") != std::string::npos && t.find("<|message|>") != std::string::npos) return ChatStyle::Harmony;
+    throw Error("this model's chat template is not supported yet (supported: ChatML, Gemma 3, Gemma 4, gpt-oss Harmony)");
 }
 
 std::string render_chat(ChatStyle style, const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
+    if (style == ChatStyle::Gemma3) return render_gemma3(messages, opts);
+    if (style == ChatStyle::Gemma4) return render_gemma4(messages, opts);
+    if (style == ChatStyle::Harmony) return render_harmony(messages, opts);
     const bool think = style == ChatStyle::ChatMLThink;
     // Reasoning is kept only for assistant turns after the last real user query (Qwen3's rule).
     size_t last_query = messages.empty() ? 0 : messages.size() - 1;

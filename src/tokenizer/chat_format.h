@@ -1,6 +1,8 @@
 // Chat prompts from a list of messages, in the form the GGUF's tokenizer.chat_template describes.
 // Recognised today: ChatML (`<|im_start|>role\n...<|im_end|>`), with Qwen3's thinking markers when
-// the template has them. A general Jinja interpreter replaces this detection later.
+// the template has them; Gemma 3 (`<start_of_turn>`), Gemma 4 (`<|turn>`) and gpt-oss Harmony
+// (`<|start|>...<|message|>`) (FORMATS.md 5.7-5.9; plain user/assistant/system turns, no tools).
+// A general Jinja interpreter replaces this detection later.
 #pragma once
 
 #include <string>
@@ -16,6 +18,9 @@ struct ChatMessage {
 enum class ChatStyle {
     ChatML,       // plain ChatML
     ChatMLThink,  // ChatML with Qwen3's <think> handling
+    Gemma3,       // <start_of_turn>user ... <end_of_turn>, system folded into the first user turn
+    Gemma4,       // <|turn>role ... <turn|>, thinking via <|think|> / empty thought channel
+    Harmony,      // gpt-oss: <|start|>role<|channel|>...<|message|>...<|end|>
 };
 
 // Throws tokenizer::Error when the template is of a form not supported yet; an empty template
@@ -25,6 +30,10 @@ ChatStyle detect_chat_style(const std::string& chat_template);
 struct ChatOptions {
     bool add_generation_prompt = true;
     bool enable_thinking = true;  // false: the assistant turn starts with an empty think block
+    std::string bos_token = "<bos>";           // printed by the Gemma templates
+    std::string reasoning_effort = "medium";   // Harmony: low, medium, high
+    std::string current_date;                  // Harmony: YYYY-MM-DD; empty: today (local time)
+    std::string model_identity = "You are ChatGPT, a large language model trained by OpenAI.";  // Harmony
 };
 
 std::string render_chat(ChatStyle style, const std::vector<ChatMessage>& messages, const ChatOptions& opts);

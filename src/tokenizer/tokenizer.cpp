@@ -125,16 +125,25 @@ Tokenizer Tokenizer::from_metadata(const Lookup& find) {
         const gguf::Value* model = find("tokenizer.ggml.model");
         if (!model) throw Error("tokenizer: no tokenizer.ggml.model in the file (a model without a vocabulary)");
         t.model_ = model->get_string();
-        if (t.model_ != "gpt2")
-            throw Error("tokenizer: tokenizer.ggml.model '" + t.model_ + "' is not supported (only gpt2, byte-level BPE)");
+        if (t.model_ == "llama") t.kind_ = TokenizerKind::Spm;
+        else if (t.model_ == "gemma4") t.kind_ = TokenizerKind::Gemma4;
+        else if (t.model_ != "gpt2")
+            throw Error("tokenizer: tokenizer.ggml.model '" + t.model_ +
+                        "' is not supported (supported: gpt2, llama, gemma4)");
+        const bool gpt2 = t.kind_ == TokenizerKind::Gpt2;
 
         const gguf::Value* pre = find("tokenizer.ggml.pre");
+        if (!gpt2) {
+            // SentencePiece-style kinds: no regex pre-tokenizer (gemma4 is forced to pre-type "gemma4").
+            t.pre_name_ = t.kind_ == TokenizerKind::Gemma4 ? "gemma4" : (pre ? pre->get_string() : "default");
+        } else {
         t.pre_name_ = pre ? pre->get_string() : "gpt-2";  // llama.cpp falls back to the GPT-2 regex (degraded)
         const auto info = find_pre_tokenizer(t.pre_name_);
         if (!info)
             throw Error("tokenizer: tokenizer.ggml.pre '" + t.pre_name_ + "' is not supported (supported: " +
                         supported_pre_tokenizers() + ")");
         t.pre_ = *info;
+        }
 
         const gguf::Value* toks = find("tokenizer.ggml.tokens");
         if (!toks) throw Error("tokenizer: missing tokenizer.ggml.tokens");
@@ -157,7 +166,10 @@ Tokenizer Tokenizer::from_metadata(const Lookup& find) {
         for (int32_t i = 0; i < n; ++i) t.token_ids_.emplace(t.tokens_[static_cast<size_t>(i)], i);  // first wins
 
         const gguf::Value* merges = find("tokenizer.ggml.merges");
-        if (!merges) throw Error("tokenizer: missing tokenizer.ggml.merges (required for gpt2)");
+        if (!merges && t.kind_ != TokenizerKind::Spm)
+            throw Error("tokenizer: missing tokenizer.ggml.merges (required for " + t.model_ + ")");
+        static const gguf::Value kNoMerges = gguf::Value::array(std::vector<std::string>{});
+        if (!merges) merges = &kNoMerges;
         const auto& ms = merges->get_string_array();
         t.n_merges_ = ms.size();
         t.merges_.reserve(ms.size());
@@ -177,10 +189,14 @@ Tokenizer Tokenizer::from_metadata(const Lookup& find) {
         }
 
         // Defaults for gpt2 (FORMATS.md 4.3), then the file's keys.
-        if (11 < n) t.bos_ = t.eos_ = 11;
-        t.add_bos_ = t.pre_.add_bos;
-        t.clean_spaces_ = t.pre_.clean_spaces;
-        t.nfc_ = t.pre_.nfc;
+        if (gpt2) {
+            if (11 < n) t.bos_ = t.eos_ = 11;
+            t.add_bos_ = t.pre_.add_bos;
+            t.clean_spaces_ = t.pre_.clean_spaces;
+            t.nfc_ = t.pre_.nfc;
+        } else {
+            t.load_spm_bpe(find);  // scores and the kind's defaults
+        }
         read_id(find, "bos_token_id", n, t.bos_);
         read_id(find, "eos_token_id", n, t.eos_);
         read_id(find, "eot_token_id", n, t.eot_);
@@ -194,6 +210,8 @@ Tokenizer Tokenizer::from_metadata(const Lookup& find) {
         }
         read_bool(find, "add_bos_token", t.add_bos_);
         read_bool(find, "add_eos_token", t.add_eos_);
+        if (!gpt2) read_bool(find, "add_space_prefix", t.add_space_prefix_);
+        if (t.kind_ == TokenizerKind::Gemma4) t.add_bos_ = true;  // llama.cpp forces BOS for gemma4
         if (const gguf::Value* ct = find("tokenizer.chat_template")) t.chat_template_ = ct->get_string();
     } catch (const gguf::Error& e) {
         throw Error(std::string("tokenizer: ") + e.what());
@@ -262,13 +280,16 @@ void Tokenizer::build() {
 
     // Decoded pieces of NORMAL tokens.
     pieces_.assign(tokens_.size(), std::string());
-    for (size_t i = 0; i < tokens_.size(); ++i)
-        if (types_[i] == TokenType::Normal) pieces_[i] = mapped_to_bytes(tokens_[i]);
-
-    // Single-byte tokens.
-    for (int b = 0; b < 256; ++b) {
-        const auto it = token_ids_.find(unicode::to_utf8(byte_to_codepoint(static_cast<uint8_t>(b))));
-        byte_token_[b] = it == token_ids_.end() ? -1 : it->second;
+    if (kind_ == TokenizerKind::Gpt2) {
+        for (size_t i = 0; i < tokens_.size(); ++i)
+            if (types_[i] == TokenType::Normal) pieces_[i] = mapped_to_bytes(tokens_[i]);
+        // Single-byte tokens.
+        for (int b = 0; b < 256; ++b) {
+            const auto it = token_ids_.find(unicode::to_utf8(byte_to_codepoint(static_cast<uint8_t>(b))));
+            byte_token_[b] = it == token_ids_.end() ? -1 : it->second;
+        }
+    } else {
+        build_spm();  // spm_bpe.cpp
     }
 
     // Special-token cache: CONTROL, USER_DEFINED, UNKNOWN; longest text first (ties: lower id first).
@@ -358,6 +379,10 @@ void Tokenizer::bpe_word(std::string_view word, std::vector<int32_t>& out) const
 }
 
 void Tokenizer::encode_fragment(std::string_view raw, std::vector<int32_t>& out) const {
+    if (kind_ != TokenizerKind::Gpt2) {
+        encode_spm_fragment(raw, out);
+        return;
+    }
     std::string normalized;
     if (nfc_) normalized = unicode::nfc_utf8(raw);
     const std::string_view text = nfc_ ? std::string_view(normalized) : raw;
@@ -421,7 +446,8 @@ std::string Tokenizer::token_text(int32_t id, bool render_special) const {
     if (id < 0 || id >= n_vocab()) return {};
     const auto i = static_cast<size_t>(id);
     switch (types_[i]) {
-    case TokenType::Normal: return pieces_[i];
+    case TokenType::Normal:
+    case TokenType::Byte: return pieces_[i];  // (empty for gpt2 vocabularies: byte tokens are SPM-only)
     case TokenType::UserDefined: return tokens_[i];
     case TokenType::Control:
     case TokenType::Unknown: return render_special ? tokens_[i] : std::string();
@@ -476,6 +502,9 @@ void apply_clean_spaces(std::string& t) {
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special) const {
     std::string out;
     for (int32_t id : ids) out += token_text(id, render_special);
+    // SentencePiece dummy prefix: one leading space of the first piece is not part of the text (FORMATS.md 4.12).
+    if (add_space_prefix_ && !ids.empty() && !out.empty() && out[0] == ' ' && !token_text(ids[0], render_special).empty())
+        out.erase(0, 1);
     if (clean_spaces_) apply_clean_spaces(out);
     return out;
 }

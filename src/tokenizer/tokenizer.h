@@ -1,5 +1,6 @@
 // Text <-> token ids for GGUF vocabularies (FORMATS.md 4). Supported: byte-level BPE (`tokenizer.ggml.model`
-// = "gpt2") with the pre-tokenizers of pretokenizer.h.
+// = "gpt2") with the pre-tokenizers of pretokenizer.h; SentencePiece-style BPE over U+2581-escaped text with
+// <0xXX> byte fallback: "llama" (score-driven, Gemma 2/3) and "gemma4" (merge-rank driven) in spm_bpe.cpp.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,13 @@ enum class TokenType : int32_t {
     UserDefined = 4,
     Unused = 5,
     Byte = 6,
+};
+
+// Algorithm family selected by tokenizer.ggml.model.
+enum class TokenizerKind {
+    Gpt2,    // byte-level BPE
+    Spm,     // "llama": SentencePiece BPE by token score (FORMATS.md 4.8)
+    Gemma4,  // "gemma4": BPE by merge rank over raw UTF-8 with U+2581 (FORMATS.md 4.9)
 };
 
 class Tokenizer {
@@ -76,6 +84,8 @@ public:
     bool is_control(int32_t id) const;
 
     const std::string& model() const { return model_; }
+    TokenizerKind kind() const { return kind_; }
+    bool add_space_prefix() const { return add_space_prefix_; }
     const std::string& pre() const { return pre_name_; }
     const PreTokenizerInfo& pre_info() const { return pre_; }
     bool clean_spaces() const { return clean_spaces_; }
@@ -92,6 +102,13 @@ private:
     Tokenizer() = default;
     void build();
     void encode_fragment(std::string_view text, std::vector<int32_t>& out) const;
+    // spm_bpe.cpp: SentencePiece-style kinds.
+    void load_spm_bpe(const Lookup& find);
+    void build_spm();
+    void encode_spm_fragment(std::string_view text, std::vector<int32_t>& out) const;
+    void spm_word(std::string_view text, std::vector<int32_t>& out) const;
+    void gemma4_word(std::string_view text, std::vector<int32_t>& out) const;
+    void byte_fallback(std::string_view bytes, std::vector<int32_t>& out) const;
 
     struct PairHash {
         size_t operator()(uint64_t k) const { return std::hash<uint64_t>{}(k * 0x9E3779B97F4A7C15ull); }
@@ -106,6 +123,9 @@ private:
     };
 
     std::string model_;
+    TokenizerKind kind_ = TokenizerKind::Gpt2;
+    std::vector<float> scores_;             // tokenizer.ggml.scores (SPM merge priority), may be empty
+    bool add_space_prefix_ = false;
     std::string pre_name_;
     PreTokenizerInfo pre_;
     std::vector<std::string> tokens_;
@@ -118,7 +138,7 @@ private:
     std::vector<int32_t> eog_;
     std::vector<int32_t> fim_eog_;          // FIM pad / rep / sep ids (end generation too)
     std::vector<bool> is_eog_;
-    int32_t byte_token_[256] = {};          // token of each single byte (mapped), -1 if missing
+    int32_t byte_token_[256] = {};          // token of each single byte (mapped; <0xXX> for SPM kinds), -1 if missing
     int32_t bos_ = -1, eos_ = -1, eot_ = -1, eom_ = -1, pad_ = -1, unk_ = -1;
     bool add_bos_ = false, add_eos_ = false, clean_spaces_ = true, nfc_ = false;
     std::string chat_template_;

@@ -68,14 +68,18 @@ TEST(Qwen3Model, F32MatchesTransformers) {
     EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
 }
 
-// BF16 weights round each weight to 8 significant bits (relative error up to 2^-9), so the
-// logits move by about 1% relative to the f32 model's; the top token must not move.
+// BF16 weights (and, as in ggml, bf16-rounded activations) keep 8 significant bits (relative error
+// up to 2^-9), so the logits move by about 1% relative to the f32 model's (measured rel_l2 8.5e-3,
+// largest logit change about 0.15). The top token must not move wherever transformers' top-1 leads
+// by more than that.
 TEST(Qwen3Model, Bf16WithinBf16Precision) {
     const Fixture fx = load_meta("qwen3");
-    const auto s = compare(run_logits(kDir + "qwen3/qwen3-bf16.gguf", fx.prompt, fx.prompt.size()),
-                           kDir + "qwen3/logits_hf_f32.npy");
+    const std::string ref = kDir + "qwen3/logits_hf_f32.npy";
+    const auto s = compare(run_logits(kDir + "qwen3/qwen3-bf16.gguf", fx.prompt, fx.prompt.size()), ref);
     EXPECT_LE(s.rel_l2, 2e-2) << s.summary();
-    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+    const auto clear = clear_positions(ref, 0.25f);
+    EXPECT_GE(clear.size(), fx.prompt.size() * 3 / 4);
+    for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
 }
 
 // The CPU engine computes quantized matmuls as llama.cpp's CPU backend does: activations are

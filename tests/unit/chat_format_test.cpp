@@ -31,3 +31,75 @@ TEST(ChatFormat, MatchesTheRealTemplate) {
         EXPECT_EQ(render_chat(ChatStyle::ChatMLThink, msgs, o), c.at("expected").get<std::string>()) << c.dump();
     }
 }
+
+// Gemma 3: renderings of the real template (data/tokenizers/gemma3/tokenizer_config.json.xz) by
+// tools/chat/make_chat_goldens.py ... gemma3.
+TEST(ChatFormat, Gemma3MatchesTheRealTemplate) {
+    const auto cfg = nlohmann::json::parse(
+        zinc::tokenizer::test::read_xz(std::string(ZINC_TOKENIZERS_DIR) + "/gemma3/tokenizer_config.json.xz"));
+    EXPECT_EQ(detect_chat_style(cfg.at("chat_template").get<std::string>()), ChatStyle::Gemma3);
+    std::ifstream f(std::string(ZINC_TEST_DATA_DIR) + "/chat/gemma3_chat_goldens.json");
+    const auto cases = nlohmann::json::parse(f);
+    ASSERT_GE(cases.size(), 5u);
+    for (const auto& c : cases) {
+        std::vector<ChatMessage> msgs;
+        for (const auto& m : c.at("messages")) msgs.push_back({m.at("role"), m.at("content")});
+        ChatOptions o;
+        o.add_generation_prompt = c.at("add_generation_prompt");
+        EXPECT_EQ(render_chat(ChatStyle::Gemma3, msgs, o), c.at("expected").get<std::string>()) << c.dump();
+    }
+    EXPECT_THROW(render_chat(ChatStyle::Gemma3, {{"assistant", "x"}}, {}), Error);
+}
+
+namespace {
+// The conversation FORMATS.md 5.5-5.9 render.
+std::vector<ChatMessage> doc_conversation() {
+    return {{"system", "You are helpful."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "What is 2+2?"}};
+}
+}  // namespace
+
+// Gemma 4: expected strings written by hand from FORMATS.md 5.8 (its renderings of google-gemma-4-31B-it's template;
+// the real template is not in the repository).
+TEST(ChatFormat, Gemma4FromFormatsDoc) {
+    EXPECT_EQ(detect_chat_style("{{ bos_token }}{%- for m in messages -%}<|turn>{{ m.role }}\n"), ChatStyle::Gemma4);
+    ChatOptions off;
+    off.enable_thinking = false;
+    EXPECT_EQ(render_chat(ChatStyle::Gemma4, doc_conversation(), off),
+              "<bos><|turn>system\nYou are helpful.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\nHello!<turn|>\n"
+              "<|turn>user\nWhat is 2+2?<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+    ChatOptions on;  // enable_thinking = true (llama.cpp's default)
+    EXPECT_EQ(render_chat(ChatStyle::Gemma4, doc_conversation(), on),
+              "<bos><|turn>system\n<|think|>\nYou are helpful.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\nHello!"
+              "<turn|>\n<|turn>user\nWhat is 2+2?<turn|>\n<|turn>model\n");
+    // Without a system message and thinking off there is no system turn; historical thoughts are stripped.
+    const std::vector<ChatMessage> m2 = {{"user", " Hi "}, {"assistant", "<|channel>thought\nhmm<channel|>Hello!"},
+                                         {"user", "Bye"}};
+    EXPECT_EQ(render_chat(ChatStyle::Gemma4, m2, off),
+              "<bos><|turn>user\nHi<turn|>\n<|turn>model\nHello!<turn|>\n<|turn>user\nBye<turn|>\n<|turn>model\n"
+              "<|channel>thought\n<channel|>");
+}
+
+// gpt-oss Harmony: expected string written by hand from FORMATS.md 5.9 (its rendering of openai-gpt-oss-120b's
+// template with the date 2026-08-18; the real template is not in the repository).
+TEST(ChatFormat, HarmonyFromFormatsDoc) {
+    EXPECT_EQ(detect_chat_style("{%- for m in messages -%}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>"),
+              ChatStyle::Harmony);
+    ChatOptions o;
+    o.current_date = "2026-08-18";
+    EXPECT_EQ(render_chat(ChatStyle::Harmony, doc_conversation(), o),
+              "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+              "Knowledge cutoff: 2024-06\nCurrent date: 2026-08-18\n\nReasoning: medium\n\n"
+              "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>"
+              "<|start|>developer<|message|># Instructions\n\nYou are helpful.\n\n<|end|>"
+              "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|end|>"
+              "<|start|>user<|message|>What is 2+2?<|end|><|start|>assistant");
+    // No system message: no developer message; reasoning effort; a final assistant turn without a generation
+    // prompt ends with <|return|>.
+    o.reasoning_effort = "high";
+    o.add_generation_prompt = false;
+    EXPECT_EQ(render_chat(ChatStyle::Harmony, {{"user", "Hi"}, {"assistant", "Hello!"}}, o),
+              "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+              "Knowledge cutoff: 2024-06\nCurrent date: 2026-08-18\n\nReasoning: high\n\n"
+              "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>"
+              "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>");
+}

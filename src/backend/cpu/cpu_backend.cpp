@@ -104,8 +104,8 @@ public:
             for (int64_t g = b; g < e; ++g) {
                 const float* xi = x.data + g * group;
                 float* yo = out.data + g * group;
-                double sum = 0;  // as ggml: the sum of squares in double
-                for (int64_t i = 0; i < group; ++i) sum += double(xi[i]) * xi[i];
+                double sum = 0;  // as ggml: squares in float, summed in double
+                for (int64_t i = 0; i < group; ++i) sum += double(xi[i] * xi[i]);
                 const float scale = 1.0f / std::sqrt(float(sum / group) + eps);
                 for (int64_t i = 0; i < group; ++i) yo[i] = xi[i] * scale * (wd ? wd[i] : 1.0f);
             }

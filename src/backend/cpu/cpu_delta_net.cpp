@@ -103,7 +103,7 @@ void l2_norm(ThreadPool& pool, const Act& x, float eps, int64_t group, Act& out)
             const float* xi = x.data + gi * group;
             float* o = out.data + gi * group;
             double sum = 0;
-            for (int64_t i = 0; i < group; ++i) sum += double(xi[i]) * xi[i];
+            for (int64_t i = 0; i < group; ++i) sum += double(xi[i] * xi[i]);  // as ggml: squares in float, summed in double
             const float scale = 1.0f / std::sqrt(float(sum) + eps);
             for (int64_t i = 0; i < group; ++i) o[i] = xi[i] * scale;
         }
@@ -123,7 +123,7 @@ void gated_rms_norm(ThreadPool& pool, const Act& x, const Weight& w, const Act& 
             const float* zi = z.data + gi * group;
             float* o = out.data + gi * group;
             double sum = 0;
-            for (int64_t i = 0; i < group; ++i) sum += double(xi[i]) * xi[i];
+            for (int64_t i = 0; i < group; ++i) sum += double(xi[i] * xi[i]);  // as ggml: squares in float, summed in double
             const float scale = 1.0f / std::sqrt(float(sum / group) + eps);
             for (int64_t i = 0; i < group; ++i) o[i] = xi[i] * scale * wd[i] * silu(zi[i]);
         }

@@ -1,0 +1,128 @@
+// Decode matvecs. Quantized weights: the activation row is quantized on the GPU to Q8_1 blocks (32 int8 values,
+// f32 scale d = amax/127 and the f32 sum of the inputs), then each weight row is dotted block by block with
+// __dp4a integer products (FORMATS.md §3.7-3.8). One warp per output row; lane l takes the 32-value chunks
+// l, l+32, ... of the row (a chunk is one Q4_0/Q8_0 block or one 32-value sub-block of a K-quant super-block).
+// Float weights (F32/F16/BF16) are dotted in f32 with the f32 activations.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/vec_dot_q8_1.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace zinc::backend::cuda {
+
+bool has_dp4a_matvec(int type) {
+    switch (type) {
+    case kQ8_0: case kQ4_0: case kQ4_K: case kQ5_K: case kQ6_K: return true;
+    default: return false;
+    }
+}
+
+namespace {
+
+constexpr int kRowsPerBlock = 4;  // warps per block, one output row each
+
+// ---- activation quantization: one warp per 32-value block ----
+__global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1f* dst) {
+    const int64_t b = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (b >= n_blocks) return;  // whole warps leave together
+    const float v = x[b * 32 + lane];
+    float amax = fabsf(v), sum = v;
+    for (int off = 16; off > 0; off >>= 1) {
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    }
+    const float d = amax / 127.0f;
+    const int q = amax == 0.0f ? 0 : __float2int_rn(v / d);
+    dst[b].qs[lane] = int8_t(q);
+    if (lane == 0) {
+        dst[b].d = d;
+        dst[b].s = sum;
+    }
+}
+
+template <int T>
+__global__ void matvec_q_kernel(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols,
+                                const BlockQ8_1f* xq, float* out, int64_t out_stride) {
+    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
+    const int64_t t = blockIdx.y;
+    const int lane = threadIdx.x % 32;
+    if (o >= n_out) return;
+    const uint8_t* row = w + o * row_bytes;
+    const int64_t n_chunks = cols / 32;
+    const BlockQ8_1f* y = xq + t * n_chunks;
+    float sum = 0.0f;
+    for (int64_t c = lane; c < n_chunks; c += 32) sum += chunk_dot<T>(row, c, y[c]);
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) out[t * out_stride + o] = sum;
+}
+
+template <int T>
+__global__ void matvec_f_kernel(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
+                                float* out, int64_t out_stride) {
+    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
+    const int64_t t = blockIdx.y;
+    const int lane = threadIdx.x % 32;
+    if (o >= n_out) return;
+    const uint8_t* row = w + o * row_bytes;
+    const float* xr = x + t * cols;
+    float sum = 0.0f;
+    for (int64_t i = lane; i < cols; i += 32) {
+        float wv;
+        if constexpr (T == kF32)
+            wv = reinterpret_cast<const float*>(row)[i];
+        else if constexpr (T == kF16)
+            wv = f16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+        else
+            wv = bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+        sum += wv * xr[i];
+    }
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) out[t * out_stride + o] = sum;
+}
+
+}  // namespace
+
+cudaError_t quantize_q8_1(const float* x, int64_t rows, int64_t cols, BlockQ8_1f* dst, cudaStream_t s) {
+    const int64_t n_blocks = rows * (cols / 32);
+    if (n_blocks > 0) {
+        const int64_t threads = n_blocks * 32;
+        quantize_q8_1_kernel<<<unsigned((threads + 255) / 256), 256, 0, s>>>(x, n_blocks, dst);
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t matvec_q(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
+                     int64_t n_act, float* out, int64_t out_stride, cudaStream_t s) {
+    if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
+    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_act));
+    const auto* wb = static_cast<const uint8_t*>(w);
+    switch (type) {
+    case kQ8_0: matvec_q_kernel<kQ8_0><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
+    case kQ4_0: matvec_q_kernel<kQ4_0><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
+    case kQ4_K: matvec_q_kernel<kQ4_K><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
+    case kQ5_K: matvec_q_kernel<kQ5_K><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
+    case kQ6_K: matvec_q_kernel<kQ6_K><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t matvec_f(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
+                     int64_t n_act, float* out, int64_t out_stride, cudaStream_t s) {
+    if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
+    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_act));
+    const auto* wb = static_cast<const uint8_t*>(w);
+    switch (type) {
+    case kF32: matvec_f_kernel<kF32><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
+    case kF16: matvec_f_kernel<kF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
+    case kBF16: matvec_f_kernel<kBF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+}  // namespace zinc::backend::cuda

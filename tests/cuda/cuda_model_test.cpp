@@ -1,0 +1,124 @@
+// The qwen3 fixtures through the engine on the CUDA backend: logits against transformers (F32 weights), the
+// greedy continuation, decode (one token per forward: the matvec kernels) against prefill (the tiled kernel),
+// and the quantized files against llama.cpp's logits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/family.h"
+#include "engine/sampler.h"
+#include "gguf/split.h"
+#include "gpu_required.h"
+#include "logits_compare.h"
+#include "npy.h"
+
+namespace {
+
+const std::string kDir = ZINC_FIXTURES_DIR "/qwen3/";
+
+struct Fixture {
+    std::vector<int32_t> prompt, continuation;
+};
+
+Fixture load_meta() {
+    std::ifstream f(kDir + "meta.json");
+    const auto j = nlohmann::json::parse(f);
+    return {j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_continuation").get<std::vector<int32_t>>()};
+}
+
+std::vector<float> run_logits(const std::string& file, const std::vector<int32_t>& ids, size_t batch) {
+    zinc::gguf::Model model(kDir + file);
+    auto be = zinc::backend::make_cuda_backend(0);
+    auto fam = zinc::engine::make_family(model, *be, static_cast<int>(ids.size()));
+    std::vector<float> logits;
+    for (size_t i = 0; i < ids.size(); i += batch) {
+        const size_t n = std::min(batch, ids.size() - i);
+        fam->forward(std::span<const int32_t>(ids).subspan(i, n), static_cast<int64_t>(i), true, logits);
+    }
+    return logits;
+}
+
+zinc::test::LogitsStats compare(const std::vector<float>& ours, const std::string& ref_npy) {
+    const auto ref = zinc::test::load_npy(kDir + ref_npy);
+    EXPECT_EQ(ours.size(), ref.data.size());
+    return zinc::test::compare_logits(ours, ref.data, ref.cols());
+}
+
+// F32 weights: every op in f32, as the CPU engine (which meets 1e-4). Prefill (the tiled matmul) and decode
+// (the f32 matvec) both.
+TEST(CudaQwen3Model, F32PrefillMatchesTransformers) {
+    ZINC_REQUIRE_GPU();
+    const Fixture fx = load_meta();
+    const auto s = compare(run_logits("qwen3-f32.gguf", fx.prompt, fx.prompt.size()), "logits_hf_f32.npy");
+    std::printf("cuda f32 prefill vs transformers: %s\n", s.summary().c_str());
+    EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
+    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
+    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+}
+
+TEST(CudaQwen3Model, F32DecodeMatchesTransformers) {
+    ZINC_REQUIRE_GPU();
+    const Fixture fx = load_meta();
+    const auto s = compare(run_logits("qwen3-f32.gguf", fx.prompt, 1), "logits_hf_f32.npy");
+    std::printf("cuda f32 token by token vs transformers: %s\n", s.summary().c_str());
+    EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
+    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
+    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+}
+
+TEST(CudaQwen3Model, GreedyContinuationMatchesTransformers) {
+    ZINC_REQUIRE_GPU();
+    const Fixture fx = load_meta();
+    zinc::gguf::Model model(kDir + "qwen3-f32.gguf");
+    auto be = zinc::backend::make_cuda_backend(0);
+    const int n_ctx = static_cast<int>(fx.prompt.size() + fx.continuation.size());
+    auto fam = zinc::engine::make_family(model, *be, n_ctx);
+    std::vector<float> logits;
+    fam->forward(fx.prompt, 0, false, logits);
+    std::vector<int32_t> got;
+    int64_t pos = static_cast<int64_t>(fx.prompt.size());
+    while (got.size() < fx.continuation.size()) {
+        const int32_t t = zinc::engine::argmax(logits);
+        got.push_back(t);
+        logits.clear();
+        const int32_t one[1] = {t};
+        fam->forward(one, pos++, false, logits);
+    }
+    EXPECT_EQ(got, fx.continuation);
+}
+
+// Quantized files. The CUDA prefill dequantizes weights to f32 and keeps f32 activations, the decode path quantizes
+// activations to Q8_1 with f32 scales, while llama.cpp's CPU backend (the reference) quantizes them to Q8_0/Q8_K;
+// so neither path is bit-comparable with llama.cpp. The decode bounds are the CPU engine's (rel L2 1.5e-2 for q8_0,
+// 2e-2 for q4_k_m, measured there at 9.1e-3 / 1.25e-2). Prefill leaves the activations unquantized, so it differs
+// from llama.cpp by the whole activation-quantization noise: bound 3e-2 (not yet measured on a GPU; the printed
+// summary gives the value). The top token must agree wherever llama.cpp leads by at least 0.05.
+void check_quantized(const std::string& type, double max_rel_l2, size_t batch) {
+    const Fixture fx = load_meta();
+    const std::string ref = "logits_llama_" + type + ".npy";
+    const auto s = compare(run_logits("qwen3-" + type + ".gguf", fx.prompt, batch), ref);
+    std::printf("cuda %s (%s) vs llama.cpp: %s\n", type.c_str(), batch == 1 ? "decode" : "prefill",
+                s.summary().c_str());
+    EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
+    const auto r = zinc::test::load_npy(kDir + ref);
+    for (size_t i = 0; i < r.rows(); ++i) {
+        std::vector<float> row(r.row(i), r.row(i) + r.cols());
+        std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<float>());
+        if (row[0] - row[1] >= 0.05f) {
+            EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
+        }
+    }
+}
+
+TEST(CudaQwen3Model, Q8_0PrefillAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q8_0", 3e-2, 1000); }
+TEST(CudaQwen3Model, Q8_0DecodeAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q8_0", 1.5e-2, 1); }
+TEST(CudaQwen3Model, Q4_K_MPrefillAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q4_k_m", 3e-2, 1000); }
+TEST(CudaQwen3Model, Q4_K_MDecodeAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q4_k_m", 2e-2, 1); }
+
+}  // namespace
