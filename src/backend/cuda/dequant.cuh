@@ -40,14 +40,14 @@ ZINC_HD float bf16_to_f32(uint16_t h) {
 }
 ZINC_HD float mul_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
-    return mul_rn(a, b);
+    return __fmul_rn(a, b);
 #else
     return a * b;
 #endif
 }
 ZINC_HD float sub_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
-    return sub_rn(a, b);
+    return __fsub_rn(a, b);
 #else
     return a - b;
 #endif
