@@ -15,47 +15,27 @@
 #include "engine/sampler.h"
 #include "gguf/split.h"
 #include "gpu_required.h"
-#include "logits_compare.h"
-#include "npy.h"
+#include "fixture_model.h"
 
 namespace {
 
+using namespace zinc::test;
+
 const std::string kDir = ZINC_FIXTURES_DIR "/qwen3/";
 
-struct Fixture {
-    std::vector<int32_t> prompt, continuation;
-};
+FixtureMeta load_meta() { return load_fixture_meta(kDir + "meta.json"); }
 
-Fixture load_meta() {
-    std::ifstream f(kDir + "meta.json");
-    const auto j = nlohmann::json::parse(f);
-    return {j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_continuation").get<std::vector<int32_t>>()};
-}
-
-std::vector<float> run_logits(const std::string& file, const std::vector<int32_t>& ids, size_t batch) {
-    zinc::gguf::Model model(kDir + file);
-    auto be = zinc::backend::make_cuda_backend(0);
-    auto fam = zinc::engine::make_family(model, *be, static_cast<int>(ids.size()));
-    std::vector<float> logits;
-    for (size_t i = 0; i < ids.size(); i += batch) {
-        const size_t n = std::min(batch, ids.size() - i);
-        fam->forward(std::span<const int32_t>(ids).subspan(i, n), static_cast<int64_t>(i), true, logits);
-    }
-    return logits;
-}
-
-zinc::test::LogitsStats compare(const std::vector<float>& ours, const std::string& ref_npy) {
-    const auto ref = zinc::test::load_npy(kDir + ref_npy);
-    EXPECT_EQ(ours.size(), ref.data.size());
-    return zinc::test::compare_logits(ours, ref.data, ref.cols());
+// Logits of a qwen3 fixture file on the CUDA backend.
+std::vector<float> run_cuda(const std::string& file, const std::vector<int32_t>& ids, size_t batch) {
+    return run_logits(kDir + file, ids, batch, true);
 }
 
 // F32 weights: every op in f32, as the CPU engine (which meets 1e-4). Prefill (the tiled matmul) and decode
 // (the f32 matvec) both.
 TEST(CudaQwen3Model, F32PrefillMatchesTransformers) {
     ZINC_REQUIRE_GPU();
-    const Fixture fx = load_meta();
-    const auto s = compare(run_logits("qwen3-f32.gguf", fx.prompt, fx.prompt.size()), "logits_hf_f32.npy");
+    const FixtureMeta fx = load_meta();
+    const auto s = compare_to_npy(run_cuda("qwen3-f32.gguf", fx.prompt, fx.prompt.size()), kDir + "logits_hf_f32.npy");
     std::printf("cuda f32 prefill vs transformers: %s\n", s.summary().c_str());
     EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
     EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
@@ -64,8 +44,8 @@ TEST(CudaQwen3Model, F32PrefillMatchesTransformers) {
 
 TEST(CudaQwen3Model, F32DecodeMatchesTransformers) {
     ZINC_REQUIRE_GPU();
-    const Fixture fx = load_meta();
-    const auto s = compare(run_logits("qwen3-f32.gguf", fx.prompt, 1), "logits_hf_f32.npy");
+    const FixtureMeta fx = load_meta();
+    const auto s = compare_to_npy(run_cuda("qwen3-f32.gguf", fx.prompt, 1), kDir + "logits_hf_f32.npy");
     std::printf("cuda f32 token by token vs transformers: %s\n", s.summary().c_str());
     EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
     EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
@@ -74,7 +54,7 @@ TEST(CudaQwen3Model, F32DecodeMatchesTransformers) {
 
 TEST(CudaQwen3Model, GreedyContinuationMatchesTransformers) {
     ZINC_REQUIRE_GPU();
-    const Fixture fx = load_meta();
+    const FixtureMeta fx = load_meta();
     zinc::gguf::Model model(kDir + "qwen3-f32.gguf");
     auto be = zinc::backend::make_cuda_backend(0);
     const int n_ctx = static_cast<int>(fx.prompt.size() + fx.continuation.size());
@@ -100,20 +80,14 @@ TEST(CudaQwen3Model, GreedyContinuationMatchesTransformers) {
 // prefill 2.71e-2, decode 3.15e-2; the largest logit differences are 0.37-0.61. The bounds below leave about a
 // third of headroom over those; the top token must agree wherever llama.cpp leads by more than that noise (0.25).
 void check_quantized(const std::string& type, double max_rel_l2, size_t batch) {
-    const Fixture fx = load_meta();
+    const FixtureMeta fx = load_meta();
     const std::string ref = "logits_llama_" + type + ".npy";
-    const auto s = compare(run_logits("qwen3-" + type + ".gguf", fx.prompt, batch), ref);
+    const auto s = compare_to_npy(run_cuda("qwen3-" + type + ".gguf", fx.prompt, batch), kDir + ref);
     std::printf("cuda %s (%s) vs llama.cpp: %s\n", type.c_str(), batch == 1 ? "decode" : "prefill",
                 s.summary().c_str());
     EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
-    const auto r = zinc::test::load_npy(kDir + ref);
-    for (size_t i = 0; i < r.rows(); ++i) {
-        std::vector<float> row(r.row(i), r.row(i) + r.cols());
-        std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<float>());
-        if (row[0] - row[1] >= 0.25f) {
-            EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
-        }
-    }
+    for (size_t i : clear_positions(kDir + ref, 0.25f))
+        EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
 }
 
 TEST(CudaQwen3Model, Q8_0PrefillAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q8_0", 2.5e-2, 1000); }

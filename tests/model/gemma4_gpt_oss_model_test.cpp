@@ -17,55 +17,16 @@
 #include "engine/sampler.h"
 #include "gguf/split.h"
 #include "gguf/writer.h"
-#include "logits_compare.h"
-#include "npy.h"
+#include "fixture_model.h"
 
 namespace {
 
+using namespace zinc::test;
+
 const std::string kDir = ZINC_FIXTURES_DIR "/";
-
-struct Fixture {
-    std::vector<int32_t> prompt, continuation;
-};
-
-Fixture load_meta(const std::string& family) {
-    std::ifstream f(kDir + family + "/meta.json");
-    const auto j = nlohmann::json::parse(f);
-    return {j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_continuation").get<std::vector<int32_t>>()};
-}
 
 std::string gguf_path(const std::string& family, const std::string& type) {
     return kDir + family + "/" + family + "-" + type + ".gguf";
-}
-
-std::vector<float> run_logits(const std::string& path, const std::vector<int32_t>& ids, size_t batch) {
-    zinc::gguf::Model model(path);
-    auto be = zinc::backend::make_cpu_backend(0);
-    auto fam = zinc::engine::make_family(model, *be, static_cast<int>(ids.size()));
-    std::vector<float> logits;
-    for (size_t i = 0; i < ids.size(); i += batch) {
-        const size_t n = std::min(batch, ids.size() - i);
-        fam->forward(std::span<const int32_t>(ids).subspan(i, n), static_cast<int64_t>(i), true, logits);
-    }
-    return logits;
-}
-
-zinc::test::LogitsStats compare(const std::vector<float>& ours, const std::string& ref_npy) {
-    const auto ref = zinc::test::load_npy(ref_npy);
-    EXPECT_EQ(ours.size(), ref.data.size());
-    return zinc::test::compare_logits(ours, ref.data, ref.cols());
-}
-
-// Positions where the reference's top-1 leads its runner-up by at least `margin`.
-std::vector<size_t> clear_positions(const std::string& ref_npy, float margin) {
-    const auto ref = zinc::test::load_npy(ref_npy);
-    std::vector<size_t> out;
-    for (size_t i = 0; i < ref.rows(); ++i) {
-        std::vector<float> r(ref.row(i), ref.row(i) + ref.cols());
-        std::partial_sort(r.begin(), r.begin() + 2, r.end(), std::greater<float>());
-        if (r[0] - r[1] >= margin) out.push_back(i);
-    }
-    return out;
 }
 
 class Gemma4GptOssModel : public ::testing::TestWithParam<std::string> {};
@@ -73,8 +34,8 @@ class Gemma4GptOssModel : public ::testing::TestWithParam<std::string> {};
 // F32 weights, f32 activations: transformers' float32 forward up to summation order.
 TEST_P(Gemma4GptOssModel, F32MatchesTransformers) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
-    const auto s = compare(run_logits(gguf_path(fam, "f32"), fx.prompt, fx.prompt.size()),
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const auto s = compare_to_npy(run_logits(gguf_path(fam, "f32"), fx.prompt, fx.prompt.size()),
                            kDir + fam + "/logits_hf_f32.npy");
     std::printf("%s f32 vs transformers: %s\n", fam.c_str(), s.summary().c_str());
     EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
@@ -88,9 +49,9 @@ TEST_P(Gemma4GptOssModel, F32MatchesTransformers) {
 // where transformers' f32 top-1 leads by at least 0.25 (gpt-oss has margins down to 0.007).
 TEST_P(Gemma4GptOssModel, Bf16WithinBf16Precision) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const std::string ref = kDir + fam + "/logits_hf_f32.npy";
-    const auto s = compare(run_logits(gguf_path(fam, "bf16"), fx.prompt, fx.prompt.size()), ref);
+    const auto s = compare_to_npy(run_logits(gguf_path(fam, "bf16"), fx.prompt, fx.prompt.size()), ref);
     std::printf("%s bf16 vs transformers f32: %s\n", fam.c_str(), s.summary().c_str());
     EXPECT_LE(s.rel_l2, 3e-2) << s.summary();
     for (size_t i : clear_positions(ref, 0.25f)) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
@@ -106,9 +67,9 @@ TEST_P(Gemma4GptOssModel, Bf16WithinBf16Precision) {
 // at least 0.25.
 TEST_P(Gemma4GptOssModel, Q8_0AgreesWithLlamaCpp) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const std::string ref = kDir + fam + "/logits_llama_q8_0.npy";
-    const auto s = compare(run_logits(gguf_path(fam, "q8_0"), fx.prompt, fx.prompt.size()), ref);
+    const auto s = compare_to_npy(run_logits(gguf_path(fam, "q8_0"), fx.prompt, fx.prompt.size()), ref);
     std::printf("%s q8_0 vs llama.cpp: %s\n", fam.c_str(), s.summary().c_str());
     EXPECT_LE(s.rel_l2, 3e-2) << s.summary();
     const auto clear = clear_positions(ref, 0.25f);
@@ -119,7 +80,7 @@ TEST_P(Gemma4GptOssModel, Q8_0AgreesWithLlamaCpp) {
 // Batch prefill, token-by-token decoding and 7-token chunks see the same keys (windows included).
 TEST_P(Gemma4GptOssModel, TokenByTokenEqualsBatch) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const std::string path = gguf_path(fam, "f32");
     const auto batch = run_logits(path, fx.prompt, fx.prompt.size());
     const auto single = run_logits(path, fx.prompt, 1);
@@ -134,7 +95,7 @@ TEST_P(Gemma4GptOssModel, TokenByTokenEqualsBatch) {
 
 TEST_P(Gemma4GptOssModel, GreedyContinuationMatchesTransformers) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     zinc::gguf::Model model(gguf_path(fam, "f32"));
     auto be = zinc::backend::make_cpu_backend(0);
     const int n_ctx = static_cast<int>(fx.prompt.size() + fx.continuation.size());

@@ -12,56 +12,17 @@
 #include "engine/family.h"
 #include "engine/sampler.h"
 #include "gguf/split.h"
-#include "logits_compare.h"
-#include "npy.h"
+#include "fixture_model.h"
 
 namespace {
 
+using namespace zinc::test;
+
 const std::string kDir = ZINC_FIXTURES_DIR "/";
 
-struct Fixture {
-    std::vector<int32_t> prompt, continuation;
-};
-
-Fixture load_meta(const std::string& family) {
-    std::ifstream f(kDir + family + "/meta.json");
-    const auto j = nlohmann::json::parse(f);
-    return {j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_continuation").get<std::vector<int32_t>>()};
-}
-
-std::vector<float> run_logits(const std::string& path, const std::vector<int32_t>& ids, size_t batch) {
-    zinc::gguf::Model model(path);
-    auto be = zinc::backend::make_cpu_backend(0);
-    auto fam = zinc::engine::make_family(model, *be, static_cast<int>(ids.size()));
-    std::vector<float> logits;
-    for (size_t i = 0; i < ids.size(); i += batch) {
-        const size_t n = std::min(batch, ids.size() - i);
-        fam->forward(std::span<const int32_t>(ids).subspan(i, n), static_cast<int64_t>(i), true, logits);
-    }
-    return logits;
-}
-
-zinc::test::LogitsStats compare(const std::vector<float>& ours, const std::string& ref_npy) {
-    const auto ref = zinc::test::load_npy(ref_npy);
-    EXPECT_EQ(ours.size(), ref.data.size());
-    return zinc::test::compare_logits(ours, ref.data, ref.cols());
-}
-
-// Positions where the reference's top-1 leads its runner-up by at least `margin`.
-std::vector<size_t> clear_positions(const std::string& ref_npy, float margin) {
-    const auto ref = zinc::test::load_npy(ref_npy);
-    std::vector<size_t> out;
-    for (size_t i = 0; i < ref.rows(); ++i) {
-        std::vector<float> r(ref.row(i), ref.row(i) + ref.cols());
-        std::partial_sort(r.begin(), r.begin() + 2, r.end(), std::greater<float>());
-        if (r[0] - r[1] >= margin) out.push_back(i);
-    }
-    return out;
-}
-
 TEST(Qwen3Model, F32MatchesTransformers) {
-    const Fixture fx = load_meta("qwen3");
-    const auto s = compare(run_logits(kDir + "qwen3/qwen3-f32.gguf", fx.prompt, fx.prompt.size()),
+    const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
+    const auto s = compare_to_npy(run_logits(kDir + "qwen3/qwen3-f32.gguf", fx.prompt, fx.prompt.size()),
                            kDir + "qwen3/logits_hf_f32.npy");
     EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
     EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
@@ -73,9 +34,9 @@ TEST(Qwen3Model, F32MatchesTransformers) {
 // largest logit change about 0.15). The top token must not move wherever transformers' top-1 leads
 // by more than that.
 TEST(Qwen3Model, Bf16WithinBf16Precision) {
-    const Fixture fx = load_meta("qwen3");
+    const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
     const std::string ref = kDir + "qwen3/logits_hf_f32.npy";
-    const auto s = compare(run_logits(kDir + "qwen3/qwen3-bf16.gguf", fx.prompt, fx.prompt.size()), ref);
+    const auto s = compare_to_npy(run_logits(kDir + "qwen3/qwen3-bf16.gguf", fx.prompt, fx.prompt.size()), ref);
     EXPECT_LE(s.rel_l2, 2e-2) << s.summary();
     const auto clear = clear_positions(ref, 0.25f);
     EXPECT_GE(clear.size(), fx.prompt.size() * 3 / 4);
@@ -95,9 +56,9 @@ TEST(Qwen3Model, Bf16WithinBf16Precision) {
 // the top token must agree wherever llama.cpp's lead over its runner-up is at least 0.05 (61 of 64
 // positions; the two disagreements measured were at margins 0.015 and 0.0006).
 void check_quantized(const std::string& type, double max_rel_l2) {
-    const Fixture fx = load_meta("qwen3");
+    const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
     const std::string ref = kDir + "qwen3/logits_llama_" + type + ".npy";
-    const auto s = compare(run_logits(kDir + "qwen3/qwen3-" + type + ".gguf", fx.prompt, fx.prompt.size()), ref);
+    const auto s = compare_to_npy(run_logits(kDir + "qwen3/qwen3-" + type + ".gguf", fx.prompt, fx.prompt.size()), ref);
     EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
     const auto clear = clear_positions(ref, 0.05f);
     EXPECT_GE(clear.size(), fx.prompt.size() * 9 / 10);  // the check must cover almost every position
@@ -109,7 +70,7 @@ TEST(Qwen3Model, Q8_0AgreesWithLlamaCpp) { check_quantized("q8_0", 1.5e-2); }
 TEST(Qwen3Model, Q4_K_MAgreesWithLlamaCpp) { check_quantized("q4_k_m", 2e-2); }
 
 TEST(Qwen3Model, TokenByTokenEqualsBatch) {
-    const Fixture fx = load_meta("qwen3");
+    const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
     const auto batch = run_logits(kDir + "qwen3/qwen3-q4_k_m.gguf", fx.prompt, fx.prompt.size());
     const auto single = run_logits(kDir + "qwen3/qwen3-q4_k_m.gguf", fx.prompt, 1);
     const auto chunks = run_logits(kDir + "qwen3/qwen3-q4_k_m.gguf", fx.prompt, 7);
@@ -120,7 +81,7 @@ TEST(Qwen3Model, TokenByTokenEqualsBatch) {
 }
 
 TEST(Qwen3Model, GreedyContinuationMatchesTransformers) {
-    const Fixture fx = load_meta("qwen3");
+    const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
     zinc::gguf::Model model(kDir + "qwen3/qwen3-f32.gguf");
     auto be = zinc::backend::make_cpu_backend(0);
     const int n_ctx = static_cast<int>(fx.prompt.size() + fx.continuation.size());

@@ -15,64 +15,24 @@
 #include "engine/family.h"
 #include "engine/sampler.h"
 #include "gguf/split.h"
-#include "logits_compare.h"
-#include "npy.h"
+#include "fixture_model.h"
 
 namespace {
 
+using namespace zinc::test;
+
 const std::string kDir = ZINC_FIXTURES_DIR "/";
-
-struct Fixture {
-    std::vector<int32_t> prompt, continuation;
-};
-
-Fixture load_meta(const std::string& family) {
-    std::ifstream f(kDir + family + "/meta.json");
-    const auto j = nlohmann::json::parse(f);
-    return {j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_continuation").get<std::vector<int32_t>>()};
-}
 
 std::string gguf_path(const std::string& family, const std::string& type) {
     return kDir + family + "/" + family + "-" + type + ".gguf";
-}
-
-std::vector<float> run_logits(const std::string& path, const std::vector<int32_t>& ids, size_t batch) {
-    zinc::gguf::Model model(path);
-    auto be = zinc::backend::make_cpu_backend(0);
-    auto fam = zinc::engine::make_family(model, *be, static_cast<int>(ids.size()));
-    EXPECT_FALSE(fam->can_rewind());
-    std::vector<float> logits;
-    for (size_t i = 0; i < ids.size(); i += batch) {
-        const size_t n = std::min(batch, ids.size() - i);
-        fam->forward(std::span<const int32_t>(ids).subspan(i, n), static_cast<int64_t>(i), true, logits);
-    }
-    return logits;
-}
-
-zinc::test::LogitsStats compare(const std::vector<float>& ours, const std::string& ref_npy) {
-    const auto ref = zinc::test::load_npy(ref_npy);
-    EXPECT_EQ(ours.size(), ref.data.size());
-    return zinc::test::compare_logits(ours, ref.data, ref.cols());
-}
-
-// Positions where the reference's top-1 leads its runner-up by at least `margin`.
-std::vector<size_t> clear_positions(const std::string& ref_npy, float margin) {
-    const auto ref = zinc::test::load_npy(ref_npy);
-    std::vector<size_t> out;
-    for (size_t i = 0; i < ref.rows(); ++i) {
-        std::vector<float> r(ref.row(i), ref.row(i) + ref.cols());
-        std::partial_sort(r.begin(), r.begin() + 2, r.end(), std::greater<float>());
-        if (r[0] - r[1] >= margin) out.push_back(i);
-    }
-    return out;
 }
 
 class Qwen35Model : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Qwen35Model, F32MatchesTransformers) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
-    const auto s = compare(run_logits(gguf_path(fam, "f32"), fx.prompt, fx.prompt.size()),
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const auto s = compare_to_npy(run_logits(gguf_path(fam, "f32"), fx.prompt, fx.prompt.size()),
                            kDir + fam + "/logits_hf_f32.npy");
     std::printf("%s f32 vs transformers: %s\n", fam.c_str(), s.summary().c_str());
     EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
@@ -85,9 +45,9 @@ TEST_P(Qwen35Model, F32MatchesTransformers) {
 // transformers top-1 leads by less than that noise (qwen35 has margins down to 0.007) may flip; the others must not.
 TEST_P(Qwen35Model, Bf16WithinBf16Precision) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const std::string ref = kDir + fam + "/logits_hf_f32.npy";
-    const auto s = compare(run_logits(gguf_path(fam, "bf16"), fx.prompt, fx.prompt.size()), ref);
+    const auto s = compare_to_npy(run_logits(gguf_path(fam, "bf16"), fx.prompt, fx.prompt.size()), ref);
     std::printf("%s bf16 vs transformers: %s\n", fam.c_str(), s.summary().c_str());
     EXPECT_LE(s.rel_l2, 5e-2) << s.summary();  // measured: qwen35 4.1e-2 (argmax 60/64), qwen35moe 1.2e-2 (64/64)
     if (fam == "qwen35moe") {
@@ -102,9 +62,9 @@ TEST_P(Qwen35Model, Bf16WithinBf16Precision) {
 // vec-dot type and use integer block dot products, so they differ by float summation order (and by the chunked
 // vs fused delta rule); tolerances measured on the fixtures with some headroom.
 void check_quantized(const std::string& fam, const std::string& type, double tol) {
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const std::string ref = kDir + fam + "/logits_llama_" + type + ".npy";
-    const auto s = compare(run_logits(gguf_path(fam, type), fx.prompt, fx.prompt.size()), ref);
+    const auto s = compare_to_npy(run_logits(gguf_path(fam, type), fx.prompt, fx.prompt.size()), ref);
     std::printf("%s %s vs llama.cpp: %s\n", fam.c_str(), type.c_str(), s.summary().c_str());
     EXPECT_LE(s.rel_l2, tol) << s.summary();
     const auto clear = clear_positions(ref, 0.25f);
@@ -122,7 +82,7 @@ TEST(Qwen35MoeModel, Q4_K_MAgreesWithLlamaCpp) { check_quantized("qwen35moe", "q
 // batches of 7 mix both with the state carried between calls.
 TEST_P(Qwen35Model, TokenByTokenEqualsBatch) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const auto batch = run_logits(gguf_path(fam, "f32"), fx.prompt, fx.prompt.size());
     const auto single = run_logits(gguf_path(fam, "f32"), fx.prompt, 1);
     const auto chunks = run_logits(gguf_path(fam, "f32"), fx.prompt, 7);
@@ -138,7 +98,7 @@ TEST_P(Qwen35Model, TokenByTokenEqualsBatch) {
 
 TEST_P(Qwen35Model, GreedyContinuationMatchesTransformers) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     zinc::gguf::Model model(gguf_path(fam, "f32"));
     auto be = zinc::backend::make_cpu_backend(0);
     const int n_ctx = static_cast<int>(fx.prompt.size() + fx.continuation.size());
@@ -160,7 +120,7 @@ TEST_P(Qwen35Model, GreedyContinuationMatchesTransformers) {
 // The recurrent state cannot go back: restarting mid-sequence is an error, restarting at 0 starts afresh.
 TEST_P(Qwen35Model, RestartOnlyAtZero) {
     const std::string fam = GetParam();
-    const Fixture fx = load_meta(fam);
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     zinc::gguf::Model model(gguf_path(fam, "f32"));
     auto be = zinc::backend::make_cpu_backend(1);
     auto f = zinc::engine::make_family(model, *be, 16);
