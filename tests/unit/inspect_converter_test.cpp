@@ -30,6 +30,7 @@ TEST(InspectConverter, MatchesGgufDumpOnEveryFamily) {
     size_t n = 0;
     for (const auto& e : std::filesystem::directory_iterator(dumps)) {
         const std::string name = e.path().filename().string();  // <file>.gguf.dump.json
+        if (!name.ends_with(".gguf.dump.json")) continue;
         const std::string gguf = name.substr(0, name.size() - std::string(".dump.json").size());
         const std::string family = gguf.substr(0, gguf.rfind('-'));
         const std::string path = std::string(ZINC_FIXTURES_DIR) + "/" + family + "/" + gguf;

@@ -21,17 +21,6 @@ namespace {
 
 using gguf::TensorType;
 
-float dot(const float* a, const float* b, int64_t n) {
-    // Eight independent partial sums let the compiler vectorise without reassociating.
-    float s[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) s[k] += a[i + k] * b[i + k];
-    float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; i < n; ++i) r += a[i] * b[i];
-    return r;
-}
-
 void check_same_shape(const Act& a, const Act& b, const char* op) {
     if (a.rows != b.rows || a.cols != b.cols)
         throw std::invalid_argument(std::string(op) + ": shape mismatch");
@@ -146,31 +135,7 @@ public:
     }
 
     void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override {
-        if (cpu::rope_is_ext(p)) return cpu::rope_ext(pool_, x, head_dim, pos, p);
-        if (x.cols % head_dim != 0 || static_cast<int64_t>(pos.size()) != x.rows || p.n_rot > head_dim ||
-            p.n_rot % 2 != 0)
-            throw std::invalid_argument("rope: bad shape");
-        const int64_t heads = x.cols / head_dim;
-        const int half = p.n_rot / 2;
-        // Inverse frequencies in f32 as transformers computes them: base^(-2i/n_rot).
-        std::vector<float> inv_freq(half);
-        for (int i = 0; i < half; ++i)
-            inv_freq[i] = 1.0f / std::pow(p.freq_base, float(2 * i) / float(p.n_rot));
-        pool_.parallel_for(x.rows, [&](int64_t b, int64_t e) {
-            for (int64_t t = b; t < e; ++t) {
-                for (int i = 0; i < half; ++i) {
-                    const float theta = float(pos[t]) * p.freq_scale * inv_freq[i];
-                    const float c = std::cos(theta), s = std::sin(theta);
-                    for (int64_t h = 0; h < heads; ++h) {
-                        float* v = x.data + t * x.cols + h * head_dim;
-                        const int i0 = p.neox ? i : 2 * i, i1 = p.neox ? i + half : 2 * i + 1;
-                        const float a = v[i0], d = v[i1];
-                        v[i0] = a * c - d * s;
-                        v[i1] = a * s + d * c;
-                    }
-                }
-            }
-        });
+        cpu::rope(pool_, x, head_dim, pos, p);
     }
 
     void add(const Act& a, const Act& b, Act& out) override {
@@ -197,45 +162,10 @@ public:
     }
 
     void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
-        if (cpu::attention_is_ext(p)) return cpu::attention_ext(pool_, q, kv, pos0, p, out);
-        const int d = p.head_dim;
-        if (q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
-            kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0)
-            throw std::invalid_argument("attention: shape mismatch");
-        if (pos0 + q.rows > kv.capacity) throw std::out_of_range("attention: past the cache");
-        const int group = p.n_head / p.n_head_kv;
-        pool_.parallel_for(q.rows * p.n_head, [&](int64_t b, int64_t e) {
-            std::vector<float> scores;
-            for (int64_t job = b; job < e; ++job) {
-                const int64_t t = job / p.n_head;
-                const int h = static_cast<int>(job % p.n_head);
-                const int kvh = h / group;
-                const int64_t n_kv = pos0 + t + 1;  // causal: positions 0..pos0+t
-                const float* qv = q.data + t * q.cols + int64_t(h) * d;
-                scores.resize(n_kv);
-                float mx = -INFINITY;
-                for (int64_t j = 0; j < n_kv; ++j) {
-                    scores[j] = dot(qv, kv.k + j * kv.width + int64_t(kvh) * d, d) * p.scale;
-                    mx = std::max(mx, scores[j]);
-                }
-                double sum = 0;
-                for (int64_t j = 0; j < n_kv; ++j) {
-                    scores[j] = std::exp(scores[j] - mx);
-                    sum += scores[j];
-                }
-                const float inv = float(1.0 / sum);
-                float* o = out.data + t * out.cols + int64_t(h) * d;
-                std::fill(o, o + d, 0.0f);
-                for (int64_t j = 0; j < n_kv; ++j) {
-                    const float pj = scores[j] * inv;
-                    const float* vv = kv.v + j * kv.width + int64_t(kvh) * d;
-                    for (int i = 0; i < d; ++i) o[i] += pj * vv[i];
-                }
-            }
-        });
+        cpu::attention(pool_, q, kv, pos0, p, out);
     }
 
-    // Attention variants and activations for gemma4 / gpt-oss (cpu_attention_ext.cpp, cpu_activations.cpp)
+    // Activations for gemma4 / gpt-oss: cpu_activations.cpp
     void geglu(const Act& gate, const Act& up, Act& out) override { cpu::geglu(pool_, gate, up, out); }
     void add_bias(Act& x, const Weight& b) override { cpu::add_bias(pool_, x, b); }
     void scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }

@@ -10,16 +10,14 @@
 
 namespace zinc::backend::cpu {
 
-// --- Attention variants and activations for gemma4 / gpt-oss (cpu_attention_ext.cpp, cpu_activations.cpp) ---
+// --- Attention and RoPE (cpu_attention.cpp) ---
 
-// Causal attention with AttentionParams::window, sinks and softcap (Backend::attention).
-void attention_ext(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
-                   Act& out);
-// RoPE with RopeParams::freq_factors and YaRN (Backend::rope).
-void rope_ext(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p);
-// True when p uses anything plain RoPE does not (freq_factors, YaRN, mscale).
-bool rope_is_ext(const RopeParams& p);
-bool attention_is_ext(const AttentionParams& p);
+// Causal GQA attention, with AttentionParams::window, sinks and softcap when set (Backend::attention).
+void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out);
+// RoPE, with RopeParams::freq_factors and YaRN when set (Backend::rope).
+void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p);
+
+// --- Activations for gemma4 / gpt-oss (cpu_activations.cpp) ---
 
 void geglu(ThreadPool& pool, const Act& gate, const Act& up, Act& out);
 void add_bias(ThreadPool& pool, Act& x, const Weight& b);

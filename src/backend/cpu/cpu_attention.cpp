@@ -1,5 +1,6 @@
-// Attention with a sliding window, attention sinks and score soft-capping, and RoPE with per-pair
-// frequency factors and YaRN (gemma4, gpt-oss; MODELS.md 0.2, 1.1, 1.2, 1.4, 7.4).
+// The CPU's attention (causal, GQA, with optional sliding window, attention sinks and score soft-capping)
+// and RoPE (NeoX or adjacent pairs, partial, with optional per-pair frequency factors and YaRN);
+// MODELS.md 0.2, 1.1, 1.2, 1.4, 7.4.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -30,11 +31,7 @@ const float* f32_vector(const Weight& w, int64_t n, const char* what) {
 
 }  // namespace
 
-bool attention_is_ext(const AttentionParams& p) { return p.window > 0 || p.sinks || p.softcap > 0.0f; }
-
-bool rope_is_ext(const RopeParams& p) { return p.freq_factors || p.ext_factor != 0.0f || p.mscale != 1.0f; }
-
-void attention_ext(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
+void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
                    Act& out) {
     const int d = p.head_dim;
     if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
@@ -80,7 +77,7 @@ void attention_ext(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t po
     });
 }
 
-void rope_ext(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
+void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
     if (head_dim <= 0 || x.cols % head_dim != 0 || static_cast<int64_t>(pos.size()) != x.rows || p.n_rot > head_dim ||
         p.n_rot <= 0 || p.n_rot % 2 != 0)
         throw std::invalid_argument("rope: bad shape");
