@@ -45,29 +45,28 @@ TEST(Qwen3Model, Bf16WithinBf16Precision) {
 
 // The CPU engine computes quantized matmuls as llama.cpp's CPU backend does: activations are
 // quantized to the weight type's vec-dot type (Q8_0 / Q8_K here) byte-for-byte as ggml's x86
-// from_float does, and dotted with integer block sums equal to ggml's (quant/vec_dot.h). The logits
-// still differ by about 1e-2 (measured: q8_0 rel_l2 9.1e-3, q4_k_m 1.25e-2, argmax 63/64 each)
-// because the 8-bit activation rounding amplifies any float-rounding difference elsewhere: the F32
-// fixture agrees with llama.cpp to 6e-7, but a last-bit difference in an activation (e.g. RMSNorm
-// squaring in double here, in float in ggml; attention/SiLU order) flips a few quantization steps,
-// and each flip perturbs the next layer far more than the original rounding did, so after 14
-// quantized matmuls the two runs differ by a good part of the quantization noise itself (~2.8e-2
-// between each engine's q8_0 and f32 logits). The bounds leave ~1.5x margin over the measurement;
-// the top token must agree wherever llama.cpp's lead over its runner-up is at least 0.05 (61 of 64
-// positions; the two disagreements measured were at margins 0.015 and 0.0006).
-void check_quantized(const std::string& type, double max_rel_l2) {
+// from_float does, dotted with integer block sums equal to ggml's (quant/vec_dot.h), and RoPE angles
+// and RMSNorm sums are rounded as ggml rounds them. On x86 with AVX2 (the default -march=native
+// build) the Q8_0 file then gives llama.cpp's logits bit for bit (measured rel_l2 0, 64/64).
+// Q4_K_M still differs by 1.25e-2: llama.cpp runs a 64-token batch through its repacked Q4_K GEMM,
+// whose summation order differs from its own one-token kernel, and the 8-bit activation rounding
+// amplifies that last-bit difference through the layers. llama.cpp itself, fed one token at a time,
+// differs from its batched logits by 3.7e-3 and picks another top token at position 60 (where the
+// batched lead is 0.0006) — the same token zinc picks. The top token must agree wherever llama.cpp's
+// lead over its runner-up exceeds that noise.
+void check_quantized(const std::string& type, double max_rel_l2, float margin) {
     const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
     const std::string ref = kDir + "qwen3/logits_llama_" + type + ".npy";
     const auto s = compare_to_npy(run_logits(kDir + "qwen3/qwen3-" + type + ".gguf", fx.prompt, fx.prompt.size()), ref);
     EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
-    const auto clear = clear_positions(ref, 0.05f);
+    const auto clear = clear_positions(ref, margin);
     EXPECT_GE(clear.size(), fx.prompt.size() * 9 / 10);  // the check must cover almost every position
     for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
     std::printf("qwen3 %s vs llama.cpp: %s\n", type.c_str(), s.summary().c_str());
 }
 
-TEST(Qwen3Model, Q8_0AgreesWithLlamaCpp) { check_quantized("q8_0", 1.5e-2); }
-TEST(Qwen3Model, Q4_K_MAgreesWithLlamaCpp) { check_quantized("q4_k_m", 2e-2); }
+TEST(Qwen3Model, Q8_0AgreesWithLlamaCpp) { check_quantized("q8_0", 1e-4, 0.0f); }
+TEST(Qwen3Model, Q4_K_MAgreesWithLlamaCpp) { check_quantized("q4_k_m", 2e-2, 0.05f); }
 
 TEST(Qwen3Model, TokenByTokenEqualsBatch) {
     const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");

@@ -84,23 +84,23 @@ void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, 
     const int64_t heads = x.cols / head_dim;
     const int half = p.n_rot / 2;
     const float* ff = p.freq_factors ? f32_vector(*p.freq_factors, half, "rope frequency factors") : nullptr;
-    // Per-pair inverse frequencies in f32, in the order transformers builds them: base^(-2i/n_rot), YaRN's blend of
-    // the interpolated (freq_scale * omega) and extrapolated (omega) frequency, then the frequency factor.
-    std::vector<float> inv_freq(half);
-    for (int i = 0; i < half; ++i) {
-        const float omega = 1.0f / std::pow(p.freq_base, float(2 * i) / float(p.n_rot));
-        float f = omega * p.freq_scale;
-        if (p.ext_factor != 0.0f) {
-            const float y = (float(i) - p.yarn_low) / std::max(0.001f, p.yarn_high - p.yarn_low);
-            const float r = p.ext_factor * (1.0f - std::clamp(y, 0.0f, 1.0f));  // 1: keep the extrapolated omega
-            f = omega * p.freq_scale * (1.0f - r) + omega * r;
-        }
-        inv_freq[i] = ff ? f / ff[i] : f;
-    }
+    // Angles as ggml's CPU backend computes them: the position times theta_scale^i by repeated
+    // multiplication, divided by the frequency factor, then YaRN's blend of the interpolated
+    // (freq_scale * theta) and extrapolated (theta) angle. Matching ggml's rounding keeps quantized
+    // models on the same tokens as llama.cpp; against transformers' f32 forward it changes nothing
+    // measurable (both are within 1e-6).
+    const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
     pool.parallel_for(x.rows, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
-            for (int i = 0; i < half; ++i) {
-                const float theta = float(pos[t]) * inv_freq[i];
+            float theta_i = float(pos[t]);
+            for (int i = 0; i < half; ++i, theta_i *= theta_scale) {
+                const float th_ext = ff ? theta_i / ff[i] : theta_i;
+                float theta = p.freq_scale * th_ext;
+                if (p.ext_factor != 0.0f) {
+                    const float y = (float(i) - p.yarn_low) / std::max(0.001f, p.yarn_high - p.yarn_low);
+                    const float r = p.ext_factor * (1.0f - std::clamp(y, 0.0f, 1.0f));  // 1: keep the extrapolated angle
+                    theta = theta * (1.0f - r) + th_ext * r;
+                }
                 const float c = std::cos(theta) * p.mscale, s = std::sin(theta) * p.mscale;
                 for (int64_t h = 0; h < heads; ++h) {
                     float* v = x.data + t * x.cols + h * head_dim;
