@@ -1,5 +1,9 @@
 #include "backend/devices.h"
 
+#include <stdexcept>
+
+#include "backend/backend.h"
+
 namespace zinc::backend {
 
 #ifdef ZINC_HAVE_CUDA
@@ -23,6 +27,13 @@ CudaReport query_cuda() {
     return r;
 #endif
 }
+
+#ifndef ZINC_HAVE_CUDA
+// Without nvcc at build time there is no CUDA backend to make (backend/cuda/ holds the real one).
+std::unique_ptr<Backend> make_cuda_backend(int) {
+    throw std::runtime_error("this zinc was built without the CUDA backend (no nvcc was found at build time)");
+}
+#endif
 
 std::string cuda_version_string(int v) {
     return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
