@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "engine/family.h"
+#include "engine/sampler.h"
 #include "gguf/split.h"
 #include "npy.h"
 
@@ -31,6 +32,25 @@ std::vector<float> run_logits(const std::string& gguf, const std::vector<int32_t
         fam->forward(std::span<const int32_t>(ids).subspan(i, n), static_cast<int64_t>(i), true, logits);
     }
     return logits;
+}
+
+std::vector<int32_t> greedy_continuation(const std::string& gguf, const std::vector<int32_t>& prompt, size_t n,
+                                         bool cuda) {
+    gguf::Model model(gguf);
+    auto be = cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
+    auto fam = engine::make_family(model, *be, static_cast<int>(prompt.size() + n));
+    std::vector<float> logits;
+    fam->forward(prompt, 0, false, logits);
+    std::vector<int32_t> got;
+    int64_t pos = static_cast<int64_t>(prompt.size());
+    while (got.size() < n) {
+        const int32_t t = engine::argmax(logits);
+        got.push_back(t);
+        logits.clear();
+        const int32_t one[1] = {t};
+        fam->forward(one, pos++, false, logits);
+    }
+    return got;
 }
 
 LogitsStats compare_to_npy(const std::vector<float>& ours, const std::string& ref_npy) {

@@ -19,6 +19,10 @@ FixtureMeta load_fixture_meta(const std::string& meta_json);
 std::vector<float> run_logits(const std::string& gguf, const std::vector<int32_t>& ids, size_t batch,
                               bool cuda = false);
 
+// The prompt evaluated as one batch, then `n` tokens decoded greedily one at a time.
+std::vector<int32_t> greedy_continuation(const std::string& gguf, const std::vector<int32_t>& prompt, size_t n,
+                                         bool cuda = false);
+
 LogitsStats compare_to_npy(const std::vector<float>& ours, const std::string& ref_npy);
 
 // Positions where the reference's top-1 leads its runner-up by at least `margin`.

@@ -96,22 +96,7 @@ TEST_P(Gemma4GptOssModel, TokenByTokenEqualsBatch) {
 TEST_P(Gemma4GptOssModel, GreedyContinuationMatchesTransformers) {
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    zinc::gguf::Model model(gguf_path(fam, "f32"));
-    auto be = zinc::backend::make_cpu_backend(0);
-    const int n_ctx = static_cast<int>(fx.prompt.size() + fx.continuation.size());
-    auto f = zinc::engine::make_family(model, *be, n_ctx);
-    std::vector<float> logits;
-    f->forward(fx.prompt, 0, false, logits);
-    std::vector<int32_t> got;
-    int64_t pos = static_cast<int64_t>(fx.prompt.size());
-    while (got.size() < fx.continuation.size()) {
-        const int32_t t = zinc::engine::argmax(logits);
-        got.push_back(t);
-        logits.clear();
-        const int32_t one[1] = {t};
-        f->forward(one, pos++, false, logits);
-    }
-    EXPECT_EQ(got, fx.continuation);
+    EXPECT_EQ(greedy_continuation(gguf_path(fam, "f32"), fx.prompt, fx.continuation.size()), fx.continuation);
 }
 
 TEST_P(Gemma4GptOssModel, FullContextIsAClearError) {

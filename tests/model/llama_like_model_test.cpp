@@ -81,22 +81,7 @@ TEST(Qwen3Model, TokenByTokenEqualsBatch) {
 
 TEST(Qwen3Model, GreedyContinuationMatchesTransformers) {
     const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
-    zinc::gguf::Model model(kDir + "qwen3/qwen3-f32.gguf");
-    auto be = zinc::backend::make_cpu_backend(0);
-    const int n_ctx = static_cast<int>(fx.prompt.size() + fx.continuation.size());
-    auto fam = zinc::engine::make_family(model, *be, n_ctx);
-    std::vector<float> logits;
-    fam->forward(fx.prompt, 0, false, logits);
-    std::vector<int32_t> got;
-    int64_t pos = static_cast<int64_t>(fx.prompt.size());
-    while (got.size() < fx.continuation.size()) {
-        const int32_t t = zinc::engine::argmax(logits);
-        got.push_back(t);
-        logits.clear();
-        const int32_t one[1] = {t};
-        fam->forward(one, pos++, false, logits);
-    }
-    EXPECT_EQ(got, fx.continuation);
+    EXPECT_EQ(greedy_continuation(kDir + "qwen3/qwen3-f32.gguf", fx.prompt, fx.continuation.size()), fx.continuation);
 }
 
 TEST(Qwen3Model, FullContextIsAClearError) {
