@@ -17,137 +17,18 @@
 
 #include "backend/backend.h"
 #include "gguf/tensor_type.h"
+#include "cuda_test_util.h"
 #include "gpu_required.h"
 #include "quant/dequantize.h"
 #include "quant/float_convert.h"
 
 namespace {
 
+using namespace zinc::cuda_test;
 using zinc::backend::Act;
 using zinc::backend::Backend;
 using zinc::backend::Weight;
 using zinc::gguf::TensorType;
-
-std::mt19937& rng_engine() {
-    static std::mt19937 r(20240607);
-    return r;
-}
-
-std::vector<float> random_floats(size_t n, float lo = -1.0f, float hi = 1.0f) {
-    std::uniform_real_distribution<float> u(lo, hi);
-    std::vector<float> v(n);
-    for (auto& x : v) x = u(rng_engine());
-    return v;
-}
-
-// A weight tensor in host memory, as the GGUF reader would present it. Quantized types get random bytes with
-// sane f16 scales (every quant bit pattern occurs), float types random values.
-struct HostTensor {
-    std::vector<uint8_t> bytes;
-    zinc::gguf::TensorInfo info;
-};
-
-uint16_t f16(float x) { return zinc::quant::fp32_to_fp16(x); }
-
-std::unique_ptr<HostTensor> random_tensor(TensorType type, int64_t cols, int64_t rows, const std::string& name) {
-    auto t = std::make_unique<HostTensor>();
-    const size_t rb = zinc::gguf::row_bytes(type, cols);
-    t->bytes.resize(rb * rows);
-    std::uniform_int_distribution<int> byte(0, 255);
-    std::uniform_real_distribution<float> scale(0.002f, 0.02f);
-    uint8_t* p = t->bytes.data();
-    const size_t n = static_cast<size_t>(cols * rows);
-    switch (type) {
-    case TensorType::F32: {
-        const auto v = random_floats(n);
-        std::memcpy(p, v.data(), n * 4);
-        break;
-    }
-    case TensorType::F16:
-    case TensorType::BF16: {
-        const auto v = random_floats(n);
-        for (size_t i = 0; i < n; ++i) {
-            const uint16_t h = type == TensorType::F16 ? f16(v[i]) : zinc::quant::fp32_to_bf16(v[i]);
-            std::memcpy(p + 2 * i, &h, 2);
-        }
-        break;
-    }
-    default: {
-        for (size_t i = 0; i + 4 <= t->bytes.size(); i += 4) {
-            const uint32_t r = rng_engine()();
-            std::memcpy(p + i, &r, 4);
-        }
-        for (size_t i = t->bytes.size() / 4 * 4; i < t->bytes.size(); ++i) p[i] = uint8_t(byte(rng_engine()));
-        const auto& tr = zinc::gguf::traits(type);
-        const size_t nb = t->bytes.size() / tr.block_bytes;
-        for (size_t b = 0; b < nb; ++b) {
-            uint8_t* blk = p + b * tr.block_bytes;
-            auto put = [&](size_t off, float v) {
-                const uint16_t h = f16(v);
-                std::memcpy(blk + off, &h, 2);
-            };
-            switch (type) {
-            case TensorType::Q4_0: case TensorType::Q8_0: put(0, scale(rng_engine())); break;
-            case TensorType::Q4_K: case TensorType::Q5_K: put(0, scale(rng_engine())); put(2, scale(rng_engine())); break;
-            case TensorType::Q6_K: put(208, scale(rng_engine())); break;
-            default: ADD_FAILURE() << "no generator for this type";
-            }
-        }
-    }
-    }
-    t->info.name = name;
-    t->info.type = type;
-    t->info.n_dims = 2;
-    t->info.ne = {cols, rows, 1, 1};
-    t->info.nbytes = t->bytes.size();
-    t->info.n_elements = n;
-    t->info.data = t->bytes.data();
-    return t;
-}
-
-std::vector<float> dequantized_row(const HostTensor& t, int64_t r) {
-    const int64_t cols = t.info.ne[0];
-    std::vector<float> out(cols);
-    zinc::quant::dequantize_row(t.info.type, t.bytes.data() + r * zinc::gguf::row_bytes(t.info.type, cols), out.data(),
-                                cols);
-    return out;
-}
-
-struct Backends {
-    std::unique_ptr<Backend> cpu = zinc::backend::make_cpu_backend(0);
-    std::unique_ptr<Backend> gpu = zinc::backend::make_cuda_backend(0);
-
-    // The same host values in an activation of each backend.
-    std::pair<Act, Act> act(const std::vector<float>& v, int64_t rows, int64_t cols) {
-        Act a = cpu->alloc(rows, cols), b = gpu->alloc(rows, cols);
-        cpu->upload(a, v);
-        gpu->upload(b, v);
-        return {a, b};
-    }
-    // An output pair: the GPU one filled with NaN.
-    std::pair<Act, Act> out(int64_t rows, int64_t cols) {
-        Act a = cpu->alloc(rows, cols), b = gpu->alloc(rows, cols);
-        gpu->upload(b, std::vector<float>(size_t(rows * cols), std::numeric_limits<float>::quiet_NaN()));
-        return {a, b};
-    }
-    std::vector<float> get(Backend& be, const Act& a) {
-        std::vector<float> v(size_t(a.size()));
-        be.download(a, v);
-        return v;
-    }
-};
-
-// max |a - b| / max(max |b|, floor); NaN anywhere in a is a failure (returns +inf).
-double max_err(const std::vector<float>& a, const std::vector<float>& b, double* scale_out = nullptr) {
-    double mx = 0, err = 0;
-    for (size_t i = 0; i < b.size(); ++i) {
-        if (!std::isfinite(a[i])) return INFINITY;
-        mx = std::max(mx, double(std::fabs(b[i])));
-        err = std::max(err, double(std::fabs(a[i] - b[i])));
-    }
-    if (scale_out) *scale_out = mx;
-    return err / std::max(mx, 1e-30);
-}
 
 // ---------------------------------------------------------------- get_rows
 
@@ -180,15 +61,6 @@ TEST_P(CudaGetRows, OutOfRangeIdIsAnError) {
     Act o = be.gpu->alloc(1, 256);
     const int32_t bad[1] = {8};
     EXPECT_THROW(be.gpu->get_rows(w, bad, o), std::out_of_range);
-}
-
-const TensorType kAllTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                                TensorType::Q4_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
-
-std::string type_param_name(const ::testing::TestParamInfo<TensorType>& i) {
-    std::string s(zinc::gguf::type_name(i.param));
-    for (auto& c : s) c = char(std::toupper(c));
-    return s;
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaGetRows, ::testing::ValuesIn(kAllTypes), type_param_name);
@@ -404,18 +276,19 @@ TEST(CudaOps, KvWriteAndAttention) {
     EXPECT_THROW(be.gpu->attention(q, kv, 0, cap, o), std::runtime_error);
 }
 
-TEST(CudaOps, UnimplementedOpsSaySo) {
+TEST(CudaOps, UncomputableWeightTypeSaysSo) {
     ZINC_REQUIRE_GPU();
     auto be = zinc::backend::make_cuda_backend(0);
-    Act a = be->alloc(2, 64), b = be->alloc(2, 64);
+    const auto t = random_tensor(TensorType::F32, 256, 4, "blk.0.ffn_up.weight");
+    zinc::gguf::TensorInfo info = t->info;
+    info.type = TensorType::IQ2_XXS;  // readable, but no backend computes with it
+    info.nbytes = zinc::gguf::row_bytes(info.type, 256) * 4;
     try {
-        be->geglu(a, a, b);
-        FAIL() << "geglu did not throw";
+        be->load_weight(info);
+        FAIL() << "load_weight accepted IQ2_XXS";
     } catch (const std::runtime_error& e) {
-        EXPECT_NE(std::string(e.what()).find("not implemented on the CUDA backend"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up.weight"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(be->fill(a, 1.0f), std::runtime_error);
-    EXPECT_THROW(be->softcap(a, 30.0f), std::runtime_error);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/attention_kernels.h"
 
 namespace zinc::backend::cuda {
 namespace {

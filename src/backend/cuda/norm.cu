@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/norm_kernels.h"
 
 namespace zinc::backend::cuda {
 namespace {

@@ -1,0 +1,123 @@
+// The CUDA backend's class, shared by the files that implement its ops (one file per group of ops:
+// cuda_backend.cpp for memory, embeddings, matmuls and the dense-model basics; attention_ops.cpp,
+// delta_net_ops.cpp and moe_ops.cpp for the rest). One GPU and one stream. Weights are copied to device memory
+// through two bounded pinned staging buffers; activations and the KV cache live in device memory.
+// upload/download/load_weight synchronize; every other op only enqueues work on the stream. Every CUDA call is
+// checked, and a failure names the call, the op and the tensor.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace zinc::backend {
+
+// Throws std::runtime_error naming the failed call, the op and the tensor when e is not cudaSuccess.
+void check_cuda(cudaError_t e, const char* call, std::string_view op, std::string_view tensor);
+
+// Checks a CUDA runtime call or kernel launch; `op` and `tensor` say what it was for.
+#define ZINC_CUDA_CHECK(call, op, tensor) ::zinc::backend::check_cuda((call), #call, (op), (tensor))
+
+// Throws std::invalid_argument("<op>: shape mismatch") unless a and b have the same shape.
+void check_same_shape(const Act& a, const Act& b, const char* op);
+
+// Throws std::invalid_argument unless w is an f32 tensor of n values.
+void check_f32_vector(const Weight& w, int64_t n, const char* op);
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device);
+    ~CudaBackend() override;
+
+    std::string name() const override { return "cuda"; }
+    Weight load_weight(const gguf::TensorInfo& t) override;
+    Act alloc(int64_t rows, int64_t cols) override;
+    KvLayer alloc_kv(int64_t width, int64_t capacity) override;
+    IdAct alloc_ids(int64_t rows, int64_t cols) override;
+    void upload(Act& dst, std::span<const float> src) override;
+    void download(const Act& src, std::span<float> dst) override;
+    void synchronize() override;
+
+    // cuda_backend.cpp
+    void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override;
+    void rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override;
+    void matmul(const Weight& w, const Act& x, Act& out) override;
+    void add(const Act& a, const Act& b, Act& out) override;
+    void swiglu(const Act& gate, const Act& up, Act& out) override;
+    void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
+
+    // attention_ops.cpp
+    void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override;
+    void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override;
+
+    // delta_net_ops.cpp
+    void sigmoid_mul(const Act& x, const Act& gate, Act& out) override;
+    void fill(Act& a, float value) override;
+    void slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override;
+    void l2_norm(const Act& x, float eps, int64_t group, Act& out) override;
+    void gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override;
+    void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
+                         Act& beta_out) override;
+    void conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) override;
+    void delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                   const DeltaNetParams& p, Act& out) override;
+    void delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                           const DeltaNetParams& p, int chunk, Act& out) override;
+
+    // moe_ops.cpp
+    void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override;
+    void moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override;
+    void geglu(const Act& gate, const Act& up, Act& out) override;
+    void add_bias(Act& x, const Weight& b) override;
+    void scale(const Act& x, float s, Act& out) override;
+    void softcap(Act& x, float cap) override;
+
+    cudaStream_t stream() const { return stream_; }
+
+    // A device scratch buffer of at least `bytes`, one per `key` (a name saying what it holds), reused across
+    // calls. Growing it waits for queued kernels, which may still read the old buffer.
+    void* scratch(const std::string& key, size_t bytes, const char* op);
+    // Copies host ints to the scratch buffer `key`. cudaMemcpyAsync from pageable memory returns once the source
+    // has been staged, so the caller's span may go away at once; the stream orders the copy before the kernels.
+    const int32_t* upload_ints(const std::string& key, std::span<const int32_t> v, const char* op);
+    // Device memory that lives as long as the backend (cudaMalloc with an error that says how much was free).
+    void* device_alloc(size_t bytes, const char* op, const std::string& what);
+
+private:
+    static constexpr size_t kStagingBytes = 32u << 20;  // per pinned staging buffer (two of them)
+
+    struct DevBuf {
+        void* ptr = nullptr;
+        size_t bytes = 0;
+    };
+    struct InvFreq {
+        int n_rot;
+        float base;
+        float* dev;
+    };
+
+    // rope is called with the same positions for q and k (and for every layer): upload them once.
+    const int32_t* upload_positions(std::span<const int32_t> pos);
+    // Inverse frequencies base^(-2i/n_rot) computed on the host exactly as the CPU backend does, kept per
+    // (n_rot, base).
+    const float* inv_freq_for(int n_rot, float base);
+
+    int device_ = 0;
+    std::string device_name_;
+    cudaStream_t stream_ = nullptr;
+    void* staging_[2] = {nullptr, nullptr};
+    cudaEvent_t staged_[2] = {nullptr, nullptr};
+    std::vector<void*> allocations_;
+    std::map<std::string, DevBuf> scratch_;
+    std::vector<int32_t> last_pos_;
+    bool pos_valid_ = false;
+    std::vector<InvFreq> inv_freqs_;
+};
+
+}  // namespace zinc::backend
