@@ -41,6 +41,7 @@ cudaError_t matvec_f(int type, const void* w, size_t row_bytes, int64_t n_out, i
 
 // Expert matvecs of MoE layers. For each pair p < n_pairs: e = ids[p] (device), x row a = p / x_div
 // (x_div = slots per token when every slot of a token reads the same input row, 1 when each pair has its own),
+// n_pairs <= 65535,
 // out[p * out_stride + o] = W_e[o] . x[a] for o < n_out, where W_e starts expert_bytes after W_{e-1}.
 cudaError_t matvec_q_ids(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
                          const BlockQ8_1f* xq, int x_div, const int32_t* ids, int64_t n_pairs, float* out,

@@ -60,6 +60,17 @@ __global__ void matvec_q_kernel(const uint8_t* w, size_t row_bytes, int64_t n_ou
     if (lane == 0) out[t * out_stride + o] = sum;
 }
 
+// Value i of a row of F32, F16 or BF16 weights.
+template <int T>
+__device__ __forceinline__ float float_weight(const uint8_t* row, int64_t i) {
+    if constexpr (T == kF32)
+        return reinterpret_cast<const float*>(row)[i];
+    else if constexpr (T == kF16)
+        return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+    else
+        return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+}
+
 template <int T>
 __global__ void matvec_f_kernel(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
                                 float* out, int64_t out_stride) {
@@ -70,18 +81,43 @@ __global__ void matvec_f_kernel(const uint8_t* w, size_t row_bytes, int64_t n_ou
     const uint8_t* row = w + o * row_bytes;
     const float* xr = x + t * cols;
     float sum = 0.0f;
-    for (int64_t i = lane; i < cols; i += 32) {
-        float wv;
-        if constexpr (T == kF32)
-            wv = reinterpret_cast<const float*>(row)[i];
-        else if constexpr (T == kF16)
-            wv = f16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
-        else
-            wv = bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
-        sum += wv * xr[i];
-    }
+    for (int64_t i = lane; i < cols; i += 32) sum += float_weight<T>(row, i) * xr[i];
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
     if (lane == 0) out[t * out_stride + o] = sum;
+}
+
+// Expert matvecs: blockIdx.y is the (token, slot) pair; its expert's matrix starts expert_bytes * e into w.
+template <int T>
+__global__ void matvec_q_ids_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, int64_t n_out,
+                                    int64_t cols, const BlockQ8_1f* xq, int x_div, const int32_t* ids, float* out,
+                                    int64_t out_stride) {
+    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
+    const int64_t p = blockIdx.y;
+    const int lane = threadIdx.x % 32;
+    if (o >= n_out) return;
+    const uint8_t* row = w + size_t(ids[p]) * expert_bytes + o * row_bytes;
+    const int64_t n_chunks = cols / 32;
+    const BlockQ8_1f* y = xq + (p / x_div) * n_chunks;
+    float sum = 0.0f;
+    for (int64_t c = lane; c < n_chunks; c += 32) sum += chunk_dot<T>(row, c, y[c]);
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) out[p * out_stride + o] = sum;
+}
+
+template <int T>
+__global__ void matvec_f_ids_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, int64_t n_out,
+                                    int64_t cols, const float* x, int x_div, const int32_t* ids, float* out,
+                                    int64_t out_stride) {
+    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
+    const int64_t p = blockIdx.y;
+    const int lane = threadIdx.x % 32;
+    if (o >= n_out) return;
+    const uint8_t* row = w + size_t(ids[p]) * expert_bytes + o * row_bytes;
+    const float* xr = x + (p / x_div) * cols;
+    float sum = 0.0f;
+    for (int64_t i = lane; i < cols; i += 32) sum += float_weight<T>(row, i) * xr[i];
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) out[p * out_stride + o] = sum;
 }
 
 }  // namespace
@@ -120,6 +156,46 @@ cudaError_t matvec_f(int type, const void* w, size_t row_bytes, int64_t n_out, i
     case kF32: matvec_f_kernel<kF32><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
     case kF16: matvec_f_kernel<kF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
     case kBF16: matvec_f_kernel<kBF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t matvec_q_ids(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
+                         const BlockQ8_1f* xq, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
+                         int64_t out_stride, cudaStream_t s) {
+    if (n_out <= 0 || n_pairs <= 0) return cudaGetLastError();
+    if (n_pairs > 65535 || x_div <= 0) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_pairs));
+    const auto* wb = static_cast<const uint8_t*>(w);
+#define ZINC_IDS_CASE(T)                                                                                    \
+    case T:                                                                                                 \
+        matvec_q_ids_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, xq, \
+                                                                   x_div, ids, out, out_stride);           \
+        break;
+    switch (type) {
+        ZINC_IDS_CASE(kQ8_0)
+        ZINC_IDS_CASE(kQ4_0)
+        ZINC_IDS_CASE(kQ4_K)
+        ZINC_IDS_CASE(kQ5_K)
+        ZINC_IDS_CASE(kQ6_K)
+    default: return cudaErrorInvalidValue;
+    }
+#undef ZINC_IDS_CASE
+    return cudaGetLastError();
+}
+
+cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
+                         const float* x, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
+                         int64_t out_stride, cudaStream_t s) {
+    if (n_out <= 0 || n_pairs <= 0) return cudaGetLastError();
+    if (n_pairs > 65535 || x_div <= 0) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_pairs));
+    const auto* wb = static_cast<const uint8_t*>(w);
+    switch (type) {
+    case kF32: matvec_f_ids_kernel<kF32><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, x, x_div, ids, out, out_stride); break;
+    case kF16: matvec_f_ids_kernel<kF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, x, x_div, ids, out, out_stride); break;
+    case kBF16: matvec_f_ids_kernel<kBF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, x, x_div, ids, out, out_stride); break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
