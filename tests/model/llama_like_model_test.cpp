@@ -29,15 +29,15 @@ TEST(Qwen3Model, F32MatchesTransformers) {
     EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
 }
 
-// BF16 weights (and, as in ggml, bf16-rounded activations) keep 8 significant bits (relative error
-// up to 2^-9), so the logits move by about 1% relative to the f32 model's (measured rel_l2 8.5e-3,
-// largest logit change about 0.15). The top token must not move wherever transformers' top-1 leads
-// by more than that.
-TEST(Qwen3Model, Bf16WithinBf16Precision) {
+// BF16 weights against llama.cpp on the same file: both round the activations to bf16 before the dot products as
+// ggml does, so what remains is float summation order (measured rel_l2 1.4e-3, largest logit change 0.10; against
+// transformers' f32 model the weight rounding alone moves the logits by 1.1e-2). The top token must not move
+// wherever llama.cpp's top-1 leads by 0.25 or more.
+TEST(Qwen3Model, Bf16AgreesWithLlamaCpp) {
     const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
-    const std::string ref = kDir + "qwen3/logits_hf_f32.npy";
+    const std::string ref = kDir + "qwen3/logits_llama_bf16.npy";
     const auto s = compare_to_npy(run_logits(kDir + "qwen3/qwen3-bf16.gguf", fx.prompt, fx.prompt.size()), ref);
-    EXPECT_LE(s.rel_l2, 2e-2) << s.summary();
+    EXPECT_LE(s.rel_l2, 5e-3) << s.summary();
     const auto clear = clear_positions(ref, 0.25f);
     EXPECT_GE(clear.size(), fx.prompt.size() * 3 / 4);
     for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
