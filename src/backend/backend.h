@@ -101,6 +101,11 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;
+    // Where the backend's memory lives, for messages ("CPU", "GPU 0 (NVIDIA H200)").
+    virtual std::string where() const { return name(); }
+    // Bytes the backend can still allocate, or 0 when it does not limit them itself (the CPU maps the weights from
+    // the file and leaves memory to the operating system).
+    virtual uint64_t free_memory() const { return 0; }
 
     // Makes a GGUF tensor usable by the ops. The CPU backend keeps a view into the mapping.
     virtual Weight load_weight(const gguf::TensorInfo& t) = 0;
@@ -185,6 +190,10 @@ public:
     virtual void scale(const Act& x, float s, Act& out) = 0;
     // x = cap * tanh(x / cap), element-wise (final logit soft-capping).
     virtual void softcap(Act& x, float cap) = 0;
+
+    // out[t] = the index of the largest value in row t of x, the first one on ties (as torch.argmax and the
+    // greedy sampler); waits for the result, which is all the host needs of greedy decoding's logits.
+    virtual void argmax_rows(const Act& x, std::span<int32_t> out) = 0;
 
     // Waits for queued work (no-op on the CPU).
     virtual void synchronize() {}

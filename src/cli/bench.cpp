@@ -41,18 +41,14 @@ Result measure(engine::Family& f, const std::string& test, int n, bool batch, in
     std::uniform_int_distribution<int32_t> tok(0, f.n_vocab() - 1);
     std::vector<int32_t> ids(n);
     for (auto& t : ids) t = tok(rng);
-    std::vector<float> logits;
     std::vector<double> rates;
     for (int r = -1; r < reps; ++r) {  // r = -1 is a warm-up run
         const auto t0 = std::chrono::steady_clock::now();
+        // As greedy generation runs: the argmax is taken on the backend and only the token id comes back.
         if (batch) {
-            logits.clear();
-            f.forward(ids, 0, false, logits);
+            f.forward_argmax(ids, 0);
         } else {
-            for (int i = 0; i < n; ++i) {
-                logits.clear();
-                f.forward(std::span<const int32_t>(ids).subspan(i, 1), i, false, logits);
-            }
+            for (int i = 0; i < n; ++i) f.forward_argmax(std::span<const int32_t>(ids).subspan(i, 1), i);
         }
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (r >= 0) rates.push_back(n / s);
@@ -70,6 +66,9 @@ void run(const Options& o) {
     int n_ctx = 1;
     for (int p : o.prompt) n_ctx = std::max(n_ctx, p);
     for (int g : o.gen) n_ctx = std::max(n_ctx, g);
+    int n_batch = 1;
+    for (int p : o.prompt) n_batch = std::max(n_batch, p);
+    check_memory(model, *be, n_ctx, n_batch);
     auto f = engine::make_family(model, *be, n_ctx);
 
     std::vector<Result> results;

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "backend/devices.h"
+#include "engine/memory_plan.h"
 
 namespace zinc::cli {
 namespace {
@@ -94,6 +95,12 @@ std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) {
     return backend::make_cuda_backend(device);
 }
 
+void check_memory(const gguf::Model& m, const backend::Backend& be, int n_ctx, int n_batch) {
+    const uint64_t free_bytes = be.free_memory();
+    if (free_bytes == 0) return;
+    engine::check_fits(engine::plan_memory(m, n_ctx, n_batch), free_bytes, be.where(), n_ctx);
+}
+
 LoadedModel load_model(const LoadOptions& o) {
     LoadedModel lm;
     lm.model = std::make_unique<gguf::Model>(o.path);
@@ -106,6 +113,8 @@ LoadedModel load_model(const LoadOptions& o) {
         const gguf::Value* v = lm.model->find(arch + ".context_length");
         n_ctx = std::min(v ? v->get_int<int>() : 4096, 4096);
     }
+    // A session evaluates a whole prompt in one batch, so the largest batch is the context.
+    check_memory(*lm.model, *lm.backend, n_ctx, n_ctx);
     lm.session = std::make_unique<engine::Session>(*lm.model, *lm.backend, n_ctx);
     return lm;
 }

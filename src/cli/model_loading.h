@@ -26,6 +26,10 @@ void add_backend_options(CLI::App* cmd, std::string& backend, int& device);
 // Creates the chosen backend; throws with the reason when CUDA was asked for and cannot be used.
 std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c);
 
+// Checks, before anything is allocated, that the model with n_ctx positions and batches of n_batch tokens fits in
+// the backend's free memory; throws with what it needs otherwise.
+void check_memory(const gguf::Model& m, const backend::Backend& be, int n_ctx, int n_batch);
+
 struct LoadOptions {
     std::string path;
     int threads = 0;  // CPU threads; 0 = all cores

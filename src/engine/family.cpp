@@ -1,11 +1,28 @@
 #include "engine/family.h"
 
+#include <stdexcept>
+
 #include "engine/gemma4.h"
 #include "engine/gpt_oss.h"
 #include "engine/llama_like.h"
 #include "engine/qwen35.h"
 
 namespace zinc::engine {
+
+void Family::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) {
+    if (ids.empty()) return;
+    const backend::Act lo = run(ids, pos0, all_logits);
+    const size_t old = logits.size();
+    logits.resize(old + static_cast<size_t>(lo.size()));
+    be_.download(lo, std::span<float>(logits).subspan(old));
+}
+
+int32_t Family::forward_argmax(std::span<const int32_t> ids, int64_t pos0) {
+    if (ids.empty()) throw std::invalid_argument("forward_argmax: no tokens");
+    int32_t id = 0;
+    be_.argmax_rows(run(ids, pos0, false), std::span<int32_t>(&id, 1));
+    return id;
+}
 
 std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, int n_ctx) {
     const std::string& arch = m.get("general.architecture").get_string();

@@ -14,15 +14,24 @@ namespace zinc::engine {
 
 class Family {
 public:
+    explicit Family(backend::Backend& be) : be_(be) {}
     virtual ~Family() = default;
     virtual int n_vocab() const = 0;
     virtual int n_ctx() const = 0;  // positions the state holds
     // Whether forward() may restart at a position before the end of the state (true for pure
     // attention state, where later cache rows are simply overwritten).
     virtual bool can_rewind() const { return true; }
-    // Runs `ids` at positions pos0, pos0+1, ... (pos0 = tokens already in the state) and appends their
-    // logits to `logits`: of every token when all_logits, else of the last one.
-    virtual void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) = 0;
+    // Runs `ids` at positions pos0, pos0+1, ... (pos0 = tokens already in the state) and returns their logits in
+    // backend memory: of every token when all_logits, else of the last one. Valid until the next call.
+    virtual backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) = 0;
+
+    // run(), with the logits appended to `logits` in host memory.
+    void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits);
+    // run() for the last token's logits, reduced to their argmax on the backend: the host waits once, for one id.
+    int32_t forward_argmax(std::span<const int32_t> ids, int64_t pos0);
+
+protected:
+    backend::Backend& be_;
 };
 
 // Picks the family of the file's general.architecture; throws for an unsupported one.

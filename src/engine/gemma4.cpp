@@ -15,12 +15,13 @@ backend::Act view(const backend::Act& buf, int64_t rows, int64_t cols) { return 
 
 }  // namespace
 
-Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, int n_ctx) : p_(model::read_gemma4_params(m)), be_(be) {
+Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, int n_ctx) : Family(be), p_(model::read_gemma4_params(m)) {
     n_ctx_ = n_ctx > 0 ? n_ctx : p_.n_ctx_train;
     const model::Gemma4Tensors t = model::bind_gemma4_tensors(m, p_);
     token_embd_ = be.load_weight(*t.token_embd);
     output_norm_ = be.load_weight(*t.output_norm);
-    output_ = be.load_weight(*t.output);
+    // A tied head is the embedding table itself: one copy on the backend.
+    output_ = t.output == t.token_embd ? token_embd_ : be.load_weight(*t.output);
     if (t.rope_freqs) rope_freqs_ = be.load_weight(*t.rope_freqs);
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::Gemma4Layer& L = t.layers[l];
@@ -90,9 +91,9 @@ void Gemma4::reserve(int64_t T) {
     scratch_rows_ = T;
 }
 
-void Gemma4::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) {
+backend::Act Gemma4::run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
     const int64_t T = static_cast<int64_t>(ids.size());
-    if (T == 0) return;
+    if (T == 0) throw std::invalid_argument("no tokens to run");
     if (pos0 + T > n_ctx_)
         throw std::length_error("the context is full: " + std::to_string(pos0 + T) + " tokens do not fit in " +
                                 std::to_string(n_ctx_));
@@ -179,9 +180,7 @@ void Gemma4::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits
     be_.rms_norm(xo, &output_norm_, eps, E, ho);
     be_.matmul(output_, ho, lo);
     if (p_.final_softcap > 0.0f) be_.softcap(lo, p_.final_softcap);
-    const size_t old = logits.size();
-    logits.resize(old + lo.size());
-    be_.download(lo, std::span<float>(logits).subspan(old));
+    return lo;
 }
 
 }  // namespace zinc::engine

@@ -7,12 +7,13 @@
 namespace zinc::engine {
 
 LlamaLike::LlamaLike(const gguf::Model& m, backend::Backend& be, int n_ctx)
-    : p_(model::read_llama_like_params(m)), be_(be) {
+    : Family(be), p_(model::read_llama_like_params(m)) {
     n_ctx_ = n_ctx > 0 ? n_ctx : p_.n_ctx_train;
     const model::LlamaLikeTensors t = model::bind_llama_like_tensors(m, p_);
     token_embd_ = be.load_weight(*t.token_embd);
     output_norm_ = be.load_weight(*t.output_norm);
-    output_ = be.load_weight(*t.output);
+    // A tied head is the embedding table itself: one copy on the backend.
+    output_ = t.output == t.token_embd ? token_embd_ : be.load_weight(*t.output);
     const int64_t kv_dim = int64_t(p_.n_head_kv) * p_.head_dim;
     for (const model::LlamaLikeLayer& L : t.layers) {
         Layer w;
@@ -49,9 +50,9 @@ void LlamaLike::reserve(int64_t T) {
     scratch_rows_ = T;
 }
 
-void LlamaLike::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) {
+backend::Act LlamaLike::run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
     const int64_t T = static_cast<int64_t>(ids.size());
-    if (T == 0) return;
+    if (T == 0) throw std::invalid_argument("no tokens to run");
     if (pos0 + T > n_ctx_)
         throw std::length_error("the context is full: " + std::to_string(pos0 + T) + " tokens do not fit in " +
                                 std::to_string(n_ctx_));
@@ -95,9 +96,7 @@ void LlamaLike::forward(std::span<const int32_t> ids, int64_t pos0, bool all_log
     auto lo = Backend::rows_of(logits_, 0, n_out);
     be_.rms_norm(xo, &output_norm_, p_.rms_eps, p_.n_embd, ho);
     be_.matmul(output_, ho, lo);
-    const size_t old = logits.size();
-    logits.resize(old + lo.size());
-    be_.download(lo, std::span<float>(logits).subspan(old));
+    return lo;
 }
 
 }  // namespace zinc::engine

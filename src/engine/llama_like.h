@@ -12,7 +12,7 @@ public:
     LlamaLike(const gguf::Model& m, backend::Backend& be, int n_ctx);
     int n_vocab() const override { return p_.n_vocab; }
     int n_ctx() const override { return n_ctx_; }
-    void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) override;
+    backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) override;
 
 private:
     struct Layer {
@@ -22,7 +22,6 @@ private:
     void reserve(int64_t T);  // scratch activations for batches of up to T tokens
 
     model::LlamaLikeParams p_;
-    backend::Backend& be_;
     int n_ctx_ = 0;
     backend::Weight token_embd_, output_norm_, output_;
     std::vector<Layer> layers_;

@@ -11,12 +11,13 @@ using backend::Act;
 using backend::Backend;
 
 Qwen35::Qwen35(const gguf::Model& m, backend::Backend& be, int n_ctx)
-    : p_(model::read_qwen35_params(m)), be_(be) {
+    : Family(be), p_(model::read_qwen35_params(m)) {
     n_ctx_ = n_ctx > 0 ? n_ctx : p_.n_ctx_train;
     const model::Qwen35Tensors t = model::bind_qwen35_tensors(m, p_);
     token_embd_ = be.load_weight(*t.token_embd);
     output_norm_ = be.load_weight(*t.output_norm);
-    output_ = be.load_weight(*t.output);
+    // A tied head is the embedding table itself: one copy on the backend.
+    output_ = t.output == t.token_embd ? token_embd_ : be.load_weight(*t.output);
     const auto load = [&](const gguf::TensorInfo* ti) { return ti ? be.load_weight(*ti) : backend::Weight{}; };
     layers_.resize(t.layers.size());
     for (size_t l = 0; l < t.layers.size(); ++l) {
@@ -225,9 +226,9 @@ void Qwen35::ffn(Layer& L, int64_t T) {
     be_.add(x, moe, x);
 }
 
-void Qwen35::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) {
+backend::Act Qwen35::run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
     const int64_t T = static_cast<int64_t>(ids.size());
-    if (T == 0) return;
+    if (T == 0) throw std::invalid_argument("no tokens to run");
     if (pos0 != 0 && pos0 != n_past_)
         throw std::invalid_argument(p_.arch + ": the recurrent state holds " + std::to_string(n_past_) +
                                     " tokens and cannot restart at position " + std::to_string(pos0));
@@ -262,9 +263,7 @@ void Qwen35::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits
     auto lo = Backend::rows_of(logits_, 0, n_out);
     be_.rms_norm(xo, &output_norm_, p_.rms_eps, p_.n_embd, ho);
     be_.matmul(output_, ho, lo);
-    const size_t old = logits.size();
-    logits.resize(old + lo.size());
-    be_.download(lo, std::span<float>(logits).subspan(old));
+    return lo;
 }
 
 }  // namespace zinc::engine

@@ -17,7 +17,7 @@ public:
     // The recurrent state holds no per-position history: a sequence can only be continued or restarted at 0.
     bool can_rewind() const override { return false; }
     // pos0 == 0 starts a new sequence (the state is cleared); otherwise pos0 must be the tokens already run.
-    void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) override;
+    backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) override;
 
     // Batches of more than one token run the delta rule in chunks of this many tokens (0: token by token).
     void set_delta_net_chunk(int chunk) { chunk_ = chunk; }
@@ -45,7 +45,6 @@ private:
     void ffn(Layer& L, int64_t T);
 
     model::Qwen35Params p_;
-    backend::Backend& be_;
     int n_ctx_ = 0;
     int chunk_ = 64;
     int64_t n_past_ = 0;  // tokens in the state

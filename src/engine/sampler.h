@@ -29,6 +29,11 @@ public:
     // Records a token of the context (prompt or generated) for the penalties.
     void accept(int32_t token);
     void reset();
+    // Plain argmax with no penalties: the choice depends on nothing but the largest logit.
+    bool greedy() const {
+        return p_.temperature <= 0.0f && p_.repeat_penalty == 1.0f && p_.presence_penalty == 0.0f &&
+               p_.frequency_penalty == 0.0f;
+    }
 
 private:
     SamplerParams p_;

@@ -29,7 +29,7 @@ Session::Session(const gguf::Model& model, backend::Backend& be, int n_ctx)
                                  " tokens but the model's output has only " + std::to_string(family_->n_vocab()));
 }
 
-std::span<float> Session::set_context(std::span<const int32_t> ids) {
+size_t Session::keep_prefix(std::span<const int32_t> ids) {
     if (ids.empty()) throw std::invalid_argument("empty prompt");
     if (static_cast<int64_t>(ids.size()) > n_ctx())
         throw std::length_error("the prompt has " + std::to_string(ids.size()) + " tokens; the context holds " +
@@ -42,26 +42,40 @@ std::span<float> Session::set_context(std::span<const int32_t> ids) {
     }
     reused_ = keep;
     tokens_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep));
+    return keep;
+}
+
+int32_t Session::eval(std::span<const int32_t> ids, bool greedy) {
+    const auto pos0 = static_cast<int64_t>(tokens_.size());
+    int32_t next = -1;
     logits_.clear();
-    family_->forward(ids.subspan(keep), static_cast<int64_t>(keep), false, logits_);
-    tokens_.assign(ids.begin(), ids.end());
+    if (greedy)
+        next = family_->forward_argmax(ids, pos0);
+    else
+        family_->forward(ids, pos0, false, logits_);
+    tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+    return next;
+}
+
+std::span<float> Session::set_context(std::span<const int32_t> ids) {
+    eval(ids.subspan(keep_prefix(ids)), false);
     return logits_;
 }
 
 std::span<float> Session::push(int32_t id) {
     if (static_cast<int64_t>(tokens_.size()) >= n_ctx()) throw std::length_error("the context is full");
-    logits_.clear();
     const int32_t one[1] = {id};
-    family_->forward(one, static_cast<int64_t>(tokens_.size()), false, logits_);
-    tokens_.push_back(id);
+    eval(one, false);
     return logits_;
 }
 
 GenerateResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& opts, Sampler& sampler,
                                  const std::function<bool(int32_t, const std::string&)>& on_text) {
     GenerateResult r;
+    // Plain greedy decoding takes the argmax on the backend, so only the token id comes back to the host.
+    const bool greedy = sampler.greedy();
     auto t0 = std::chrono::steady_clock::now();
-    std::span<float> logits = set_context(prompt);
+    int32_t next = eval(prompt.subspan(keep_prefix(prompt)), greedy);
     r.prompt_seconds = seconds_since(t0);
     r.prompt_tokens = static_cast<int>(prompt.size() - reused_);
 
@@ -74,7 +88,7 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
             r.stop = GenerateResult::Stop::MaxTokens;
             break;
         }
-        const int32_t t = sampler.sample(logits);
+        const int32_t t = greedy ? next : sampler.sample(logits_);
         if (tok_.is_eog(t)) {
             r.stop = GenerateResult::Stop::EndOfGeneration;
             break;
@@ -89,7 +103,8 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
             r.stop = GenerateResult::Stop::ContextFull;
             break;
         }
-        logits = push(t);
+        const int32_t one[1] = {t};
+        next = eval(one, greedy);
     }
     if (const std::string rest = decoder.flush(); !rest.empty()) on_text(-1, rest);
     r.generate_seconds = seconds_since(t0);

@@ -55,6 +55,12 @@ public:
                             const std::function<bool(int32_t token, const std::string& text)>& on_text);
 
 private:
+    // Checks the prompt, keeps the part of the state it shares with `tokens()` and returns that part's length.
+    size_t keep_prefix(std::span<const int32_t> ids);
+    // Runs ids after `tokens()`. Greedy: returns the argmax of the last logits, taken on the backend; otherwise
+    // the logits are left in logits_ and -1 is returned.
+    int32_t eval(std::span<const int32_t> ids, bool greedy);
+
     tokenizer::Tokenizer tok_;
     std::unique_ptr<Family> family_;
     std::vector<int32_t> tokens_;

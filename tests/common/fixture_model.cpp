@@ -10,7 +10,6 @@
 
 #include "backend/backend.h"
 #include "engine/family.h"
-#include "engine/sampler.h"
 #include "gguf/split.h"
 #include "npy.h"
 
@@ -39,16 +38,12 @@ std::vector<int32_t> greedy_continuation(const std::string& gguf, const std::vec
     gguf::Model model(gguf);
     auto be = cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
     auto fam = engine::make_family(model, *be, static_cast<int>(prompt.size() + n));
-    std::vector<float> logits;
-    fam->forward(prompt, 0, false, logits);
-    std::vector<int32_t> got;
+    // The argmax is taken by the backend, as greedy generation does.
+    std::vector<int32_t> got{fam->forward_argmax(prompt, 0)};
     int64_t pos = static_cast<int64_t>(prompt.size());
     while (got.size() < n) {
-        const int32_t t = engine::argmax(logits);
-        got.push_back(t);
-        logits.clear();
-        const int32_t one[1] = {t};
-        fam->forward(one, pos++, false, logits);
+        const int32_t one[1] = {got.back()};
+        got.push_back(fam->forward_argmax(one, pos++));
     }
     return got;
 }

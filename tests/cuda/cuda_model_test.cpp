@@ -1,83 +1,99 @@
-// The qwen3 fixtures through the engine on the CUDA backend: logits against transformers (F32 weights), the
-// greedy continuation, decode (one token per forward: the matvec kernels) against prefill (the tiled kernel),
-// and the quantized files against llama.cpp's logits.
+// Every fixture model through the engine on the CUDA backend. F32 files against transformers' logits with the CPU
+// engine's tolerance, for a whole-prompt batch (the tiled matmul), one token at a time (the matvecs and the
+// recurrent decode kernels) and chunks of 7 (both, with state carried between calls); the 16-token greedy
+// continuation (argmax taken on the GPU) equal to the CPU engine's and transformers'; BF16 and quantized files
+// against the CPU engine on the same file.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "engine/family.h"
-#include "engine/sampler.h"
-#include "gguf/split.h"
-#include "gpu_required.h"
 #include "fixture_model.h"
+#include "gpu_required.h"
 
 namespace {
 
 using namespace zinc::test;
 
-const std::string kDir = ZINC_FIXTURES_DIR "/qwen3/";
+const std::string kDir = ZINC_FIXTURES_DIR "/";
 
-FixtureMeta load_meta() { return load_fixture_meta(kDir + "meta.json"); }
+const std::vector<std::string> kFamilies = {"qwen3", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "gpt-oss"};
 
-// Logits of a qwen3 fixture file on the CUDA backend.
-std::vector<float> run_cuda(const std::string& file, const std::vector<int32_t>& ids, size_t batch) {
-    return run_logits(kDir + file, ids, batch, true);
+std::string file(const std::string& fam, const std::string& type) {
+    return kDir + fam + "/" + fam + "-" + type + ".gguf";
 }
 
-// F32 weights: every op in f32, as the CPU engine (which meets 1e-4). Prefill (the tiled matmul) and decode
-// (the f32 matvec) both.
-TEST(CudaQwen3Model, F32PrefillMatchesTransformers) {
+std::string param_name(const ::testing::TestParamInfo<std::string>& i) {
+    std::string s = i.param;
+    for (auto& c : s)
+        if (c == '-') c = '_';
+    return s;
+}
+
+class CudaModel : public ::testing::TestWithParam<std::string> {};
+
+// F32 weights, f32 activations everywhere: transformers' float32 forward up to summation order, as on the CPU.
+TEST_P(CudaModel, F32MatchesTransformers) {
     ZINC_REQUIRE_GPU();
-    const FixtureMeta fx = load_meta();
-    const auto s = compare_to_npy(run_cuda("qwen3-f32.gguf", fx.prompt, fx.prompt.size()), kDir + "logits_hf_f32.npy");
-    std::printf("cuda f32 prefill vs transformers: %s\n", s.summary().c_str());
-    EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
-    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
-    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+    const std::string fam = GetParam();
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    for (size_t batch : {fx.prompt.size(), size_t(1), size_t(7)}) {
+        const auto s = compare_to_npy(run_logits(file(fam, "f32"), fx.prompt, batch, true),
+                                      kDir + fam + "/logits_hf_f32.npy");
+        std::printf("cuda %s f32 batch %zu vs transformers: %s\n", fam.c_str(), batch, s.summary().c_str());
+        EXPECT_LE(s.rel_l2, 1e-4) << "batch " << batch << ": " << s.summary();
+        EXPECT_LE(s.max_rel_l2, 1e-4) << "batch " << batch << ": " << s.summary();
+        EXPECT_TRUE(s.all_argmax_agree()) << "batch " << batch << ": " << s.summary();
+    }
 }
 
-TEST(CudaQwen3Model, F32DecodeMatchesTransformers) {
+TEST_P(CudaModel, GreedyContinuationMatchesCpuAndTransformers) {
     ZINC_REQUIRE_GPU();
-    const FixtureMeta fx = load_meta();
-    const auto s = compare_to_npy(run_cuda("qwen3-f32.gguf", fx.prompt, 1), kDir + "logits_hf_f32.npy");
-    std::printf("cuda f32 token by token vs transformers: %s\n", s.summary().c_str());
-    EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
-    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
-    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+    const std::string fam = GetParam();
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const size_t n = fx.continuation.size();
+    const auto gpu = greedy_continuation(file(fam, "f32"), fx.prompt, n, true);
+    EXPECT_EQ(gpu, greedy_continuation(file(fam, "f32"), fx.prompt, n, false));
+    EXPECT_EQ(gpu, fx.continuation);
 }
 
-TEST(CudaQwen3Model, GreedyContinuationMatchesTransformers) {
+// BF16 and quantized weights against the CPU engine on the same file. The paths differ in how activations are
+// rounded before the dot products: the CPU does it as ggml does (bf16 for BF16 weights; Q8_0 / Q8_K blocks for
+// quantized ones), the GPU keeps f32 activations for float weights and for prefill's dense matmuls (weights
+// dequantized to f32) and quantizes them to Q8_1 blocks with f32 scales for decode and the experts. One int8 step is
+// up to 1/254 of a block's largest value, and these random-weight models (logit std 10) amplify such differences
+// layer by layer: measured on an H200, rel L2 0.018-0.07 for Q8_0 / Q4_K_M (prefill and decode) and 0.026 / 0.085
+// for gemma4 / gemma4moe BF16, with the top token equal at 55-63 of 64 positions. The bounds leave about a third of
+// headroom; a wrong kernel gives rel L2 near 1 and random top tokens. The exact checks are the F32 ones above and
+// the per-op tests, where each kernel meets the rounding bound of its own activation quantization.
+void check_against_cpu(const std::string& fam, const std::string& type, double max_rel_l2) {
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const auto cpu = run_logits(file(fam, type), fx.prompt, fx.prompt.size(), false);
+    const size_t n_vocab = cpu.size() / fx.prompt.size();
+    for (size_t batch : {fx.prompt.size(), size_t(1)}) {
+        const auto s = compare_logits(run_logits(file(fam, type), fx.prompt, batch, true), cpu, n_vocab);
+        std::printf("cuda %s %s batch %zu vs cpu: %s\n", fam.c_str(), type.c_str(), batch, s.summary().c_str());
+        EXPECT_LE(s.rel_l2, max_rel_l2) << "batch " << batch << ": " << s.summary();
+        EXPECT_GE(s.argmax_agree, fx.prompt.size() * 3 / 4) << "batch " << batch << ": " << s.summary();
+    }
+}
+
+TEST_P(CudaModel, Bf16AgreesWithCpu) {
     ZINC_REQUIRE_GPU();
-    const FixtureMeta fx = load_meta();
-    EXPECT_EQ(greedy_continuation(kDir + "qwen3-f32.gguf", fx.prompt, fx.continuation.size(), true), fx.continuation);
+    check_against_cpu(GetParam(), "bf16", 0.12);
 }
 
-// Quantized files. The CUDA prefill dequantizes weights to f32 and keeps f32 activations, the decode path quantizes
-// activations to Q8_1 with f32 scales, while llama.cpp's CPU backend (the reference) quantizes them to Q8_0/Q8_K;
-// so neither path is bit-comparable with llama.cpp, and the random-weight fixture amplifies the difference in
-// activation rounding. Measured on an H200 (rel L2 vs llama.cpp): q8_0 prefill 1.88e-2, decode 1.70e-2; q4_k_m
-// prefill 2.71e-2, decode 3.15e-2; the largest logit differences are 0.37-0.61. The bounds below leave about a
-// third of headroom over those; the top token must agree wherever llama.cpp leads by more than that noise (0.25).
-void check_quantized(const std::string& type, double max_rel_l2, size_t batch) {
-    const FixtureMeta fx = load_meta();
-    const std::string ref = "logits_llama_" + type + ".npy";
-    const auto s = compare_to_npy(run_cuda("qwen3-" + type + ".gguf", fx.prompt, batch), kDir + ref);
-    std::printf("cuda %s (%s) vs llama.cpp: %s\n", type.c_str(), batch == 1 ? "decode" : "prefill",
-                s.summary().c_str());
-    EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
-    for (size_t i : clear_positions(kDir + ref, 0.25f))
-        EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
+TEST_P(CudaModel, Q8_0AgreesWithCpu) {
+    ZINC_REQUIRE_GPU();
+    check_against_cpu(GetParam(), "q8_0", 0.1);
 }
 
-TEST(CudaQwen3Model, Q8_0PrefillAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q8_0", 2.5e-2, 1000); }
-TEST(CudaQwen3Model, Q8_0DecodeAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q8_0", 2.5e-2, 1); }
-TEST(CudaQwen3Model, Q4_K_MPrefillAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q4_k_m", 4e-2, 1000); }
-TEST(CudaQwen3Model, Q4_K_MDecodeAgreesWithLlamaCpp) { ZINC_REQUIRE_GPU(); check_quantized("q4_k_m", 4.5e-2, 1); }
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel, ::testing::ValuesIn(kFamilies), param_name);
+
+TEST(CudaModelKQuants, Q4_K_MAgreesWithCpu) {
+    ZINC_REQUIRE_GPU();
+    for (const char* fam : {"qwen3", "qwen35moe"}) check_against_cpu(fam, "q4_k_m", 0.1);
+}
 
 }  // namespace

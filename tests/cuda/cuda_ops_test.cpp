@@ -63,6 +63,25 @@ TEST_P(CudaGetRows, OutOfRangeIdIsAnError) {
     EXPECT_THROW(be.gpu->get_rows(w, bad, o), std::out_of_range);
 }
 
+// Embedding tables of the MoE models: Qwen3.6-35B-A3B (n_embd 2048, the whole vocab of 248320 rows), Gemma 4
+// 26B-A4B (2816) and gpt-oss-20b (2880), for the types whose block divides the row.
+TEST_P(CudaGetRows, ModelShapes) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    for (auto [cols, rows] : {std::pair<int64_t, int64_t>{2048, 248320}, {2816, 3000}, {2880, 3000}}) {
+        if (cols % zinc::gguf::traits(GetParam()).block_elems != 0) continue;
+        const auto t = random_tensor(GetParam(), cols, rows, "token_embd.weight");
+        const Weight wc = be.cpu->load_weight(t->info), wg = be.gpu->load_weight(t->info);
+        std::vector<int32_t> ids = {int32_t(rows - 1), 0, int32_t(rows / 2), int32_t(rows - 2)};
+        std::uniform_int_distribution<int32_t> id(0, int32_t(rows - 1));
+        for (int i = 0; i < 20; ++i) ids.push_back(id(rng_engine()));
+        auto [oc, og] = be.out(int64_t(ids.size()), cols);
+        be.cpu->get_rows(wc, ids, oc);
+        be.gpu->get_rows(wg, ids, og);
+        EXPECT_EQ(max_err(be.get(*be.gpu, og), be.get(*be.cpu, oc)), 0.0) << cols << " x " << rows;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, CudaGetRows, ::testing::ValuesIn(kAllTypes), type_param_name);
 
 // ---------------------------------------------------------------- matmul
@@ -163,6 +182,23 @@ TEST_P(CudaMatmul, VocabMatvec) {
     check_matmul(be, GetParam(), {4096, 151936, 1});  // output.weight, one decode row
 }
 
+// Expert, shared-expert and dense FFN matrices and the output matrix of the MoE models, one decode row (the dp4a
+// matvec) and a few prefill rows (the tiled kernel); shapes whose rows the type's block does not divide are skipped.
+TEST_P(CudaMatmul, ModelShapes) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    const int64_t block = zinc::gguf::traits(GetParam()).block_elems;
+    const MatmulCase cases[] = {
+        {2048, 512, 1},    {2048, 512, 5},    {512, 2048, 1},  {512, 2048, 5},  // Qwen3.6-35B-A3B experts
+        {2048, 248320, 1},                                                     // Qwen3.6 output.weight
+        {2816, 1408, 1},   {2816, 1408, 5},   {704, 2816, 1},  {704, 2816, 5},  // Gemma 4 26B-A4B gate_up / down
+        {2816, 2112, 1},   {2112, 2816, 3},                                     // Gemma 4 26B-A4B dense FFN
+        {2880, 2880, 1},   {2880, 2880, 4},                                     // gpt-oss-20b experts
+    };
+    for (const MatmulCase& c : cases)
+        if (c.cols % block == 0) check_matmul(be, GetParam(), c);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, CudaMatmul, ::testing::ValuesIn(kAllTypes), type_param_name);
 
 // ---------------------------------------------------------------- norms, rope, element-wise
@@ -187,35 +223,6 @@ TEST(CudaOps, RmsNorm) {
     }
 }
 
-TEST(CudaOps, Rope) {
-    ZINC_REQUIRE_GPU();
-    Backends be;
-    struct Case {
-        int64_t rows;
-        int heads, head_dim, n_rot;
-        bool neox;
-        int32_t pos0;
-    };
-    for (const Case& c : {Case{9, 32, 128, 128, true, 0}, Case{1, 8, 128, 128, true, 3000},
-                          Case{5, 4, 128, 64, true, 17}, Case{6, 4, 64, 64, false, 100},
-                          Case{4, 2, 96, 32, false, 7}}) {
-        const int64_t cols = int64_t(c.heads) * c.head_dim;
-        auto [xc, xg] = be.act(random_floats(size_t(c.rows * cols)), c.rows, cols);
-        std::vector<int32_t> pos(size_t(c.rows));
-        for (int64_t t = 0; t < c.rows; ++t) pos[t] = c.pos0 + int32_t(t);
-        zinc::backend::RopeParams p{c.n_rot, c.neox, 1000000.0f, 1.0f};
-        be.cpu->rope(xc, c.head_dim, pos, p);
-        be.gpu->rope(xg, c.head_dim, pos, p);
-        // 2e-6 absolute on values in [-1, 1]: the same f32 angle, sin/cos from CUDA's and glibc's libm (1-2 ulp).
-        EXPECT_LE(max_err(be.get(*be.gpu, xg), be.get(*be.cpu, xc)), 2e-6) << c.head_dim << " " << c.n_rot;
-    }
-    Act x = be.gpu->alloc(1, 128);
-    const int32_t pos[1] = {0};
-    zinc::backend::RopeParams yarn{128, true, 10000.0f, 0.25f};
-    yarn.ext_factor = 1.0f;
-    EXPECT_THROW(be.gpu->rope(x, 128, pos, yarn), std::runtime_error);
-}
-
 TEST(CudaOps, AddAndSwiglu) {
     ZINC_REQUIRE_GPU();
     Backends be;
@@ -232,48 +239,6 @@ TEST(CudaOps, AddAndSwiglu) {
         // 1e-6 of the largest output: expf differs from glibc's exp by an ulp or two.
         EXPECT_LE(max_err(be.get(*be.gpu, sg), be.get(*be.cpu, sc)), 1e-6);
     }
-}
-
-// ---------------------------------------------------------------- KV cache and attention
-
-TEST(CudaOps, KvWriteAndAttention) {
-    ZINC_REQUIRE_GPU();
-    Backends be;
-    struct Shape {
-        int n_head, n_head_kv, head_dim;
-    };
-    for (const Shape& s : {Shape{32, 8, 128}, Shape{4, 2, 64}, Shape{6, 6, 32}, Shape{16, 2, 256}}) {
-        SCOPED_TRACE(std::to_string(s.n_head) + "/" + std::to_string(s.n_head_kv) + "x" + std::to_string(s.head_dim));
-        const int64_t width = int64_t(s.n_head_kv) * s.head_dim, q_cols = int64_t(s.n_head) * s.head_dim;
-        const int64_t cap = 400;
-        auto kc = be.cpu->alloc_kv(width, cap);
-        auto kg = be.gpu->alloc_kv(width, cap);
-        const zinc::backend::AttentionParams p{s.n_head, s.n_head_kv, s.head_dim, 1.0f / std::sqrt(float(s.head_dim))};
-        // Prefill 37 rows at 0, then 5 rows at 37, then single-row decode steps up to position ~300.
-        int64_t pos0 = 0;
-        for (int64_t T : {37, 5, 1, 1, 258, 1}) {
-            auto [k_c, k_g] = be.act(random_floats(size_t(T * width), -2, 2), T, width);
-            auto [v_c, v_g] = be.act(random_floats(size_t(T * width)), T, width);
-            auto [q_c, q_g] = be.act(random_floats(size_t(T * q_cols), -2, 2), T, q_cols);
-            be.cpu->kv_write(kc, k_c, v_c, pos0);
-            be.gpu->kv_write(kg, k_g, v_g, pos0);
-            auto [oc, og] = be.out(T, q_cols);
-            be.cpu->attention(q_c, kc, pos0, p, oc);
-            be.gpu->attention(q_g, kg, pos0, p, og);
-            // 2e-6 of the largest |v| (outputs are convex combinations of v rows; f32 online softmax in
-            // another order than the CPU's two-pass softmax with a double denominator).
-            EXPECT_LE(max_err(be.get(*be.gpu, og), be.get(*be.cpu, oc)), 2e-6) << "T " << T << " at " << pos0;
-            pos0 += T;
-        }
-    }
-    auto kv = be.gpu->alloc_kv(128, 4);
-    Act q = be.gpu->alloc(1, 128), o = be.gpu->alloc(1, 128);
-    zinc::backend::AttentionParams win{1, 1, 128, 1.0f};
-    win.window = 2;
-    EXPECT_THROW(be.gpu->attention(q, kv, 0, win, o), std::runtime_error);
-    zinc::backend::AttentionParams cap{1, 1, 128, 1.0f};
-    cap.softcap = 30.0f;
-    EXPECT_THROW(be.gpu->attention(q, kv, 0, cap, o), std::runtime_error);
 }
 
 TEST(CudaOps, UncomputableWeightTypeSaysSo) {

@@ -65,10 +65,25 @@ std::unique_ptr<HostTensor> random_tensor(TensorType type, int64_t cols, int64_t
                 const uint16_t h = f16(v);
                 std::memcpy(blk + off, &h, 2);
             };
+            // d (and the min scale) in [0.002, 0.02]. The Q4_1/Q5_1 min m is positive too: their dp4a matvec adds
+            // m times the sum of the unquantized activations, and with d, m >= 0 its error stays within the
+            // matmul test's bound sum_i |w_i| d_b/2.
             switch (type) {
-            case TensorType::Q4_0: case TensorType::Q8_0: put(0, scale(rng_engine())); break;
-            case TensorType::Q4_K: case TensorType::Q5_K: put(0, scale(rng_engine())); put(2, scale(rng_engine())); break;
+            case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: case TensorType::IQ4_NL:
+            case TensorType::IQ4_XS:
+                put(0, scale(rng_engine()));
+                break;
+            case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K: case TensorType::Q5_K:
+                put(0, scale(rng_engine()));
+                put(2, scale(rng_engine()));
+                break;
+            case TensorType::Q2_K:
+                put(80, scale(rng_engine()));
+                put(82, scale(rng_engine()));
+                break;
+            case TensorType::Q3_K: put(108, scale(rng_engine())); break;
             case TensorType::Q6_K: put(208, scale(rng_engine())); break;
+            case TensorType::MXFP4: blk[0] = uint8_t(118 + rng_engine()() % 6); break;  // 2^-10..2^-5 (E8M0 / 2)
             default: ADD_FAILURE() << "no generator for this type";
             }
         }
@@ -103,8 +118,11 @@ double max_err(const std::vector<float>& a, const std::vector<float>& b, double*
     return err / std::max(mx, 1e-30);
 }
 
-const std::vector<TensorType> kAllTypes = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                                TensorType::Q4_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const std::vector<TensorType> kAllTypes = {
+    TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
+    TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q2_K, TensorType::Q3_K,
+    TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
+    TensorType::MXFP4};
 
 
 std::string type_param_name(const ::testing::TestParamInfo<TensorType>& i) {

@@ -171,6 +171,17 @@ public:
     void scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }
     void softcap(Act& x, float cap) override { cpu::softcap(pool_, x, cap); }
 
+    void argmax_rows(const Act& x, std::span<int32_t> out) override {
+        if (static_cast<int64_t>(out.size()) != x.rows) throw std::invalid_argument("argmax_rows: shape mismatch");
+        for (int64_t t = 0; t < x.rows; ++t) {
+            const float* r = x.data + t * x.cols;
+            int64_t best = 0;
+            for (int64_t i = 1; i < x.cols; ++i)
+                if (r[i] > r[best]) best = i;
+            out[t] = static_cast<int32_t>(best);
+        }
+    }
+
     // Recurrent (gated delta-net) ops: cpu_delta_net.cpp
     void sigmoid_mul(const Act& x, const Act& gate, Act& out) override { cpu::sigmoid_mul(pool_, x, gate, out); }
     void fill(Act& a, float value) override { cpu::fill(a, value); }

@@ -1,6 +1,12 @@
-// Causal GQA attention, one kernel for prefill and decode: one block per (query head, query row); each warp walks
-// a strided share of the visible keys with an online softmax (running max, denominator and output in registers,
-// head_dim/32 values per lane), then the warps' partial results are merged through shared memory.
+// Causal GQA attention with the optional sliding window, sinks and score soft-cap (plan_attention picks the kernel):
+//  - keys_kernel (decode, short prefill chunks): a block of kWarps warps per (query row, query head, key split); the
+//    block's keys are dealt to its warps, and the warps merge through shared memory. With one split the block writes
+//    the normalized output; with several (long contexts) each block writes its unnormalized partial (max,
+//    denominator, output) and combine_kernel merges the splits (flash-decoding), so one row still fills the GPU.
+//  - rows_kernel (prefill): a block of kTileRows warps, one query row each, of one head; the K/V rows the block's
+//    rows see pass through shared memory in tiles, fetched once for all of them.
+// Every warp keeps an online softmax of its keys in registers (WarpSoftmax); the sink joins the max and the
+// denominator when the output is normalized.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -11,80 +17,272 @@
 namespace zinc::backend::cuda {
 namespace {
 
-constexpr int kWarps = 8;
-constexpr int kMaxPerLane = 8;  // head_dim <= 256
+constexpr int kWarps = 4;
+constexpr int kCombineThreads = 128;
+static_assert(kMaxSplits <= kCombineThreads, "the merge kernel computes one split factor per thread");
 
-__global__ void attention_kernel(const float* q, const float* k, const float* v, int64_t kv_width, int64_t pos0,
-                                 int n_head, int group, int head_dim, float scale, float* out) {
-    const int h = blockIdx.x;
-    const int64_t t = blockIdx.y;
-    const int kvh = h / group;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int per_lane = head_dim / 32;
-    const int64_t q_cols = int64_t(n_head) * head_dim;
-    const float* qv = q + t * q_cols + int64_t(h) * head_dim;
+__device__ inline float score(float dot, float scale, float softcap) {
+    const float s = dot * scale;
+    return softcap > 0.0f ? softcap * tanhf(s / softcap) : s;
+}
 
-    float qr[kMaxPerLane], acc[kMaxPerLane];
+// One warp's running softmax over the keys it has seen: max m, denominator l (both the same on every lane) and the
+// unnormalized output, value c (< head_dim) on lane c % 32 in acc[c / 32]. kPerLane >= ceil(head_dim / 32).
+template <int kPerLane>
+struct WarpSoftmax {
+    float m = -INFINITY, l = 0.0f, acc[kPerLane];
+
+    __device__ void load_q(const float* qv, int lane, int d, float* qr) {
 #pragma unroll
-    for (int i = 0; i < kMaxPerLane; ++i) {
-        qr[i] = i < per_lane ? qv[lane + 32 * i] : 0.0f;
-        acc[i] = 0.0f;
+        for (int i = 0; i < kPerLane; ++i) {
+            qr[i] = lane + 32 * i < d ? qv[lane + 32 * i] : 0.0f;
+            acc[i] = 0.0f;
+        }
     }
-    float m = -INFINITY, l = 0.0f;
-    const int64_t n_kv = pos0 + t + 1;  // causal: positions 0 .. pos0 + t
-    for (int64_t j = warp; j < n_kv; j += kWarps) {
-        const float* kr = k + j * kv_width + int64_t(kvh) * head_dim;
-        float s = 0.0f;
+
+    // Adds the n (1..kBatch, the same on every lane) keys whose K and V rows start at kr[b] and vr[b]. The batch's
+    // loads and shuffle reductions overlap.
+    template <int kBatch>
+    __device__ void add(const float* qr, const float* const (&kr)[kBatch], const float* const (&vr)[kBatch], int n,
+                        int lane, int d, float scale, float softcap) {
+        float s[kBatch];
 #pragma unroll
-        for (int i = 0; i < kMaxPerLane; ++i)
-            if (i < per_lane) s += qr[i] * kr[lane + 32 * i];
-        for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-        s *= scale;
-        const float m_new = fmaxf(m, s);
-        const float corr = expf(m - m_new), p = expf(s - m_new);
-        l = l * corr + p;
-        const float* vr = v + j * kv_width + int64_t(kvh) * head_dim;
+        for (int b = 0; b < kBatch; ++b) {
+            s[b] = 0.0f;
+            if (b < n) {
 #pragma unroll
-        for (int i = 0; i < kMaxPerLane; ++i)
-            if (i < per_lane) acc[i] = acc[i] * corr + p * vr[lane + 32 * i];
+                for (int i = 0; i < kPerLane; ++i)
+                    if (lane + 32 * i < d) s[b] += qr[i] * kr[b][lane + 32 * i];
+            }
+        }
+        // The xor butterfly leaves the same sum on every lane, so m and l stay lane-uniform.
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
+        float m_new = m;
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            s[b] = score(s[b], scale, softcap);
+            if (b < n) m_new = fmaxf(m_new, s[b]);
+        }
+        // m_new is finite (key 0 is real), so corr is 0 before the first key, when l and acc are 0 anyway.
+        const float corr = expf(m - m_new);
+        float p[kBatch];
+        l *= corr;
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            p[b] = b < n ? expf(s[b] - m_new) : 0.0f;
+            l += p[b];
+        }
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) acc[i] *= corr;
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            if (b < n) {
+#pragma unroll
+                for (int i = 0; i < kPerLane; ++i)
+                    if (lane + 32 * i < d) acc[i] += p[b] * vr[b][lane + 32 * i];
+            }
+        }
         m = m_new;
+    }
+};
+
+// Partials of split s of block bt (= t * n_head + h): head_dim output values, then (max, denominator) after all of
+// them.
+__device__ inline float* partial_acc(float* part, int64_t bt, int n_split, int split, int head_dim) {
+    return part + (bt * n_split + split) * head_dim;
+}
+__device__ inline float* partial_ml(float* part, const AttentionArgs& a, int64_t bt, int n_split, int split) {
+    return part + a.n_q * a.n_head * n_split * int64_t(a.head_dim) + (bt * n_split + split) * 2;
+}
+
+template <int kPerLane, int kBatch>
+__global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int64_t chunk, int n_split, float* part) {
+    const int64_t bt = blockIdx.x;
+    const int h = int(bt % a.n_head), split = int(blockIdx.y);
+    const int64_t t = bt / a.n_head;
+    const int d = a.head_dim, kvh = h / (a.n_head / a.n_head_kv);
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const KeyRange keys = split_keys(visible_keys(a.pos0 + t, a.window), chunk, split);
+    const int64_t q_cols = int64_t(a.n_head) * d;
+    const float* kb = a.k + int64_t(kvh) * d;
+    const float* vb = a.v + int64_t(kvh) * d;
+
+    WarpSoftmax<kPerLane> w;
+    float qr[kPerLane];
+    w.load_q(a.q + t * q_cols + int64_t(h) * d, lane, d, qr);
+    for (int64_t j0 = keys.begin + int64_t(warp) * kBatch; j0 < keys.end; j0 += int64_t(kWarps) * kBatch) {
+        const int n = keys.end - j0 < kBatch ? int(keys.end - j0) : kBatch;
+        const float* kr[kBatch];
+        const float* vr[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int64_t j = j0 + (b < n ? b : 0);  // stays inside the cache
+            kr[b] = kb + j * a.kv_width;
+            vr[b] = vb + j * a.kv_width;
+        }
+        w.add(qr, kr, vr, n, lane, d, a.scale, a.softcap);
     }
 
     __shared__ float sm_m[kWarps], sm_l[kWarps];
-    __shared__ float sm_acc[kWarps][kMaxPerLane * 32];
+    __shared__ float sm_acc[kWarps][kPerLane * 32];
     if (lane == 0) {
-        sm_m[warp] = m;
-        sm_l[warp] = l;
+        sm_m[warp] = w.m;
+        sm_l[warp] = w.l;
     }
 #pragma unroll
-    for (int i = 0; i < kMaxPerLane; ++i)
-        if (i < per_lane) sm_acc[warp][lane + 32 * i] = acc[i];
+    for (int i = 0; i < kPerLane; ++i)
+        if (lane + 32 * i < d) sm_acc[warp][lane + 32 * i] = w.acc[i];
     __syncthreads();
-    float mx = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, sm_m[w]);
-    float den = 0.0f, f[kWarps];
-    for (int w = 0; w < kWarps; ++w) {
-        f[w] = sm_l[w] > 0.0f ? expf(sm_m[w] - mx) : 0.0f;  // a warp that saw no key has m = -inf, l = 0
-        den += sm_l[w] * f[w];
+
+    // A warp that saw no key has l = 0 (one that did has l >= 1: its running max key adds exp(0)) and m = -inf;
+    // it gets the factor 0 rather than exp(-inf - -inf).
+    const bool sink = n_split == 1 && a.sinks;
+    float mx = sink ? a.sinks[h] : -INFINITY;
+    for (int i = 0; i < kWarps; ++i)
+        if (sm_l[i] > 0.0f) mx = fmaxf(mx, sm_m[i]);
+    float f[kWarps], den = sink ? expf(a.sinks[h] - mx) : 0.0f;
+    for (int i = 0; i < kWarps; ++i) {
+        f[i] = sm_l[i] > 0.0f ? expf(sm_m[i] - mx) : 0.0f;
+        den += sm_l[i] * f[i];
     }
-    float* o = out + t * q_cols + int64_t(h) * head_dim;
-    for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+    if (n_split == 1) {
+        // The query's own position is always visible, so den > 0.
+        float* o = a.out + t * q_cols + int64_t(h) * d;
+        for (int c = int(threadIdx.x); c < d; c += int(blockDim.x)) {
+            float num = 0.0f;
+            for (int i = 0; i < kWarps; ++i) num += sm_acc[i][c] * f[i];
+            o[c] = num / den;
+        }
+    } else {
+        // An empty split (a row that sees fewer keys than the longest) writes max -inf and denominator 0.
+        float* pa = partial_acc(part, bt, n_split, split, d);
+        for (int c = int(threadIdx.x); c < d; c += int(blockDim.x)) {
+            float num = 0.0f;
+            for (int i = 0; i < kWarps; ++i) num += sm_acc[i][c] * f[i];
+            pa[c] = num;
+        }
+        if (threadIdx.x == 0) {
+            float* ml = partial_ml(part, a, bt, n_split, split);
+            ml[0] = mx;
+            ml[1] = den;
+        }
+    }
+}
+
+// Merges the n_split partials of one (row, head) block with the sink: out = sum_s f_s acc_s / (sum_s f_s l_s +
+// exp(sink - M)), f_s = exp(m_s - M), M the largest of the splits' maxima and the sink.
+__global__ void __launch_bounds__(kCombineThreads) combine_kernel(AttentionArgs a, int n_split, float* part) {
+    const int64_t bt = blockIdx.x;
+    const int h = int(bt % a.n_head), d = a.head_dim;
+    const int64_t t = bt / a.n_head;
+    const float* ml = partial_ml(part, a, bt, n_split, 0);
+    float mx = a.sinks ? a.sinks[h] : -INFINITY;
+    for (int s = 0; s < n_split; ++s)
+        if (ml[2 * s + 1] > 0.0f) mx = fmaxf(mx, ml[2 * s]);
+    // Split 0 holds the query's own position, so mx is finite.
+    __shared__ float sm_f[kMaxSplits];
+    if (int(threadIdx.x) < n_split) {
+        const int s = int(threadIdx.x);
+        sm_f[s] = ml[2 * s + 1] > 0.0f ? expf(ml[2 * s] - mx) : 0.0f;
+    }
+    __syncthreads();
+    float den = a.sinks ? expf(a.sinks[h] - mx) : 0.0f;
+    for (int s = 0; s < n_split; ++s) den += ml[2 * s + 1] * sm_f[s];
+    const float* pa = partial_acc(part, bt, n_split, 0, d);
+    float* o = a.out + t * int64_t(a.n_head) * d + int64_t(h) * d;
+    for (int c = int(threadIdx.x); c < d; c += int(blockDim.x)) {
         float num = 0.0f;
-        for (int w = 0; w < kWarps; ++w) num += sm_acc[w][i] * f[w];
-        o[i] = num / den;
+        for (int s = 0; s < n_split; ++s) num += pa[int64_t(s) * d + c] * sm_f[s];
+        o[c] = num / den;
     }
+}
+
+// Block x: query rows [x / n_head * kTileRows, + kTileRows) of head x % n_head. Shared memory: tile_keys rows of K,
+// then of V (head_dim values each).
+template <int kPerLane, int kBatch>
+__global__ void __launch_bounds__(kTileRows * 32) rows_kernel(AttentionArgs a, int tile_keys) {
+    extern __shared__ float sm_kv[];
+    const int h = int(blockIdx.x % a.n_head);
+    const int64_t t0 = int64_t(blockIdx.x / a.n_head) * kTileRows;
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const int64_t t_last = (t0 + kTileRows < a.n_q ? t0 + kTileRows : a.n_q) - 1, t = t0 + warp;
+    const bool active = t <= t_last;
+    const int d = a.head_dim, kvh = h / (a.n_head / a.n_head_kv);
+    const int64_t q_cols = int64_t(a.n_head) * d;
+    // The block reads the keys its first row sees onwards, up to its last row's position.
+    const int64_t begin = visible_keys(a.pos0 + t0, a.window).begin, end = a.pos0 + t_last + 1;
+    const KeyRange mine = visible_keys(a.pos0 + (active ? t : t_last), a.window);
+    float* ks = sm_kv;
+    float* vs = sm_kv + tile_keys * d;
+
+    WarpSoftmax<kPerLane> w;
+    float qr[kPerLane];
+    w.load_q(a.q + (active ? t : t_last) * q_cols + int64_t(h) * d, lane, d, qr);
+    for (int64_t j0 = begin; j0 < end; j0 += tile_keys) {
+        const int n_keys = end - j0 < tile_keys ? int(end - j0) : tile_keys;
+        __syncthreads();  // the previous tile is no longer read
+        for (int e = int(threadIdx.x); e < n_keys * d; e += int(blockDim.x)) {
+            const int64_t src = (j0 + e / d) * a.kv_width + int64_t(kvh) * d + e % d;
+            ks[e] = a.k[src];
+            vs[e] = a.v[src];
+        }
+        __syncthreads();
+        if (!active) continue;
+        const int64_t lo = mine.begin > j0 ? mine.begin : j0, hi = mine.end < j0 + n_keys ? mine.end : j0 + n_keys;
+        for (int64_t j = lo; j < hi; j += kBatch) {
+            const int n = hi - j < kBatch ? int(hi - j) : kBatch;
+            const float* kr[kBatch];
+            const float* vr[kBatch];
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) {
+                const int r = int(j - j0) + (b < n ? b : 0);  // stays inside the tile
+                kr[b] = ks + r * d;
+                vr[b] = vs + r * d;
+            }
+            w.add(qr, kr, vr, n, lane, d, a.scale, a.softcap);
+        }
+    }
+    if (!active) return;
+    // Every row sees its own position, so m is finite and the denominator positive.
+    const float sink = a.sinks ? a.sinks[h] : -INFINITY;
+    const float mx = fmaxf(w.m, sink), f = expf(w.m - mx);
+    const float den = w.l * f + (a.sinks ? expf(sink - mx) : 0.0f);
+    float* o = a.out + t * q_cols + int64_t(h) * d;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+        if (lane + 32 * i < d) o[lane + 32 * i] = w.acc[i] * f / den;
+}
+
+template <int kPerLane, int kBatch>
+cudaError_t launch(const AttentionArgs& a, const AttentionPlan& p, float* part, cudaStream_t s) {
+    if (p.row_tiles) {
+        const int tile_keys = kTileFloats / a.head_dim;
+        const int64_t tiles = (a.n_q + kTileRows - 1) / kTileRows;
+        const size_t smem = size_t(2) * size_t(tile_keys) * size_t(a.head_dim) * sizeof(float);
+        rows_kernel<kPerLane, kBatch><<<unsigned(tiles * a.n_head), kTileRows * 32, smem, s>>>(a, tile_keys);
+        return cudaGetLastError();
+    }
+    const dim3 grid{unsigned(a.n_q * a.n_head), unsigned(p.n_split)};
+    keys_kernel<kPerLane, kBatch><<<grid, kWarps * 32, 0, s>>>(a, p.chunk, p.n_split, part);
+    if (p.n_split > 1) {
+        if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+        combine_kernel<<<unsigned(a.n_q * a.n_head), kCombineThreads, 0, s>>>(a, p.n_split, part);
+    }
+    return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t attention(const float* q, int64_t n_q, const float* k, const float* v, int64_t kv_width, int64_t pos0,
-                      int n_head, int n_head_kv, int head_dim, float scale, float* out, cudaStream_t s) {
-    if (n_q > 0) {
-        const dim3 grid{unsigned(n_head), unsigned(n_q)};
-        attention_kernel<<<grid, kWarps * 32, 0, s>>>(q, k, v, kv_width, pos0, n_head, n_head / n_head_kv, head_dim,
-                                                      scale, out);
-    }
-    return cudaGetLastError();
+cudaError_t attention(const AttentionArgs& a, const AttentionPlan& p, float* partials, cudaStream_t s) {
+    if (a.n_q <= 0 || a.n_head <= 0) return cudaGetLastError();
+    const int per_lane = (a.head_dim + 31) / 32;
+    if (per_lane <= 2) return launch<2, 4>(a, p, partials, s);
+    if (per_lane <= 4) return launch<4, 4>(a, p, partials, s);
+    if (per_lane <= 8) return launch<8, 4>(a, p, partials, s);
+    return launch<16, 2>(a, p, partials, s);
 }
 
 }  // namespace zinc::backend::cuda

@@ -1,5 +1,7 @@
-// Host-side launchers of the CUDA backend's RoPE and attention kernels (rope.cu, attention.cu).
-// Plain C++17 for nvcc; each launcher enqueues on `s` and returns cudaGetLastError().
+// Host-side launchers of the CUDA backend's RoPE and attention kernels (rope.cu, attention.cu), and the index and
+// angle logic they share with the host. Plain C++17 for nvcc; each launcher enqueues on `s` and returns
+// cudaGetLastError(). The __host__ __device__ functions also compile in plain C++ so tests can check them on a
+// machine without a GPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,14 +11,147 @@
 
 namespace zinc::backend::cuda {
 
-// rope.cu: rotates the first n_rot values of each head in place with theta = (pos * freq_scale) * inv_freq[i];
-// inv_freq: n_rot/2 values (device); pos: `rows` positions (device).
-cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos, const float* inv_freq,
-                 float freq_scale, int n_rot, bool neox, cudaStream_t s);
+// ---------------------------------------------------------------- RoPE
 
-// attention.cu: causal GQA attention; q rows at positions pos0.., cache rows of kv_width; head_dim <= 256 and a
-// multiple of 32.
-cudaError_t attention(const float* q, int64_t n_q, const float* k, const float* v, int64_t kv_width, int64_t pos0,
-                      int n_head, int n_head_kv, int head_dim, float scale, float* out, cudaStream_t s);
+// Single roundings on the GPU: without them nvcc may fuse a multiply and an add that the CPU rounds separately,
+// and the angle (hundreds of radians at long contexts) would differ in its last bit.
+__host__ __device__ inline float mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+__host__ __device__ inline float add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+__host__ __device__ inline float sub_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+__host__ __device__ inline float div_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+struct RopeArgs {
+    int n_rot = 0;
+    bool neox = true;
+    float theta_scale = 1.0f;              // freq_base^(-2/n_rot), computed on the host as the CPU backend does
+    float freq_scale = 1.0f;
+    const float* freq_factors = nullptr;  // n_rot/2 divisors (device), or null
+    float ext_factor = 0.0f, yarn_low = 0.0f, yarn_high = 0.0f;
+    float mscale = 1.0f;
+};
+
+// The two elements of head values that pair i rotates: (i, i + half) for NeoX, (2i, 2i + 1) otherwise.
+__host__ __device__ inline void rope_pair(int i, int half, bool neox, int* i0, int* i1) {
+    *i0 = neox ? i : 2 * i;
+    *i1 = neox ? i + half : 2 * i + 1;
+}
+
+// The angle of pair i from theta_i = pos * theta_scale^i (that power taken by repeated multiplication, as the
+// CPU backend does) and the pair's frequency factor ff (1 when there are none: dividing by 1 is exact): the same
+// operations in the same order as the CPU backend's rope, each rounded on its own.
+__host__ __device__ inline float rope_angle(float theta_i, float ff, int i, const RopeArgs& a) {
+    const float th_ext = div_rn(theta_i, ff);
+    float theta = mul_rn(a.freq_scale, th_ext);
+    if (a.ext_factor != 0.0f) {
+        const float span = sub_rn(a.yarn_high, a.yarn_low);
+        const float y = div_rn(sub_rn(float(i), a.yarn_low), 0.001f < span ? span : 0.001f);
+        const float ramp = y < 0.0f ? 0.0f : (1.0f < y ? 1.0f : y);
+        const float r = mul_rn(a.ext_factor, sub_rn(1.0f, ramp));  // 1: keep the extrapolated angle
+        theta = add_rn(mul_rn(theta, sub_rn(1.0f, r)), mul_rn(th_ext, r));
+    }
+    return theta;
+}
+
+// rope.cu: rotates the first n_rot values of each head of width head_dim in place; pos: `rows` positions (device).
+cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos, const RopeArgs& a,
+                 cudaStream_t s);
+
+// ---------------------------------------------------------------- attention
+
+constexpr int kMaxHeadDim = 512;
+constexpr int kMaxSplits = 128;           // key splits per query row and head (flash-decoding)
+constexpr int64_t kTargetBlocks = 1024;   // below this many (row, head) blocks, decode splits the keys
+constexpr int64_t kMinSplitKeys = 128;    // ... but never into splits of fewer keys than this
+constexpr int kTileRows = 8;              // query rows per block of the prefill kernel (a warp each)
+constexpr int kTileFloats = 4096;         // K (and as many V) values per shared-memory tile of that kernel
+
+// Cache positions [begin, end).
+struct KeyRange {
+    int64_t begin = 0, end = 0;
+};
+
+// The keys a query at position pq sees: causal, and with a window W only itself and the W - 1 positions before.
+__host__ __device__ inline KeyRange visible_keys(int64_t pq, int64_t window) {
+    const int64_t first = pq - window + 1;
+    return {window > 0 && first > 0 ? first : 0, pq + 1};
+}
+
+// Piece `split` of r cut into pieces of `chunk` keys from its start (empty past the end).
+__host__ __device__ inline KeyRange split_keys(KeyRange r, int64_t chunk, int split) {
+    const int64_t b = r.begin + int64_t(split) * chunk, e = b + chunk;
+    return {b < r.end ? b : r.end, e < r.end ? e : r.end};
+}
+
+// How one attention call spreads the work. Row tiles: blocks of kTileRows query rows of one head that share the
+// K/V rows they read through shared memory (prefill). Otherwise a block per (row, head, key split), every query row
+// cutting its visible keys into n_split pieces of `chunk` (decode and short prefill chunks).
+struct AttentionPlan {
+    bool row_tiles = false;
+    int n_split = 1;
+    int64_t chunk = 0;
+};
+
+// Row tiles when the (row, head) pairs alone fill the GPU and make a few tiles per head; splits only when those
+// blocks would leave it idle, at long contexts. The last row sees the most keys, so its pieces are all non-empty and
+// cover every row's keys.
+inline AttentionPlan plan_attention(int64_t n_q, int n_head, int64_t pos0, int64_t window) {
+    const KeyRange last = visible_keys(pos0 + n_q - 1, window);
+    const int64_t keys = last.end - last.begin, blocks = n_q * n_head;
+    int64_t n = 1;
+    if (blocks > 0 && blocks < kTargetBlocks) {
+        const int64_t want = (kTargetBlocks + blocks - 1) / blocks, most = (keys + kMinSplitKeys - 1) / kMinSplitKeys;
+        n = want < most ? want : most;
+    }
+    n = n < 1 ? 1 : (n > kMaxSplits ? kMaxSplits : n);
+    AttentionPlan p;
+    p.row_tiles = blocks >= kTargetBlocks && n_q >= 2 * kTileRows;
+    p.chunk = keys > 0 ? (keys + n - 1) / n : 1;
+    p.n_split = int(keys > 0 ? (keys + p.chunk - 1) / p.chunk : 1);
+    return p;
+}
+
+struct AttentionArgs {
+    const float* q = nullptr;  // n_q rows of n_head * head_dim, at positions pos0, pos0 + 1, ...
+    const float* k = nullptr;  // cache rows of kv_width = n_head_kv * head_dim
+    const float* v = nullptr;
+    float* out = nullptr;           // q's shape
+    const float* sinks = nullptr;   // one logit per query head (device), or null
+    int64_t n_q = 0, kv_width = 0, pos0 = 0, window = 0;
+    int n_head = 0, n_head_kv = 0, head_dim = 0;
+    float scale = 1.0f, softcap = 0.0f;
+};
+
+// The scratch floats attention() needs for a plan: the partial results of the key splits (none for one split).
+inline size_t attention_partial_floats(const AttentionPlan& p, int64_t n_q, int n_head, int head_dim) {
+    return p.n_split > 1 ? size_t(n_q) * size_t(n_head) * size_t(p.n_split) * size_t(head_dim + 2) : 0;
+}
+
+// attention.cu: causal GQA attention (sliding window, sinks, soft-cap as AttentionParams); head_dim <= kMaxHeadDim,
+// n_q * n_head < 2^31; `partials`: attention_partial_floats(...) floats of device scratch.
+cudaError_t attention(const AttentionArgs& a, const AttentionPlan& plan, float* partials, cudaStream_t s);
 
 }  // namespace zinc::backend::cuda

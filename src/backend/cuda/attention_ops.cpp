@@ -1,9 +1,9 @@
 // The CUDA backend's RoPE and attention ops.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cuda_backend.h"
@@ -11,36 +11,60 @@
 namespace zinc::backend {
 
 void CudaBackend::rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
-    if (p.freq_factors || p.ext_factor != 0.0f || p.mscale != 1.0f)
-        throw std::runtime_error("rope with frequency factors or YaRN is not implemented on the CUDA backend yet");
     if (head_dim <= 0 || x.cols % head_dim != 0 || static_cast<int64_t>(pos.size()) != x.rows || p.n_rot > head_dim ||
         p.n_rot <= 0 || p.n_rot % 2 != 0)
         throw std::invalid_argument("rope: bad shape");
-    const float* inv_freq = inv_freq_for(p.n_rot, p.freq_base);
+    if (x.rows > INT_MAX) throw std::invalid_argument("rope: more than 2^31 - 1 rows");
+    if (p.freq_factors) check_f32_vector(*p.freq_factors, p.n_rot / 2, "rope");
+    if (x.rows == 0) return;
+    cuda::RopeArgs a;
+    a.n_rot = p.n_rot;
+    a.neox = p.neox;
+    // The same expression as the CPU backend, so the angles start from the same float.
+    a.theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+    a.freq_scale = p.freq_scale;
+    a.freq_factors = p.freq_factors ? static_cast<const float*>(p.freq_factors->data) : nullptr;
+    a.ext_factor = p.ext_factor;
+    a.yarn_low = p.yarn_low;
+    a.yarn_high = p.yarn_high;
+    a.mscale = p.mscale;
     const int32_t* d_pos = upload_positions(pos);
-    ZINC_CUDA_CHECK(
-        cuda::rope(x.data, x.rows, x.cols, head_dim, d_pos, inv_freq, p.freq_scale, p.n_rot, p.neox, stream_),
-        "rope", "");
+    ZINC_CUDA_CHECK(cuda::rope(x.data, x.rows, x.cols, head_dim, d_pos, a, stream_), "rope",
+                    p.freq_factors ? p.freq_factors->name : std::string());
 }
 
 void CudaBackend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
-    if (p.window > 0)
-        throw std::runtime_error("attention with a sliding window is not implemented on the CUDA backend yet");
-    if (p.sinks) throw std::runtime_error("attention with sinks is not implemented on the CUDA backend yet");
-    if (p.softcap > 0.0f)
-        throw std::runtime_error("attention with a logit soft-cap is not implemented on the CUDA backend yet");
     const int d = p.head_dim;
     if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
-        kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0)
+        kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
         throw std::invalid_argument("attention: shape mismatch");
     if (pos0 < 0 || pos0 + q.rows > kv.capacity) throw std::out_of_range("attention: past the cache");
-    if (d % 32 != 0 || d > 256)
-        throw std::runtime_error("attention with head_dim " + std::to_string(d) +
-                                 " (not a multiple of 32 up to 256) is not implemented on the CUDA backend yet");
-    if (q.rows > 65535) throw std::invalid_argument("attention: more than 65535 query rows");
-    ZINC_CUDA_CHECK(cuda::attention(q.data, q.rows, kv.k, kv.v, kv.width, pos0, p.n_head, p.n_head_kv, d, p.scale,
-                                    out.data, stream_),
-                    "attention", "");
+    if (d > cuda::kMaxHeadDim)
+        throw std::invalid_argument("attention: head_dim " + std::to_string(d) + " is above the CUDA backend's " +
+                                    std::to_string(cuda::kMaxHeadDim));
+    if (q.rows * p.n_head > INT_MAX) throw std::invalid_argument("attention: more than 2^31 - 1 (row, head) pairs");
+    if (p.sinks) check_f32_vector(*p.sinks, p.n_head, "attention");
+    if (q.rows == 0 || p.n_head == 0) return;
+    cuda::AttentionArgs a;
+    a.q = q.data;
+    a.k = kv.k;
+    a.v = kv.v;
+    a.out = out.data;
+    a.sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
+    a.n_q = q.rows;
+    a.kv_width = kv.width;
+    a.pos0 = pos0;
+    a.window = p.window;
+    a.n_head = p.n_head;
+    a.n_head_kv = p.n_head_kv;
+    a.head_dim = d;
+    a.scale = p.scale;
+    a.softcap = p.softcap;
+    const cuda::AttentionPlan plan = cuda::plan_attention(q.rows, p.n_head, pos0, p.window);
+    float* partials = nullptr;
+    if (const size_t n = cuda::attention_partial_floats(plan, q.rows, p.n_head, d); n > 0)
+        partials = static_cast<float*>(scratch("attention partials", n * sizeof(float), "attention"));
+    ZINC_CUDA_CHECK(cuda::attention(a, plan, partials, stream_), "attention", p.sinks ? p.sinks->name : std::string());
 }
 
 const int32_t* CudaBackend::upload_positions(std::span<const int32_t> pos) {
@@ -50,19 +74,6 @@ const int32_t* CudaBackend::upload_positions(std::span<const int32_t> pos) {
     last_pos_.assign(pos.begin(), pos.end());
     pos_valid_ = true;
     return p;
-}
-
-const float* CudaBackend::inv_freq_for(int n_rot, float base) {
-    for (const auto& f : inv_freqs_)
-        if (f.n_rot == n_rot && f.base == base) return f.dev;
-    std::vector<float> h(n_rot / 2);
-    for (int i = 0; i < n_rot / 2; ++i) h[i] = 1.0f / std::pow(base, float(2 * i) / float(n_rot));
-    InvFreq f{n_rot, base, nullptr};
-    ZINC_CUDA_CHECK(cudaMalloc(&f.dev, h.size() * sizeof(float)), "rope", "inverse frequencies");
-    inv_freqs_.push_back(f);
-    ZINC_CUDA_CHECK(cudaMemcpy(f.dev, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice), "rope",
-                    "inverse frequencies");
-    return f.dev;
 }
 
 }  // namespace zinc::backend

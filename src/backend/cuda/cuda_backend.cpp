@@ -9,6 +9,7 @@
 #include "backend/cuda/elementwise_kernels.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/norm_kernels.h"
+#include "backend/cuda/sampling_kernels.h"
 
 namespace zinc::backend {
 
@@ -56,12 +57,19 @@ CudaBackend::~CudaBackend() {
     for (void* p : allocations_) cudaFree(p);
     for (auto& [key, b] : scratch_)
         if (b.ptr) cudaFree(b.ptr);
-    for (auto& f : inv_freqs_) cudaFree(f.dev);
     for (int i = 0; i < 2; ++i) {
         if (staging_[i]) cudaFreeHost(staging_[i]);
         if (staged_[i]) cudaEventDestroy(staged_[i]);
     }
     if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::where() const { return "GPU " + std::to_string(device_) + " (" + device_name_ + ")"; }
+
+uint64_t CudaBackend::free_memory() const {
+    size_t free_b = 0, total_b = 0;
+    ZINC_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), "free_memory", "");
+    return free_b;
 }
 
 Weight CudaBackend::load_weight(const gguf::TensorInfo& t) {
@@ -209,6 +217,17 @@ void CudaBackend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0
     ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float),
                                     cudaMemcpyDeviceToDevice, stream_),
                     "kv_write", "V");
+}
+
+void CudaBackend::argmax_rows(const Act& x, std::span<int32_t> out) {
+    if (static_cast<int64_t>(out.size()) != x.rows || x.cols <= 0)
+        throw std::invalid_argument("argmax_rows: shape mismatch");
+    auto* d_out = static_cast<int32_t*>(scratch("argmax ids", std::max<size_t>(out.size_bytes(), 4), "argmax_rows"));
+    ZINC_CUDA_CHECK(cuda::argmax_rows(x.data, x.rows, x.cols, d_out, stream_), "argmax_rows", "");
+    ZINC_CUDA_CHECK(cudaMemcpyAsync(out.data(), d_out, out.size_bytes(), cudaMemcpyDeviceToHost, stream_),
+                    "argmax_rows", "");
+    // The one wait of a greedy decoding step; it also reports a failure of any kernel queued before it.
+    ZINC_CUDA_CHECK(cudaStreamSynchronize(stream_), "argmax_rows (or a kernel queued before it)", "");
 }
 
 void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what) {

@@ -36,6 +36,8 @@ public:
     ~CudaBackend() override;
 
     std::string name() const override { return "cuda"; }
+    std::string where() const override;
+    uint64_t free_memory() const override;
     Weight load_weight(const gguf::TensorInfo& t) override;
     Act alloc(int64_t rows, int64_t cols) override;
     KvLayer alloc_kv(int64_t width, int64_t capacity) override;
@@ -51,6 +53,7 @@ public:
     void add(const Act& a, const Act& b, Act& out) override;
     void swiglu(const Act& gate, const Act& up, Act& out) override;
     void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
+    void argmax_rows(const Act& x, std::span<int32_t> out) override;
 
     // attention_ops.cpp
     void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override;
@@ -96,17 +99,9 @@ private:
         void* ptr = nullptr;
         size_t bytes = 0;
     };
-    struct InvFreq {
-        int n_rot;
-        float base;
-        float* dev;
-    };
 
     // rope is called with the same positions for q and k (and for every layer): upload them once.
     const int32_t* upload_positions(std::span<const int32_t> pos);
-    // Inverse frequencies base^(-2i/n_rot) computed on the host exactly as the CPU backend does, kept per
-    // (n_rot, base).
-    const float* inv_freq_for(int n_rot, float base);
 
     int device_ = 0;
     std::string device_name_;
@@ -117,7 +112,6 @@ private:
     std::map<std::string, DevBuf> scratch_;
     std::vector<int32_t> last_pos_;
     bool pos_valid_ = false;
-    std::vector<InvFreq> inv_freqs_;
 };
 
 }  // namespace zinc::backend

@@ -1,15 +1,17 @@
 // Device dequantization of the ggml block types (FORMATS.md §2.3-2.5), shared by get_rows.cu and matmul.cu.
 // dequant8 writes 8 consecutive values of one row starting at element i0 (a multiple of 8); the float types
 // check bounds (cols need not be a multiple of 8), the block types need cols to be a multiple of their block.
-// Products are rounded one by one (__fmul_rn, __fsub_rn on the GPU) so the values equal the CPU's dequantize_row.
+// Products and sums are rounded one by one (__fmul_rn, __fadd_rn, __fsub_rn on the GPU: no fused multiply-add),
+// in the CPU's order, so the values equal the CPU's dequantize_row bit for bit.
 #pragma once
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "backend/cuda/kernels.h"
 
@@ -76,7 +78,95 @@ ZINC_HD int vsubss4(int a, int b) {
 #endif
 }
 
-ZINC_HD uint16_t load_u16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
+// Bits of a float; the conversions below build scales from their bit patterns.
+ZINC_HD float bits_to_f32(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+// 2^(e-128): half the E8M0 scale, as MXFP4 uses it with its doubled value table; e = 0 and 1 are subnormal.
+ZINC_HD float e8m0_half_to_f32(uint8_t e) {
+    return bits_to_f32(e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23);
+}
+ZINC_HD float add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+// Byte k of the result is byte (s >> 4k) & 7 of the 8 bytes y:x (only the low 3 bits of each selector nibble count).
+ZINC_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(x, y, s);
+#else
+    const uint64_t v = uint64_t(y) << 32 | x;
+    uint32_t r = 0;
+    for (int k = 0; k < 4; ++k) r |= uint32_t(v >> (8 * ((s >> (4 * k)) & 7)) & 0xFF) << (8 * k);
+    return r;
+#endif
+}
+
+// Device loads must be naturally aligned. On the host (the tests) a load the GPU would fault on is an error, so the
+// host tests catch a 32-bit load from a block that is only 2-byte aligned inside a row.
+ZINC_HD void check_aligned(const void* p, unsigned bytes) {
+#ifndef __CUDA_ARCH__
+    if (reinterpret_cast<uintptr_t>(p) % bytes != 0) throw std::logic_error("misaligned load of quant data");
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+ZINC_HD uint16_t load_u16(const uint8_t* p) {
+    check_aligned(p, 2);
+    return *reinterpret_cast<const uint16_t*>(p);
+}
+// Four bytes at any alignment, little-endian.
+ZINC_HD uint32_t load_u32_bytes(const uint8_t* p) {
+    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+// A 16-entry int8 value table (FORMATS.md §2.5), four entries per little-endian word, so device code looks values
+// up with byte permutes in registers instead of loads from memory.
+struct Table16 {
+    uint32_t w[4];
+};
+ZINC_HD constexpr uint32_t pack4(int a, int b, int c, int d) {
+    return uint32_t(uint8_t(a)) | uint32_t(uint8_t(b)) << 8 | uint32_t(uint8_t(c)) << 16 | uint32_t(uint8_t(d)) << 24;
+}
+// kvalues_iq4nl of IQ4_NL and IQ4_XS.
+ZINC_HD constexpr Table16 iq4nl_table() {
+    return {{pack4(-127, -104, -83, -65), pack4(-49, -35, -22, -10), pack4(1, 13, 25, 38), pack4(53, 69, 89, 113)}};
+}
+// kvalues_fp4 of MXFP4: the E2M1 values doubled, so they are integers (the scale is halved to match).
+ZINC_HD constexpr Table16 fp4_table() {
+    return {{pack4(0, 1, 2, 3), pack4(4, 6, 8, 12), pack4(0, -1, -2, -3), pack4(-4, -6, -8, -12)}};
+}
+// Entry i (0-15) of t.
+ZINC_HD int table16_value(const Table16& t, int i) {
+    const bool upper = i & 8;
+    return int8_t(byte_perm(upper ? t.w[2] : t.w[0], upper ? t.w[3] : t.w[1], uint32_t(i)) & 0xFF);
+}
+// The entries of the eight nibbles of q as signed bytes for dp4a: byte k of lo is t[(q >> 8k) & 15] (the low
+// nibbles), byte k of hi is t[(q >> (8k + 4)) & 15] (the high nibbles).
+ZINC_HD void table16_lookup(uint32_t q, const Table16& t, int& lo, int& hi) {
+    // Each half of q holds the nibbles lo, hi, lo, hi of two bytes. byte_perm looks them up with their low 3 bits
+    // in both halves of the table, then a third byte_perm picks the half by each nibble's bit 3.
+    const uint32_t pick_upper = 0x32103210u | ((q & 0x88888888u) >> 1);
+    uint32_t v[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const uint32_t s = q >> (16 * i);
+        v[i] = byte_perm(byte_perm(t.w[0], t.w[1], s), byte_perm(t.w[2], t.w[3], s), pick_upper >> (16 * i));
+    }
+    // v[0] = entries of lo0 hi0 lo1 hi1, v[1] = those of lo2 hi2 lo3 hi3: regroup the even and the odd bytes.
+    lo = int(byte_perm(v[0], v[1], 0x6420));
+    hi = int(byte_perm(v[0], v[1], 0x7531));
+}
 
 // The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (FORMATS.md §2.4).
 ZINC_HD void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
@@ -87,6 +177,80 @@ ZINC_HD void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
         sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
         m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
+}
+// The signed 6-bit scale (-32..31) of 16-value sub-block j (0-15) of a Q3_K super-block from its 12 scale bytes.
+ZINC_HD int scale_q3_k(int j, const uint8_t* s) {
+    const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+    const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (low | high << 4) - 32;
+}
+// The signed 6-bit scale (-32..31) of 32-value block j (0-7) of an IQ4_XS super-block b.
+ZINC_HD int scale_iq4_xs(int j, const uint8_t* b) {
+    const int low = (b[4 + j / 2] >> (4 * (j % 2))) & 0xF;
+    const int high = (load_u16(b + 2) >> (2 * j)) & 3;
+    return (low | high << 4) - 32;
+}
+// The 4 bits of element j (0-31) of a 32-value block whose qs holds elements 0-15 in low and 16-31 in high nibbles.
+ZINC_HD int nibble32(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4; }
+
+// Values j0..j0+7 of one block of a 32-value type (FORMATS.md §2.3, §2.5) starting at b.
+ZINC_HD void dequant8_block32(int type, const uint8_t* b, int j0, float* out) {
+    switch (type) {
+    case kQ8_0: {  // 34 bytes: d, qs[32]
+        const float d = f16_to_f32(load_u16(b));
+        const int8_t* qs = reinterpret_cast<const int8_t*>(b + 2);
+        for (int k = 0; k < 8; ++k) out[k] = mul_rn(float(qs[j0 + k]), d);
+        return;
+    }
+    case kQ4_0: {  // 18 bytes: d, qs[16]
+        const float d = f16_to_f32(load_u16(b));
+        for (int k = 0; k < 8; ++k) out[k] = mul_rn(float(nibble32(b + 2, j0 + k) - 8), d);
+        return;
+    }
+    case kQ4_1: {  // 20 bytes: d, m, qs[16]
+        const float d = f16_to_f32(load_u16(b)), m = f16_to_f32(load_u16(b + 2));
+        for (int k = 0; k < 8; ++k) out[k] = add_rn(mul_rn(float(nibble32(b + 4, j0 + k)), d), m);
+        return;
+    }
+    case kQ5_0:
+    case kQ5_1: {  // Q5_0 22 bytes: d, qh[4], qs[16]; Q5_1 24 bytes: d, m, qh[4], qs[16]. Bit j of qh: bit 4 of q_j
+        const bool q5_1 = type == kQ5_1;
+        const float d = f16_to_f32(load_u16(b));
+        const uint8_t* p = b + (q5_1 ? 4 : 2);
+        const float m = q5_1 ? f16_to_f32(load_u16(b + 2)) : 0.0f;
+        const uint32_t qh = load_u32_bytes(p);
+        for (int k = 0; k < 8; ++k) {
+            const int j = j0 + k;
+            const int q = nibble32(p + 4, j) | int((qh >> j) & 1) << 4;
+            out[k] = q5_1 ? add_rn(mul_rn(float(q), d), m) : mul_rn(float(q - 16), d);
+        }
+        return;
+    }
+    case kIQ4_NL: {  // 18 bytes: d, qs[16] (indices into kvalues_iq4nl)
+        const float d = f16_to_f32(load_u16(b));
+        for (int k = 0; k < 8; ++k) out[k] = mul_rn(d, float(table16_value(iq4nl_table(), nibble32(b + 2, j0 + k))));
+        return;
+    }
+    case kMXFP4: {  // 17 bytes: e (E8M0), qs[16] (indices into kvalues_fp4); 1-byte aligned, so byte loads only
+        const float d = e8m0_half_to_f32(b[0]);
+        for (int k = 0; k < 8; ++k) out[k] = mul_rn(float(table16_value(fp4_table(), nibble32(b + 1, j0 + k))), d);
+        return;
+    }
+    default:
+        for (int k = 0; k < 8; ++k) out[k] = NAN;
+    }
+}
+
+// Bytes of one block of each 32-value type (0 for the others).
+ZINC_HD constexpr int block32_bytes(int type) {
+    return type == kQ8_0     ? 34
+           : type == kQ4_0   ? 18
+           : type == kQ4_1   ? 20
+           : type == kQ5_0   ? 22
+           : type == kQ5_1   ? 24
+           : type == kIQ4_NL ? 18
+           : type == kMXFP4  ? 17
+                             : 0;
 }
 
 ZINC_HD void dequant8(int type, const uint8_t* row, int64_t cols, int64_t i0, float* out) {
@@ -106,23 +270,37 @@ ZINC_HD void dequant8(int type, const uint8_t* row, int64_t cols, int64_t i0, fl
         for (int k = 0; k < 8; ++k) out[k] = i0 + k < cols ? bf16_to_f32(r[i0 + k]) : 0.0f;
         return;
     }
-    case kQ8_0: {  // 34 bytes: d, qs[32]
-        const uint8_t* b = row + (i0 / 32) * 34;
-        const float d = f16_to_f32(load_u16(b));
-        const int8_t* qs = reinterpret_cast<const int8_t*>(b + 2);
-        const int j0 = int(i0 % 32);
-        for (int k = 0; k < 8; ++k) out[k] = mul_rn(float(qs[j0 + k]), d);
+    case kQ8_0:
+    case kQ4_0:
+    case kQ4_1:
+    case kQ5_0:
+    case kQ5_1:
+    case kIQ4_NL:
+    case kMXFP4:
+        dequant8_block32(type, row + (i0 / 32) * block32_bytes(type), int(i0 % 32), out);
+        return;
+    case kQ2_K: {  // 84 bytes: scales[16] (low nibble scale, high nibble min), qs[64], d, dmin
+        const uint8_t* b = row + (i0 / 256) * 84;
+        const int e0 = int(i0 % 256);
+        const uint8_t sc = b[e0 / 16];  // 8 values never cross a 16-value sub-block
+        const float dl = mul_rn(f16_to_f32(load_u16(b + 80)), float(sc & 0xF));
+        const float ml = mul_rn(f16_to_f32(load_u16(b + 82)), float(sc >> 4));
+        for (int k = 0; k < 8; ++k) {
+            const int e = e0 + k;
+            const int q = (b[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+            out[k] = sub_rn(mul_rn(dl, float(q)), ml);
+        }
         return;
     }
-    case kQ4_0: {  // 18 bytes: d, qs[16]; elements 0-15 in low nibbles, 16-31 in high
-        const uint8_t* b = row + (i0 / 32) * 18;
-        const float d = f16_to_f32(load_u16(b));
-        const uint8_t* qs = b + 2;
-        const int j0 = int(i0 % 32);
+    case kQ3_K: {  // 110 bytes: hmask[32], qs[64], scales[12], d
+        const uint8_t* b = row + (i0 / 256) * 110;
+        const int e0 = int(i0 % 256);
+        const float dl = mul_rn(f16_to_f32(load_u16(b + 108)), float(scale_q3_k(e0 / 16, b + 96)));
         for (int k = 0; k < 8; ++k) {
-            const int j = j0 + k;
-            const int q = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
-            out[k] = mul_rn(float(q - 8), d);
+            const int e = e0 + k;
+            const int low = (b[32 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+            const int high = (b[e % 32] >> (e / 32)) & 1;
+            out[k] = mul_rn(dl, float(low - (high ? 0 : 4)));
         }
         return;
     }
@@ -162,6 +340,14 @@ ZINC_HD void dequant8(int type, const uint8_t* row, int64_t cols, int64_t i0, fl
             const int hi = (qh[32 * h + l] >> (2 * g)) & 3;
             out[k] = mul_rn(ds, float((lo | (hi << 4)) - 32));
         }
+        return;
+    }
+    case kIQ4_XS: {  // 136 bytes: d, scales_h, scales_l[4], qs[128] (16 bytes per 32-value block)
+        const uint8_t* b = row + (i0 / 256) * 136;
+        const int e0 = int(i0 % 256), j = e0 / 32;
+        const float dl = mul_rn(f16_to_f32(load_u16(b)), float(scale_iq4_xs(j, b)));
+        for (int k = 0; k < 8; ++k)
+            out[k] = mul_rn(dl, float(table16_value(iq4nl_table(), nibble32(b + 8 + 16 * j, e0 % 32 + k))));
         return;
     }
     default:

@@ -5,7 +5,11 @@ namespace zinc::backend::cuda {
 
 bool can_dequantize(int type) {
     switch (type) {
-    case kF32: case kF16: case kBF16: case kQ8_0: case kQ4_0: case kQ4_K: case kQ5_K: case kQ6_K: return true;
+    case kF32: case kF16: case kBF16:
+    case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1: case kQ8_0:
+    case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
+    case kIQ4_NL: case kIQ4_XS: case kMXFP4:
+        return true;
     default: return false;
     }
 }

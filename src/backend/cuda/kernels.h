@@ -11,11 +11,30 @@
 namespace zinc::backend::cuda {
 
 // ggml type ids (gguf::TensorType) that the kernels understand.
-enum QType : int { kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30 };
+enum QType : int {
+    kF32 = 0,
+    kF16 = 1,
+    kQ4_0 = 2,
+    kQ4_1 = 3,
+    kQ5_0 = 6,
+    kQ5_1 = 7,
+    kQ8_0 = 8,
+    kQ2_K = 10,
+    kQ3_K = 11,
+    kQ4_K = 12,
+    kQ5_K = 13,
+    kQ6_K = 14,
+    kIQ4_NL = 20,
+    kIQ4_XS = 23,
+    kBF16 = 30,
+    kMXFP4 = 39,
+};
 
-// True for the types get_rows and the tiled matmul can dequantize.
+// True for the types get_rows and the tiled matmul can dequantize: every type of the enum, each bit-exact with
+// the CPU's dequantize_row.
 bool can_dequantize(int type);
-// True for the types with an integer (dp4a) matvec against Q8_1 activations.
+// True for the types with an integer (dp4a) matvec against Q8_1 activations: every quantized type of the enum
+// (not F32/F16/BF16, which use the float matvec).
 bool has_dp4a_matvec(int type);
 
 // The GPU's Q8_1 activation block: 32 int8 values with f32 d and f32 s (sum of the unquantized inputs);

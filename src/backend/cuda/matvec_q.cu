@@ -1,7 +1,8 @@
 // Decode matvecs. Quantized weights: the activation row is quantized on the GPU to Q8_1 blocks (32 int8 values,
 // f32 scale d = amax/127 and the f32 sum of the inputs), then each weight row is dotted block by block with
 // __dp4a integer products (FORMATS.md §3.7-3.8). One warp per output row; lane l takes the 32-value chunks
-// l, l+32, ... of the row (a chunk is one Q4_0/Q8_0 block or one 32-value sub-block of a K-quant super-block).
+// l, l+32, ... of the row (a chunk is one block of a 32-value type or one 32-value slice of a 256-value
+// super-block; vec_dot_q8_1.cuh).
 // Float weights (F32/F16/BF16) are dotted in f32 with the f32 activations.
 #include <cuda_runtime.h>
 
@@ -13,11 +14,19 @@
 
 namespace zinc::backend::cuda {
 
+// Every type with a chunk_dot, for the launchers' switches.
+#define ZINC_DP4A_TYPES(X)                                                                   \
+    X(kQ8_0) X(kQ4_0) X(kQ4_1) X(kQ5_0) X(kQ5_1) X(kQ2_K) X(kQ3_K) X(kQ4_K) X(kQ5_K) X(kQ6_K) \
+    X(kIQ4_NL) X(kIQ4_XS) X(kMXFP4)
+
 bool has_dp4a_matvec(int type) {
+#define ZINC_CASE(T) case T:
     switch (type) {
-    case kQ8_0: case kQ4_0: case kQ4_K: case kQ5_K: case kQ6_K: return true;
+        ZINC_DP4A_TYPES(ZINC_CASE)
+        return true;
     default: return false;
     }
+#undef ZINC_CASE
 }
 
 namespace {
@@ -136,14 +145,16 @@ cudaError_t matvec_q(int type, const void* w, size_t row_bytes, int64_t n_out, i
     if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
     const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_act));
     const auto* wb = static_cast<const uint8_t*>(w);
+#define ZINC_CASE(T)                                                                                  \
+    case T:                                                                                           \
+        matvec_q_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, \
+                                                               out_stride);                         \
+        break;
     switch (type) {
-    case kQ8_0: matvec_q_kernel<kQ8_0><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
-    case kQ4_0: matvec_q_kernel<kQ4_0><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
-    case kQ4_K: matvec_q_kernel<kQ4_K><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
-    case kQ5_K: matvec_q_kernel<kQ5_K><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
-    case kQ6_K: matvec_q_kernel<kQ6_K><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, out_stride); break;
+        ZINC_DP4A_TYPES(ZINC_CASE)
     default: return cudaErrorInvalidValue;
     }
+#undef ZINC_CASE
     return cudaGetLastError();
 }
 
@@ -174,11 +185,7 @@ cudaError_t matvec_q_ids(int type, const void* w, size_t row_bytes, size_t exper
                                                                    x_div, ids, out, out_stride);           \
         break;
     switch (type) {
-        ZINC_IDS_CASE(kQ8_0)
-        ZINC_IDS_CASE(kQ4_0)
-        ZINC_IDS_CASE(kQ4_K)
-        ZINC_IDS_CASE(kQ5_K)
-        ZINC_IDS_CASE(kQ6_K)
+        ZINC_DP4A_TYPES(ZINC_IDS_CASE)
     default: return cudaErrorInvalidValue;
     }
 #undef ZINC_IDS_CASE

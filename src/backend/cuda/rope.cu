@@ -1,4 +1,6 @@
-// RoPE, NeoX (pairs i, i + n_rot/2) and normal (pairs 2i, 2i+1), on the first n_rot values of each head.
+// RoPE, NeoX (pairs i, i + n_rot/2) and adjacent (pairs 2i, 2i+1), on the first n_rot values of each head, with
+// optional frequency factors and YaRN. One block per (row, group of heads); a thread per pair computes the pair's
+// angle as the CPU backend does (rope_angle), then rotates that pair in each head of the group.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -8,36 +10,45 @@
 namespace zinc::backend::cuda {
 namespace {
 
-__global__ void rope_kernel(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos,
-                            const float* inv_freq, float freq_scale, int half, bool neox) {
-    const int64_t heads = cols / head_dim;
-    const int64_t n = rows * heads * half;
-    for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n;
-         idx += int64_t(gridDim.x) * blockDim.x) {
-        const int i = int(idx % half);
-        const int64_t h = (idx / half) % heads, t = idx / (half * heads);
-        // As the CPU: theta = (pos * freq_scale) * inv_freq, cos and sin in f32.
-        const float theta = float(pos[t]) * freq_scale * inv_freq[i];
+constexpr int kHeadsPerBlock = 4;
+constexpr int kMaxThreads = 256;
+
+__global__ void rope_kernel(float* x, int64_t cols, int head_dim, const int32_t* pos, RopeArgs a) {
+    const int64_t t = blockIdx.x;
+    const int heads = int(cols / head_dim), half = a.n_rot / 2;
+    const int h0 = blockIdx.y * kHeadsPerBlock, h1 = h0 + kHeadsPerBlock < heads ? h0 + kHeadsPerBlock : heads;
+    // theta_i = pos * theta_scale^i with the power taken by repeated multiplication, as the CPU does; each thread
+    // carries its product forward from one of its pairs to the next.
+    float theta_i = float(pos[t]);
+    int k = 0;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        for (; k < i; ++k) theta_i = mul_rn(theta_i, a.theta_scale);
+        const float theta = rope_angle(theta_i, a.freq_factors ? a.freq_factors[i] : 1.0f, i, a);
         float s, c;
         sincosf(theta, &s, &c);
-        float* v = x + t * cols + h * head_dim;
-        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-        const float a = v[i0], d = v[i1];
-        v[i0] = a * c - d * s;
-        v[i1] = a * s + d * c;
+        c *= a.mscale;
+        s *= a.mscale;
+        int i0, i1;
+        rope_pair(i, half, a.neox, &i0, &i1);
+        for (int h = h0; h < h1; ++h) {
+            float* v = x + t * cols + int64_t(h) * head_dim;
+            const float p = v[i0], q = v[i1];
+            v[i0] = p * c - q * s;
+            v[i1] = p * s + q * c;
+        }
     }
 }
 
 }  // namespace
 
-cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos, const float* inv_freq,
-                 float freq_scale, int n_rot, bool neox, cudaStream_t s) {
-    const int half = n_rot / 2;
-    const int64_t n = rows * (cols / head_dim) * half;
-    if (n > 0) {
-        const int64_t blocks = (n + 255) / 256;
-        rope_kernel<<<unsigned(blocks < 65535 ? blocks : 65535), 256, 0, s>>>(x, rows, cols, head_dim, pos, inv_freq,
-                                                                               freq_scale, half, neox);
+cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos, const RopeArgs& a,
+                 cudaStream_t s) {
+    const int half = a.n_rot / 2;
+    const int64_t heads = cols / head_dim;
+    if (rows > 0 && heads > 0 && half > 0) {
+        const int threads = half >= kMaxThreads ? kMaxThreads : (half + 31) / 32 * 32;
+        const dim3 grid{unsigned(rows), unsigned((heads + kHeadsPerBlock - 1) / kHeadsPerBlock)};
+        rope_kernel<<<grid, threads, 0, s>>>(x, cols, head_dim, pos, a);
     }
     return cudaGetLastError();
 }

@@ -1,0 +1,201 @@
+// Mixture-of-experts kernels. moe_route: one warp per row of router logits (softmax, then k rounds of a warp-wide
+// arg-max over the probabilities kept in shared memory). moe_activate: one warp per 32 activated values of a
+// (token, slot) pair, optionally quantizing them to a Q8_1 block for the down projection's dp4a matvec.
+// moe_combine: one thread per output value, the weighted sum over the token's slots in slot order. The expert
+// matvecs themselves are matvec_q_ids / matvec_f_ids (matvec_q.cu).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/elementwise_kernels.h"
+#include "backend/cuda/moe_kernels.h"
+
+namespace zinc::backend::cuda {
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---- routing ----
+
+__global__ void __launch_bounds__(kRouteRowsPerBlock * 32)
+    moe_route_kernel(const float* logits, int64_t rows, int n_exp, int k, bool renormalize, int32_t* ids,
+                     float* weights) {
+    extern __shared__ float route_probs[];  // kRouteRowsPerBlock rows of n_exp
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t t = blockIdx.x * int64_t(kRouteRowsPerBlock) + warp;
+    if (t >= rows) return;  // whole warps leave; the kernel has no block-wide barrier
+    const float* l = logits + t * n_exp;
+    float* p = route_probs + warp * n_exp;
+
+    float mx = -INFINITY;
+    for (int e = lane; e < n_exp; e += 32) mx = fmaxf(mx, l[e]);
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
+    // The CPU takes std::exp in f32 (glibc: within 0.502 ulp); exp in double rounded to f32 agrees with it far
+    // more often than expf's 2 ulp would, which keeps near-equal experts in the CPU's order.
+    double sum = 0.0;
+    for (int e = lane; e < n_exp; e += 32) {
+        const float v = float(exp(double(l[e] - mx)));
+        p[e] = v;
+        sum += v;
+    }
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(kFullMask, sum, off);
+    sum = __shfl_sync(kFullMask, sum, 0);  // one value in every lane, whatever order each lane added in
+    const float inv = float(1.0 / sum);
+    for (int e = lane; e < n_exp; e += 32) p[e] *= inv;
+    __syncwarp();
+
+    int32_t* id = ids + t * k;
+    float* w = weights + t * k;
+    float wsum = 0.0f;
+    for (int s = 0; s < k; ++s) {
+        TopCand c = best_of_lane(p, n_exp, lane, 32);
+        for (int off = 16; off > 0; off >>= 1)
+            c = better_of(c, TopCand{__shfl_xor_sync(kFullMask, c.p, off), __shfl_xor_sync(kFullMask, c.e, off)});
+        // Lane 0 holds the warp's best; it alone writes, and marks the expert taken before the next round.
+        if (lane == 0) {
+            id[s] = c.e;
+            w[s] = c.p;
+            wsum += c.p;
+            if (c.e >= 0) p[c.e] = kTakenExpert;
+        }
+        __syncwarp();
+    }
+    if (renormalize && lane == 0) {
+        wsum = fmaxf(wsum, 6.103515625e-5f);  // as the CPU (and llama.cpp)
+        for (int s = 0; s < k; ++s) w[s] = w[s] / wsum;
+    }
+}
+
+// ---- expert FFN ----
+
+// The CPU's scale_bias: a product, then a sum, each rounded (no fused multiply-add).
+__device__ __forceinline__ float apply_affine(float v, const MoeAffine& a, int e, int64_t i) {
+    if (a.scale) v = __fmul_rn(v, a.scale[e]);
+    if (a.bias) v = __fadd_rn(v, a.bias[int64_t(e) * a.bias_stride + i]);
+    return v;
+}
+
+template <int ACT>
+__device__ __forceinline__ float activate(float g, float u, float alpha, float limit) {
+    if constexpr (ACT == kMoeSwiglu)
+        return silu_times(g, u);
+    else if constexpr (ACT == kMoeGeglu)
+        return gelu_tanh_times(g, u);
+    else
+        return swiglu_oai_times(g, u, alpha, limit);
+}
+
+// Warp w handles values [32 c, 32 c + 32) of pair p = w / row_chunks (c = w % row_chunks). With QUANT the chunk
+// becomes Q8_1 block w of a_q exactly as quantize_q8_1 would quantize the f32 values.
+template <int ACT, bool QUANT>
+__global__ void moe_act_kernel(const float* h, int64_t n_warps, int64_t n_ff, int64_t row_chunks, const int32_t* ids,
+                               MoeAffine ga, MoeAffine ua, float alpha, float limit, float* a_f32, BlockQ8_1f* a_q) {
+    const int64_t wi = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (wi >= n_warps) return;  // whole warps leave together
+    const int64_t p = wi / row_chunks, i = (wi % row_chunks) * 32 + lane;
+    float v = 0.0f;
+    if (i < n_ff) {  // always true with QUANT (n_ff % 32 == 0)
+        const float* hp = h + p * 2 * n_ff;
+        float g = hp[i], u = hp[n_ff + i];
+        if (ga.scale || ga.bias || ua.scale || ua.bias) {
+            const int e = ids[p];
+            g = apply_affine(g, ga, e, i);
+            u = apply_affine(u, ua, e, i);
+        }
+        v = activate<ACT>(g, u, alpha, limit);
+    }
+    if constexpr (!QUANT) {
+        if (i < n_ff) a_f32[p * n_ff + i] = v;
+    } else {
+        float amax = fabsf(v), sum = v;
+        for (int off = 16; off > 0; off >>= 1) {
+            amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+            sum += __shfl_xor_sync(kFullMask, sum, off);
+        }
+        const float d = amax / 127.0f;
+        const int q = amax == 0.0f ? 0 : __float2int_rn(v / d);
+        BlockQ8_1f& b = a_q[wi];  // row_chunks = n_ff / 32 blocks per pair, so block p * row_chunks + c
+        b.qs[lane] = int8_t(q);
+        if (lane == 0) {
+            b.d = d;
+            b.s = sum;
+        }
+    }
+}
+
+__global__ void moe_combine_kernel(const float* y, int64_t n, int k, int64_t n_out, const int32_t* ids,
+                                   const float* weights, MoeAffine da, float* out) {
+    const bool affine = da.scale || da.bias;
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n; idx += stride) {
+        const int64_t t = idx / n_out, i = idx - t * n_out;
+        float acc = 0.0f;
+        for (int s = 0; s < k; ++s) {
+            const int64_t p = t * k + s;
+            float v = y[p * n_out + i];
+            if (affine) v = apply_affine(v, da, ids[p], i);
+            const float wv = __fmul_rn(v, weights[p]);
+            acc = s == 0 ? wv : __fadd_rn(acc, wv);  // the CPU's o = y w, then o += y w per slot
+        }
+        out[idx] = acc;
+    }
+}
+
+template <int ACT>
+void launch_act(unsigned grid, const float* h, int64_t n_warps, int64_t n_ff, int64_t row_chunks, const int32_t* ids,
+                MoeAffine ga, MoeAffine ua, float alpha, float limit, float* a_f32, BlockQ8_1f* a_q, cudaStream_t s) {
+    if (a_q)
+        moe_act_kernel<ACT, true><<<grid, 256, 0, s>>>(h, n_warps, n_ff, row_chunks, ids, ga, ua, alpha, limit, a_f32,
+                                                       a_q);
+    else
+        moe_act_kernel<ACT, false><<<grid, 256, 0, s>>>(h, n_warps, n_ff, row_chunks, ids, ga, ua, alpha, limit, a_f32,
+                                                        a_q);
+}
+
+}  // namespace
+
+cudaError_t moe_route(const float* logits, int64_t rows, int n_exp, int k, bool renormalize, int32_t* ids,
+                      float* weights, cudaStream_t s) {
+    if (n_exp <= 0 || n_exp > kMaxRouteExperts || k <= 0 || k > n_exp) return cudaErrorInvalidValue;
+    if (rows > 0) {
+        const unsigned grid = unsigned((rows + kRouteRowsPerBlock - 1) / kRouteRowsPerBlock);
+        const size_t smem = size_t(kRouteRowsPerBlock) * size_t(n_exp) * sizeof(float);
+        moe_route_kernel<<<grid, kRouteRowsPerBlock * 32, smem, s>>>(logits, rows, n_exp, k, renormalize, ids,
+                                                                       weights);
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t moe_activate(const float* h, int64_t n_pairs, int64_t n_ff, const int32_t* ids, MoeAffine gate,
+                         MoeAffine up, int act, float alpha, float limit, float* a_f32, BlockQ8_1f* a_q,
+                         cudaStream_t s) {
+    if ((a_f32 == nullptr) == (a_q == nullptr) || (a_q && n_ff % 32 != 0)) return cudaErrorInvalidValue;
+    if (n_pairs <= 0 || n_ff <= 0) return cudaGetLastError();
+    const int64_t row_chunks = (n_ff + 31) / 32, n_warps = n_pairs * row_chunks;
+    const unsigned grid = unsigned((n_warps + 7) / 8);  // 8 warps per 256-thread block
+#define ZINC_ACT_CASE(A)                                                                                 \
+    case A: launch_act<A>(grid, h, n_warps, n_ff, row_chunks, ids, gate, up, alpha, limit, a_f32, a_q, s); break;
+    switch (act) {
+        ZINC_ACT_CASE(kMoeSwiglu)
+        ZINC_ACT_CASE(kMoeGeglu)
+        ZINC_ACT_CASE(kMoeSwigluOai)
+    default: return cudaErrorInvalidValue;
+    }
+#undef ZINC_ACT_CASE
+    return cudaGetLastError();
+}
+
+cudaError_t moe_combine(const float* y, int64_t n_tokens, int k, int64_t n_out, const int32_t* ids,
+                        const float* weights, MoeAffine down, float* out, cudaStream_t s) {
+    if (k <= 0) return cudaErrorInvalidValue;
+    const int64_t n = n_tokens * n_out;
+    if (n > 0) {
+        const int64_t blocks = (n + 255) / 256;
+        moe_combine_kernel<<<unsigned(blocks < 65535 ? blocks : 65535), 256, 0, s>>>(y, n, k, n_out, ids, weights,
+                                                                                      down, out);
+    }
+    return cudaGetLastError();
+}
+
+}  // namespace zinc::backend::cuda

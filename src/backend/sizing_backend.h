@@ -1,0 +1,23 @@
+// A backend that computes nothing and only adds up what a model would allocate: weights, caches and recurrent
+// state, activations. Running a family's constructor and one forward pass on it gives the exact memory a real
+// backend needs for the same model, context and batch, before a byte of it is allocated.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+
+namespace zinc::backend {
+
+struct MemoryUse {
+    uint64_t weights = 0;      // tensors from the file
+    uint64_t cache = 0;        // KV cache
+    uint64_t activations = 0;  // activations, recurrent state, routing ids
+    uint64_t total() const { return weights + cache + activations; }
+};
+
+// The backend and, through `use`, what has been allocated on it so far.
+std::unique_ptr<Backend> make_sizing_backend(MemoryUse& use);
+
+}  // namespace zinc::backend
