@@ -197,6 +197,9 @@ public:
 
     // Waits for queued work (no-op on the CPU).
     virtual void synchronize() {}
+    // How many times the host has waited for queued work so far (0 on the CPU, which never queues): a decode step
+    // should cost exactly one wait, for its result.
+    virtual uint64_t host_waits() const { return 0; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads);

@@ -86,19 +86,22 @@ Weight CudaBackend::load_weight(const gguf::TensorInfo& t) {
     if (n == 0) return w;
     if (!t.data) throw std::runtime_error("tensor " + t.name + ": no data in the file");
     void* dev = device_alloc(n, "load_weight", t.name);
+    // The staging buffers also carry small uploads (upload_ints): let those copies finish before reusing them.
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "load_weight", t.name);
+    ring_offset_ = 0;
     // Bounded staging: the file's bytes go through two pinned chunks in turn, so the copy of one chunk into a
     // pinned buffer overlaps the DMA of the other, and no more than 2 chunks are ever held in host memory.
     for (size_t off = 0, i = 0; off < n; off += kStagingBytes, ++i) {
         const int b = int(i % 2);
         const size_t len = std::min(kStagingBytes, n - off);
-        ZINC_CUDA_CHECK(cudaEventSynchronize(staged_[b]), "load_weight", t.name);
+        ZINC_CUDA_CHECK(cuda_event_synchronize(staged_[b]), "load_weight", t.name);
         std::memcpy(staging_[b], t.data + off, len);
         ZINC_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(dev) + off, staging_[b], len, cudaMemcpyHostToDevice,
                                         stream_),
                         "load_weight", t.name);
         ZINC_CUDA_CHECK(cudaEventRecord(staged_[b], stream_), "load_weight", t.name);
     }
-    ZINC_CUDA_CHECK(cudaStreamSynchronize(stream_), "load_weight", t.name);
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "load_weight", t.name);
     w.data = dev;
     return w;
 }
@@ -133,7 +136,7 @@ void CudaBackend::upload(Act& dst, std::span<const float> src) {
     if (static_cast<int64_t>(src.size()) != dst.size()) throw std::invalid_argument("upload: size mismatch");
     ZINC_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data(), src.size_bytes(), cudaMemcpyHostToDevice, stream_), "upload",
                     "");
-    ZINC_CUDA_CHECK(cudaStreamSynchronize(stream_), "upload", "");
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "upload", "");
 }
 
 void CudaBackend::download(const Act& src, std::span<float> dst) {
@@ -141,10 +144,20 @@ void CudaBackend::download(const Act& src, std::span<float> dst) {
     ZINC_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data, dst.size_bytes(), cudaMemcpyDeviceToHost, stream_),
                     "download", "");
     // Also reports a failure of any kernel queued since the last synchronization.
-    ZINC_CUDA_CHECK(cudaStreamSynchronize(stream_), "download (or a kernel queued before it)", "");
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "download (or a kernel queued before it)", "");
 }
 
-void CudaBackend::synchronize() { ZINC_CUDA_CHECK(cudaStreamSynchronize(stream_), "synchronize", ""); }
+void CudaBackend::synchronize() { ZINC_CUDA_CHECK(cuda_stream_synchronize(), "synchronize", ""); }
+
+cudaError_t CudaBackend::cuda_stream_synchronize() {
+    ++waits_;
+    return cudaStreamSynchronize(stream_);
+}
+
+cudaError_t CudaBackend::cuda_event_synchronize(cudaEvent_t e) {
+    ++waits_;
+    return cudaEventSynchronize(e);
+}
 
 void CudaBackend::get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
     if (out.cols != table.cols || out.rows != static_cast<int64_t>(ids.size()))
@@ -227,7 +240,7 @@ void CudaBackend::argmax_rows(const Act& x, std::span<int32_t> out) {
     ZINC_CUDA_CHECK(cudaMemcpyAsync(out.data(), d_out, out.size_bytes(), cudaMemcpyDeviceToHost, stream_),
                     "argmax_rows", "");
     // The one wait of a greedy decoding step; it also reports a failure of any kernel queued before it.
-    ZINC_CUDA_CHECK(cudaStreamSynchronize(stream_), "argmax_rows (or a kernel queued before it)", "");
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "argmax_rows (or a kernel queued before it)", "");
 }
 
 void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what) {
@@ -249,7 +262,7 @@ void* CudaBackend::scratch(const std::string& key, size_t bytes, const char* op)
     DevBuf& b = scratch_[key];
     if (b.bytes >= bytes) return b.ptr;
     const size_t n = std::max(bytes, b.bytes * 2);
-    ZINC_CUDA_CHECK(cudaStreamSynchronize(stream_), op, key);
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), op, key);
     if (b.ptr) ZINC_CUDA_CHECK(cudaFree(b.ptr), op, key);
     b.ptr = nullptr;
     b.bytes = 0;
@@ -259,10 +272,24 @@ void* CudaBackend::scratch(const std::string& key, size_t bytes, const char* op)
 }
 
 const int32_t* CudaBackend::upload_ints(const std::string& key, std::span<const int32_t> v, const char* op) {
-    auto* p = static_cast<int32_t*>(scratch(key, std::max<size_t>(v.size_bytes(), 4), op));
-    if (!v.empty())
-        ZINC_CUDA_CHECK(cudaMemcpyAsync(p, v.data(), v.size_bytes(), cudaMemcpyHostToDevice, stream_), op, key);
-    return p;
+    auto* dst = static_cast<int32_t*>(scratch(key, std::max<size_t>(v.size_bytes(), 4), op));
+    const size_t bytes = v.size_bytes();
+    if (bytes == 0) return dst;
+    if (bytes > kStagingBytes) throw std::invalid_argument(std::string(op) + ": too many values to upload at once");
+    // A copy from pageable memory may wait for the stream; one from pinned memory never does. The two pinned
+    // staging buffers serve as a ring: when one is full, the other is reused, and the copies out of it were queued a
+    // whole buffer of uploads ago, so its event has long completed.
+    if (ring_offset_ + bytes > kStagingBytes) {
+        ZINC_CUDA_CHECK(cudaEventRecord(staged_[ring_], stream_), op, key);
+        ring_ ^= 1;
+        ZINC_CUDA_CHECK(cuda_event_synchronize(staged_[ring_]), op, key);
+        ring_offset_ = 0;
+    }
+    uint8_t* src = static_cast<uint8_t*>(staging_[ring_]) + ring_offset_;
+    std::memcpy(src, v.data(), bytes);
+    ring_offset_ += (bytes + 255) & ~size_t(255);
+    ZINC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), op, key);
+    return dst;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }

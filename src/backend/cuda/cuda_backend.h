@@ -45,6 +45,7 @@ public:
     void upload(Act& dst, std::span<const float> src) override;
     void download(const Act& src, std::span<float> dst) override;
     void synchronize() override;
+    uint64_t host_waits() const override { return waits_; }
 
     // cuda_backend.cpp
     void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override;
@@ -86,13 +87,17 @@ public:
     // A device scratch buffer of at least `bytes`, one per `key` (a name saying what it holds), reused across
     // calls. Growing it waits for queued kernels, which may still read the old buffer.
     void* scratch(const std::string& key, size_t bytes, const char* op);
-    // Copies host ints to the scratch buffer `key`. cudaMemcpyAsync from pageable memory returns once the source
-    // has been staged, so the caller's span may go away at once; the stream orders the copy before the kernels.
+    // Copies host ints to the scratch buffer `key` through pinned memory, without waiting for the stream; the caller's
+    // span may go away at once, and the stream orders the copy before the kernels that read it.
     const int32_t* upload_ints(const std::string& key, std::span<const int32_t> v, const char* op);
     // Device memory that lives as long as the backend (cudaMalloc with an error that says how much was free).
     void* device_alloc(size_t bytes, const char* op, const std::string& what);
 
 private:
+    // Every wait of the host for the GPU goes through these two, which count them (host_waits).
+    cudaError_t cuda_stream_synchronize();
+    cudaError_t cuda_event_synchronize(cudaEvent_t e);
+
     static constexpr size_t kStagingBytes = 32u << 20;  // per pinned staging buffer (two of them)
 
     struct DevBuf {
@@ -108,6 +113,9 @@ private:
     cudaStream_t stream_ = nullptr;
     void* staging_[2] = {nullptr, nullptr};
     cudaEvent_t staged_[2] = {nullptr, nullptr};
+    int ring_ = 0;              // the staging buffer upload_ints fills
+    size_t ring_offset_ = 0;    // its first free byte
+    uint64_t waits_ = 0;
     std::vector<void*> allocations_;
     std::map<std::string, DevBuf> scratch_;
     std::vector<int32_t> last_pos_;
