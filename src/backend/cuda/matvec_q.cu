@@ -163,12 +163,17 @@ cudaError_t matvec_f(int type, const void* w, size_t row_bytes, int64_t n_out, i
     if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
     const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_act));
     const auto* wb = static_cast<const uint8_t*>(w);
+#define ZINC_CASE(T)                                                                                        \
+    case T:                                                                                                 \
+        matvec_f_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); \
+        break;
     switch (type) {
-    case kF32: matvec_f_kernel<kF32><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
-    case kF16: matvec_f_kernel<kF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
-    case kBF16: matvec_f_kernel<kBF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); break;
+        ZINC_CASE(kF32)
+        ZINC_CASE(kF16)
+        ZINC_CASE(kBF16)
     default: return cudaErrorInvalidValue;
     }
+#undef ZINC_CASE
     return cudaGetLastError();
 }
 
@@ -199,12 +204,18 @@ cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t exper
     if (n_pairs > 65535 || x_div <= 0) return cudaErrorInvalidValue;
     const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_pairs));
     const auto* wb = static_cast<const uint8_t*>(w);
+#define ZINC_CASE(T)                                                                                        \
+    case T:                                                                                                 \
+        matvec_f_ids_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, x, \
+                                                                   x_div, ids, out, out_stride);           \
+        break;
     switch (type) {
-    case kF32: matvec_f_ids_kernel<kF32><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, x, x_div, ids, out, out_stride); break;
-    case kF16: matvec_f_ids_kernel<kF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, x, x_div, ids, out, out_stride); break;
-    case kBF16: matvec_f_ids_kernel<kBF16><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, x, x_div, ids, out, out_stride); break;
+        ZINC_CASE(kF32)
+        ZINC_CASE(kF16)
+        ZINC_CASE(kBF16)
     default: return cudaErrorInvalidValue;
     }
+#undef ZINC_CASE
     return cudaGetLastError();
 }
 
