@@ -194,6 +194,10 @@ public:
     // out[t] = the index of the largest value in row t of x, the first one on ties (as torch.argmax and the
     // greedy sampler); waits for the result, which is all the host needs of greedy decoding's logits.
     virtual void argmax_rows(const Act& x, std::span<int32_t> out) = 0;
+    // The k largest values of the last row of x and their indices, ordered by value (descending) and then index
+    // (ascending), as the sampler orders candidates; waits for the result. k <= kMaxTopK and k <= x.cols.
+    static constexpr int kMaxTopK = 128;
+    virtual void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) = 0;
 
     // Waits for queued work (no-op on the CPU).
     virtual void synchronize() {}

@@ -35,6 +35,10 @@ public:
     void upload(Act&, std::span<const float>) override {}
     void download(const Act&, std::span<float> dst) override { std::fill(dst.begin(), dst.end(), 0.0f); }
     void argmax_rows(const Act&, std::span<int32_t> out) override { std::fill(out.begin(), out.end(), 0); }
+    void top_k_last_row(const Act&, int, std::span<int32_t> ids, std::span<float> values) override {
+        std::fill(ids.begin(), ids.end(), 0);
+        std::fill(values.begin(), values.end(), 0.0f);
+    }
 
     void get_rows(const Weight&, std::span<const int32_t>, Act&) override {}
     void rms_norm(const Act&, const Weight*, float, int64_t, Act&) override {}

@@ -17,6 +17,14 @@ void Family::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits
     be_.download(lo, std::span<float>(logits).subspan(old));
 }
 
+void Family::forward_top_k(std::span<const int32_t> ids, int64_t pos0, int k, std::vector<int32_t>& top_ids,
+                           std::vector<float>& top_logits) {
+    if (ids.empty()) throw std::invalid_argument("forward_top_k: no tokens");
+    top_ids.resize(static_cast<size_t>(k));
+    top_logits.resize(static_cast<size_t>(k));
+    be_.top_k_last_row(run(ids, pos0, false), k, top_ids, top_logits);
+}
+
 int32_t Family::forward_argmax(std::span<const int32_t> ids, int64_t pos0) {
     if (ids.empty()) throw std::invalid_argument("forward_argmax: no tokens");
     int32_t id = 0;

@@ -29,6 +29,9 @@ public:
     void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits);
     // run() for the last token's logits, reduced to their argmax on the backend: the host waits once, for one id.
     int32_t forward_argmax(std::span<const int32_t> ids, int64_t pos0);
+    // run() for the last token's logits, of which only the k largest (backend::Backend::top_k_last_row) come back.
+    void forward_top_k(std::span<const int32_t> ids, int64_t pos0, int k, std::vector<int32_t>& top_ids,
+                       std::vector<float>& top_logits);
 
 protected:
     backend::Backend& be_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -26,9 +27,11 @@ void Sampler::accept(int32_t token) {
     while (static_cast<int>(recent_.size()) > p_.penalty_last_n) recent_.pop_front();
 }
 
+int Sampler::candidates_needed() const { return p_.temperature > 0.0f && !penalties() ? std::max(p_.top_k, 0) : 0; }
+
 int32_t Sampler::sample(std::span<float> logits) {
     const int32_t n = static_cast<int32_t>(logits.size());
-    if (p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f) {
+    if (penalties()) {
         std::unordered_map<int32_t, int> count;
         for (int32_t t : recent_)
             if (t >= 0 && t < n) ++count[t];
@@ -40,18 +43,24 @@ int32_t Sampler::sample(std::span<float> logits) {
     }
     if (p_.temperature <= 0.0f) return argmax(logits);
 
-    // Candidates sorted by logit, then cut by top-k, top-p and min-p.
+    // Candidates sorted by logit, then cut by top-k (here), top-p and min-p (sample_candidates).
     std::vector<int32_t> idx(n);
     std::iota(idx.begin(), idx.end(), 0);
     const size_t k = p_.top_k > 0 ? std::min<size_t>(p_.top_k, idx.size()) : idx.size();
     std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
                       [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
     idx.resize(k);
+    std::vector<float> vals(k);
+    for (size_t i = 0; i < k; ++i) vals[i] = logits[idx[i]];
+    return sample_candidates(idx, vals);
+}
 
+int32_t Sampler::sample_candidates(std::span<const int32_t> idx, std::span<const float> logits) {
+    if (idx.empty() || idx.size() != logits.size()) throw std::invalid_argument("sample_candidates: no candidates");
     std::vector<double> prob(idx.size());
-    const double mx = logits[idx[0]];
+    const double mx = logits[0];
     double sum = 0;
-    for (size_t i = 0; i < idx.size(); ++i) sum += prob[i] = std::exp(double(logits[idx[i]]) - mx);
+    for (size_t i = 0; i < idx.size(); ++i) sum += prob[i] = std::exp(double(logits[i]) - mx);
     for (double& p : prob) p /= sum;
 
     size_t keep = idx.size();
@@ -73,7 +82,7 @@ int32_t Sampler::sample(std::span<float> logits) {
 
     // Temperature applies to the survivors' logits.
     std::vector<double> w(keep);
-    for (size_t i = 0; i < keep; ++i) w[i] = std::exp((double(logits[idx[i]]) - mx) / p_.temperature);
+    for (size_t i = 0; i < keep; ++i) w[i] = std::exp((double(logits[i]) - mx) / p_.temperature);
     std::discrete_distribution<size_t> dist(w.begin(), w.end());
     return idx[dist(rng_)];
 }

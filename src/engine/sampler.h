@@ -26,16 +26,22 @@ public:
     explicit Sampler(const SamplerParams& p);
     // `logits` may be modified (penalties). Returns the chosen token id.
     int32_t sample(std::span<float> logits);
+    // When the choice depends only on the top_k largest logits (temperature sampling with top-k and no
+    // penalties): that k, so the backend can select the candidates and only they come back to the host; else 0.
+    int candidates_needed() const;
+    // sample() from the candidates alone: ids and their logits, ordered by logit (descending, then id ascending).
+    int32_t sample_candidates(std::span<const int32_t> ids, std::span<const float> logits);
     // Records a token of the context (prompt or generated) for the penalties.
     void accept(int32_t token);
     void reset();
     // Plain argmax with no penalties: the choice depends on nothing but the largest logit.
-    bool greedy() const {
-        return p_.temperature <= 0.0f && p_.repeat_penalty == 1.0f && p_.presence_penalty == 0.0f &&
-               p_.frequency_penalty == 0.0f;
-    }
+    bool greedy() const { return p_.temperature <= 0.0f && !penalties(); }
 
 private:
+    bool penalties() const {
+        return p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+    }
+
     SamplerParams p_;
     std::mt19937_64 rng_;
     std::deque<int32_t> recent_;

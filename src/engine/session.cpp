@@ -45,37 +45,42 @@ size_t Session::keep_prefix(std::span<const int32_t> ids) {
     return keep;
 }
 
-int32_t Session::eval(std::span<const int32_t> ids, bool greedy) {
+int32_t Session::eval(std::span<const int32_t> ids, Pick pick, int k) {
     const auto pos0 = static_cast<int64_t>(tokens_.size());
     int32_t next = -1;
     logits_.clear();
-    if (greedy)
-        next = family_->forward_argmax(ids, pos0);
-    else
-        family_->forward(ids, pos0, false, logits_);
+    switch (pick) {
+    case Pick::argmax: next = family_->forward_argmax(ids, pos0); break;
+    case Pick::top_k: family_->forward_top_k(ids, pos0, k, top_ids_, top_logits_); break;
+    case Pick::logits: family_->forward(ids, pos0, false, logits_); break;
+    }
     tokens_.insert(tokens_.end(), ids.begin(), ids.end());
     return next;
 }
 
 std::span<float> Session::set_context(std::span<const int32_t> ids) {
-    eval(ids.subspan(keep_prefix(ids)), false);
+    eval(ids.subspan(keep_prefix(ids)), Pick::logits);
     return logits_;
 }
 
 std::span<float> Session::push(int32_t id) {
     if (static_cast<int64_t>(tokens_.size()) >= n_ctx()) throw std::length_error("the context is full");
     const int32_t one[1] = {id};
-    eval(one, false);
+    eval(one, Pick::logits);
     return logits_;
 }
 
 GenerateResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& opts, Sampler& sampler,
                                  const std::function<bool(int32_t, const std::string&)>& on_text) {
     GenerateResult r;
-    // Plain greedy decoding takes the argmax on the backend, so only the token id comes back to the host.
-    const bool greedy = sampler.greedy();
+    // What comes back from the backend per token: the argmax alone for plain greedy decoding, the top-k candidates
+    // when the sampler needs no more, else the whole row of logits.
+    const int k = std::min(sampler.candidates_needed(), n_vocab());
+    const Pick pick = sampler.greedy()                             ? Pick::argmax
+                      : k > 0 && k <= backend::Backend::kMaxTopK ? Pick::top_k
+                                                                  : Pick::logits;
     auto t0 = std::chrono::steady_clock::now();
-    int32_t next = eval(prompt.subspan(keep_prefix(prompt)), greedy);
+    int32_t next = eval(prompt.subspan(keep_prefix(prompt)), pick, k);
     r.prompt_seconds = seconds_since(t0);
     r.prompt_tokens = static_cast<int>(prompt.size() - reused_);
 
@@ -88,7 +93,9 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
             r.stop = GenerateResult::Stop::MaxTokens;
             break;
         }
-        const int32_t t = greedy ? next : sampler.sample(logits_);
+        const int32_t t = pick == Pick::argmax  ? next
+                          : pick == Pick::top_k ? sampler.sample_candidates(top_ids_, top_logits_)
+                                                : sampler.sample(logits_);
         if (tok_.is_eog(t)) {
             r.stop = GenerateResult::Stop::EndOfGeneration;
             break;
@@ -104,7 +111,7 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
             break;
         }
         const int32_t one[1] = {t};
-        next = eval(one, greedy);
+        next = eval(one, pick, k);
     }
     if (const std::string rest = decoder.flush(); !rest.empty()) on_text(-1, rest);
     r.generate_seconds = seconds_since(t0);

@@ -57,14 +57,18 @@ public:
 private:
     // Checks the prompt, keeps the part of the state it shares with `tokens()` and returns that part's length.
     size_t keep_prefix(std::span<const int32_t> ids);
-    // Runs ids after `tokens()`. Greedy: returns the argmax of the last logits, taken on the backend; otherwise
-    // the logits are left in logits_ and -1 is returned.
-    int32_t eval(std::span<const int32_t> ids, bool greedy);
+    // What eval() brings back of the last logits: all of them (logits_), their argmax (returned), or their k
+    // largest (top_ids_, top_logits_).
+    enum class Pick { logits, argmax, top_k };
+    // Runs ids after `tokens()`; returns the argmax with Pick::argmax, else -1.
+    int32_t eval(std::span<const int32_t> ids, Pick pick, int k = 0);
 
     tokenizer::Tokenizer tok_;
     std::unique_ptr<Family> family_;
     std::vector<int32_t> tokens_;
     std::vector<float> logits_;
+    std::vector<int32_t> top_ids_;
+    std::vector<float> top_logits_;
     size_t reused_ = 0;  // tokens the last set_context kept from before
 };
 

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <vector>
 
+#include "backend/backend.h"
 #include "engine/sampler.h"
 
 using zinc::engine::Sampler;
@@ -81,4 +84,42 @@ TEST(Sampler, FrequencyAndPresencePenalties) {
     s.sample(l);
     EXPECT_FLOAT_EQ(l[0], 3.0f - 2.0f - 0.5f);
     EXPECT_FLOAT_EQ(l[1], 1.0f);
+}
+
+// Sampling from the backend's top-k candidates draws exactly what sampling from the whole row draws.
+TEST(Sampler, CandidatesFromTheBackendDrawTheSameTokens) {
+    SamplerParams p;
+    p.temperature = 0.9f;
+    p.top_k = 40;
+    p.top_p = 0.9f;
+    p.min_p = 0.02f;
+    p.seed = 7;
+    Sampler whole(p), cands(p);
+    ASSERT_EQ(cands.candidates_needed(), 40);
+    auto be = zinc::backend::make_cpu_backend(1);
+    zinc::backend::Act row = be->alloc(2, 1000);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.0f, 3.0f);
+    for (int step = 0; step < 200; ++step) {
+        std::vector<float> l(2000);
+        for (auto& v : l) v = std::round(nd(rng) * 4.0f) / 4.0f;  // many exact ties
+        be->upload(row, l);
+        std::vector<int32_t> ids(40);
+        std::vector<float> vals(40);
+        be->top_k_last_row(row, 40, ids, vals);
+        std::vector<float> last(l.begin() + 1000, l.end());
+        ASSERT_EQ(cands.sample_candidates(ids, vals), whole.sample(last)) << "step " << step;
+    }
+}
+
+TEST(Sampler, CandidatesNeededOnlyWithoutPenalties) {
+    SamplerParams p;
+    EXPECT_EQ(Sampler(p).candidates_needed(), 0);  // greedy
+    p.temperature = 0.7f;
+    p.top_k = 0;
+    EXPECT_EQ(Sampler(p).candidates_needed(), 0);  // the whole row matters
+    p.top_k = 20;
+    EXPECT_EQ(Sampler(p).candidates_needed(), 20);
+    p.repeat_penalty = 1.1f;
+    EXPECT_EQ(Sampler(p).candidates_needed(), 0);  // penalties change logits outside the top k
 }

@@ -171,6 +171,20 @@ public:
     void scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }
     void softcap(Act& x, float cap) override { cpu::softcap(pool_, x, cap); }
 
+    void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override {
+        if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) || values.size() != size_t(k))
+            throw std::invalid_argument("top_k_last_row: bad k or shape");
+        const float* r = x.data + (x.rows - 1) * x.cols;
+        std::vector<int32_t> idx(static_cast<size_t>(x.cols));
+        for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(i);
+        std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                          [&](int32_t a, int32_t b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
+        for (int i = 0; i < k; ++i) {
+            ids[i] = idx[i];
+            values[i] = r[idx[i]];
+        }
+    }
+
     void argmax_rows(const Act& x, std::span<int32_t> out) override {
         if (static_cast<int64_t>(out.size()) != x.rows) throw std::invalid_argument("argmax_rows: shape mismatch");
         for (int64_t t = 0; t < x.rows; ++t) {

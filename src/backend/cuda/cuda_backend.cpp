@@ -243,6 +243,23 @@ void CudaBackend::argmax_rows(const Act& x, std::span<int32_t> out) {
     ZINC_CUDA_CHECK(cuda_stream_synchronize(), "argmax_rows (or a kernel queued before it)", "");
 }
 
+void CudaBackend::top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) {
+    if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) || values.size() != size_t(k))
+        throw std::invalid_argument("top_k_last_row: bad k or shape");
+    const float* row = x.data + (x.rows - 1) * x.cols;
+    void* work = scratch("top-k candidates", cuda::topk_scratch_bytes(x.cols, k), "top_k_last_row");
+    auto* out = static_cast<uint8_t*>(scratch("top-k result", size_t(k) * 8, "top_k_last_row"));
+    auto* d_ids = reinterpret_cast<int32_t*>(out);
+    auto* d_values = reinterpret_cast<float*>(out + size_t(k) * 4);
+    ZINC_CUDA_CHECK(cuda::top_k(row, x.cols, k, work, d_ids, d_values, stream_), "top_k_last_row", "");
+    ZINC_CUDA_CHECK(cudaMemcpyAsync(ids.data(), d_ids, ids.size_bytes(), cudaMemcpyDeviceToHost, stream_),
+                    "top_k_last_row", "");
+    ZINC_CUDA_CHECK(cudaMemcpyAsync(values.data(), d_values, values.size_bytes(), cudaMemcpyDeviceToHost, stream_),
+                    "top_k_last_row", "");
+    // The one wait of a sampled decoding step.
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "top_k_last_row (or a kernel queued before it)", "");
+}
+
 void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what) {
     void* p = nullptr;
     if (cudaError_t e = cudaMalloc(&p, std::max<size_t>(bytes, 1)); e != cudaSuccess) {

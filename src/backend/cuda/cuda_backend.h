@@ -55,6 +55,7 @@ public:
     void swiglu(const Act& gate, const Act& up, Act& out) override;
     void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
     void argmax_rows(const Act& x, std::span<int32_t> out) override;
+    void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override;
 
     // attention_ops.cpp
     void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override;

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <cfloat>
+#include <cmath>
 #include <cstdint>
 
 #include "backend/cuda/sampling_kernels.h"
@@ -49,7 +50,86 @@ __global__ void argmax_rows_kernel(const float* x, int64_t cols, int32_t* out) {
     }
 }
 
+// ---- top-k: chunks of kChunk candidates are sorted in shared memory and keep their k best; rounds repeat on the
+// survivors until one chunk holds them all.
+constexpr int kChunk = 4096;
+constexpr int kSortThreads = 1024;
+
+// a before b in the sampler's order: larger value first, then smaller index.
+__device__ __forceinline__ bool before(float va, int32_t ia, float vb, int32_t ib) {
+    return va > vb || (va == vb && ia < ib);
+}
+
+// Sorts chunk blockIdx.x of (values, ids) — ids null: the index in x — and writes its first k to out (k per chunk).
+__global__ void chunk_top_k_kernel(const float* values, const int32_t* ids, int64_t n, int k, float* out_values,
+                                   int32_t* out_ids) {
+    __shared__ float v[kChunk];
+    __shared__ int32_t id[kChunk];
+    const int64_t base = int64_t(blockIdx.x) * kChunk;
+    for (int i = threadIdx.x; i < kChunk; i += blockDim.x) {
+        const int64_t j = base + i;
+        // Padding sorts after every real value: -inf with the largest index.
+        v[i] = j < n ? values[j] : -INFINITY;
+        id[i] = j < n ? (ids ? ids[j] : int32_t(j)) : INT32_MAX;
+    }
+    __syncthreads();
+    // Bitonic sort into the sampler's order.
+    for (int size = 2; size <= kChunk; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int i = threadIdx.x; i < kChunk; i += blockDim.x) {
+                const int partner = i ^ stride;
+                if (partner <= i) continue;
+                const bool ascending_block = (i & size) == 0;  // blocks alternate direction until the last merge
+                const bool swap = ascending_block ? before(v[partner], id[partner], v[i], id[i])
+                                                  : before(v[i], id[i], v[partner], id[partner]);
+                if (swap) {
+                    const float tv = v[i];
+                    v[i] = v[partner];
+                    v[partner] = tv;
+                    const int32_t ti = id[i];
+                    id[i] = id[partner];
+                    id[partner] = ti;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    for (int i = threadIdx.x; i < k; i += blockDim.x) {
+        out_values[int64_t(blockIdx.x) * k + i] = v[i];
+        out_ids[int64_t(blockIdx.x) * k + i] = id[i];
+    }
+}
+
+int64_t chunks_of(int64_t n) { return (n + kChunk - 1) / kChunk; }
+
 }  // namespace
+
+size_t topk_scratch_bytes(int64_t n, int k) {
+    // Two ping-pong candidate buffers, the larger for the first round.
+    return size_t(chunks_of(n) * k + chunks_of(chunks_of(n) * k) * k) * (sizeof(float) + sizeof(int32_t));
+}
+
+cudaError_t top_k(const float* x, int64_t n, int k, void* scratch, int32_t* ids, float* values, cudaStream_t s) {
+    if (n <= 0 || k <= 0 || k > 128 || k > n) return cudaErrorInvalidValue;
+    const int64_t first = chunks_of(n) * k;
+    float* bv[2] = {static_cast<float*>(scratch), nullptr};
+    int32_t* bi[2] = {reinterpret_cast<int32_t*>(bv[0] + first), nullptr};
+    bv[1] = reinterpret_cast<float*>(bi[0] + first);
+    bi[1] = reinterpret_cast<int32_t*>(bv[1] + chunks_of(first) * k);
+    const float* cur_v = x;
+    const int32_t* cur_i = nullptr;
+    int64_t m = n;
+    for (int round = 0;; ++round) {
+        const int64_t chunks = chunks_of(m);
+        float* ov = chunks == 1 ? values : bv[round % 2];
+        int32_t* oi = chunks == 1 ? ids : bi[round % 2];
+        chunk_top_k_kernel<<<unsigned(chunks), kSortThreads, 0, s>>>(cur_v, cur_i, m, k, ov, oi);
+        if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || chunks == 1) return e;
+        cur_v = ov;
+        cur_i = oi;
+        m = chunks * k;
+    }
+}
 
 cudaError_t argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out, cudaStream_t s) {
     if (rows <= 0) return cudaGetLastError();
