@@ -9,9 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -598,41 +596,6 @@ TEST(CudaDeltaNet, LongPromptRunsInSegments) {
     // 1e-5: as PrefillChunkedThenDecode; the decays keep older rounding from accumulating.
     EXPECT_LE(max_err(got, want), 1e-5);
     EXPECT_LE(max_err(be.get(*be.gpu, sg), be.get(*be.cpu, sc)), 1e-5);
-}
-
-TEST(CudaDeltaNet, Timing) {
-    ZINC_REQUIRE_GPU();
-    Backends be;
-    const DeltaNetParams p = dn_params(16, 32, 128, 128, true);
-    Act S = be.gpu->alloc(p.n_v, int64_t(p.d_k) * p.d_v);
-    be.gpu->upload(S, random_state(p));
-    for (int64_t T : {1, 512}) {
-        const DnInputs in = dn_inputs(p, T);
-        const int64_t kw = int64_t(p.n_k) * p.d_k, vw = int64_t(p.n_v) * p.d_v;
-        auto [qc, q] = be.act(in.q, T, kw);
-        auto [kc, k] = be.act(in.k, T, kw);
-        auto [vc, v] = be.act(in.v, T, vw);
-        auto [gc, g] = be.act(in.g, T, p.n_v);
-        auto [bc, b] = be.act(in.beta, T, p.n_v);
-        Act o = be.gpu->alloc(T, vw);
-        for (int chunk : {0, 64}) {
-            const auto call = [&] {
-                if (chunk > 0)
-                    be.gpu->delta_net_chunked(q, k, v, g, b, S, p, chunk, o);
-                else
-                    be.gpu->delta_net(q, k, v, g, b, S, p, o);
-            };
-            call();
-            be.gpu->synchronize();
-            const int reps = T == 1 ? 200 : 20;
-            const auto t0 = std::chrono::steady_clock::now();
-            for (int i = 0; i < reps; ++i) call();
-            be.gpu->synchronize();
-            const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-            std::printf("  delta_net%s T %4lld: %8.1f us per call\n", chunk > 0 ? "_chunked" : "", (long long)T,
-                        us / reps);
-        }
-    }
 }
 
 TEST(CudaDeltaNet, BadShapesThrow) {

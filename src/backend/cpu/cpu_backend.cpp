@@ -172,7 +172,8 @@ public:
     void softcap(Act& x, float cap) override { cpu::softcap(pool_, x, cap); }
 
     void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override {
-        if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) || values.size() != size_t(k))
+        if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) ||
+            values.size() != size_t(k))
             throw std::invalid_argument("top_k_last_row: bad k or shape");
         const float* r = x.data + (x.rows - 1) * x.cols;
         std::vector<int32_t> idx(static_cast<size_t>(x.cols));
