@@ -53,20 +53,29 @@ __global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1
     }
 }
 
+// One warp per output row o of the weights; blockIdx.y is the activation row p. With ids (MoE experts) row p reads
+// expert ids[p], whose matrix starts expert_bytes * ids[p] into w, and activation row p / x_div (x_div = slots per
+// token when every slot of a token reads the same input row); without, p reads w itself and activation row p.
+__device__ __forceinline__ const uint8_t* weight_row(const uint8_t* w, size_t row_bytes, size_t expert_bytes,
+                                                     const int32_t* ids, int64_t p, int64_t o) {
+    return w + (ids ? size_t(ids[p]) * expert_bytes : 0) + o * row_bytes;
+}
+
 template <int T>
-__global__ void matvec_q_kernel(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols,
-                                const BlockQ8_1f* xq, float* out, int64_t out_stride) {
+__global__ void matvec_q_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
+                                int64_t n_out, int64_t cols, const BlockQ8_1f* xq, int x_div, float* out,
+                                int64_t out_stride) {
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
-    const int64_t t = blockIdx.y;
+    const int64_t p = blockIdx.y;
     const int lane = threadIdx.x % 32;
     if (o >= n_out) return;
-    const uint8_t* row = w + o * row_bytes;
+    const uint8_t* row = weight_row(w, row_bytes, expert_bytes, ids, p, o);
     const int64_t n_chunks = cols / 32;
-    const BlockQ8_1f* y = xq + t * n_chunks;
+    const BlockQ8_1f* y = xq + (p / x_div) * n_chunks;
     float sum = 0.0f;
     for (int64_t c = lane; c < n_chunks; c += 32) sum += chunk_dot<T>(row, c, y[c]);
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (lane == 0) out[t * out_stride + o] = sum;
+    if (lane == 0) out[p * out_stride + o] = sum;
 }
 
 // Value i of a row of F32, F16 or BF16 weights.
@@ -81,52 +90,62 @@ __device__ __forceinline__ float float_weight(const uint8_t* row, int64_t i) {
 }
 
 template <int T>
-__global__ void matvec_f_kernel(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
-                                float* out, int64_t out_stride) {
-    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
-    const int64_t t = blockIdx.y;
-    const int lane = threadIdx.x % 32;
-    if (o >= n_out) return;
-    const uint8_t* row = w + o * row_bytes;
-    const float* xr = x + t * cols;
-    float sum = 0.0f;
-    for (int64_t i = lane; i < cols; i += 32) sum += float_weight<T>(row, i) * xr[i];
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (lane == 0) out[t * out_stride + o] = sum;
-}
-
-// Expert matvecs: blockIdx.y is the (token, slot) pair; its expert's matrix starts expert_bytes * e into w.
-template <int T>
-__global__ void matvec_q_ids_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, int64_t n_out,
-                                    int64_t cols, const BlockQ8_1f* xq, int x_div, const int32_t* ids, float* out,
-                                    int64_t out_stride) {
+__global__ void matvec_f_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
+                                int64_t n_out, int64_t cols, const float* x, int x_div, float* out,
+                                int64_t out_stride) {
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
     const int64_t p = blockIdx.y;
     const int lane = threadIdx.x % 32;
     if (o >= n_out) return;
-    const uint8_t* row = w + size_t(ids[p]) * expert_bytes + o * row_bytes;
-    const int64_t n_chunks = cols / 32;
-    const BlockQ8_1f* y = xq + (p / x_div) * n_chunks;
-    float sum = 0.0f;
-    for (int64_t c = lane; c < n_chunks; c += 32) sum += chunk_dot<T>(row, c, y[c]);
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (lane == 0) out[p * out_stride + o] = sum;
-}
-
-template <int T>
-__global__ void matvec_f_ids_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, int64_t n_out,
-                                    int64_t cols, const float* x, int x_div, const int32_t* ids, float* out,
-                                    int64_t out_stride) {
-    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
-    const int64_t p = blockIdx.y;
-    const int lane = threadIdx.x % 32;
-    if (o >= n_out) return;
-    const uint8_t* row = w + size_t(ids[p]) * expert_bytes + o * row_bytes;
+    const uint8_t* row = weight_row(w, row_bytes, expert_bytes, ids, p, o);
     const float* xr = x + (p / x_div) * cols;
     float sum = 0.0f;
     for (int64_t i = lane; i < cols; i += 32) sum += float_weight<T>(row, i) * xr[i];
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
     if (lane == 0) out[p * out_stride + o] = sum;
+}
+
+// The launch shared by the plain and the expert matvecs: n_rows activation rows (grid y, at most 65535).
+cudaError_t launch_q(int type, const void* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
+                     int64_t n_out, int64_t cols, const BlockQ8_1f* xq, int x_div, int64_t n_rows, float* out,
+                     int64_t out_stride, cudaStream_t s) {
+    if (n_out <= 0 || n_rows <= 0) return cudaGetLastError();
+    if (n_rows > 65535 || x_div <= 0) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_rows));
+    const auto* wb = static_cast<const uint8_t*>(w);
+#define ZINC_CASE(T)                                                                                        \
+    case T:                                                                                                 \
+        matvec_q_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, ids, n_out, cols, xq, \
+                                                               x_div, out, out_stride);                    \
+        break;
+    switch (type) {
+        ZINC_DP4A_TYPES(ZINC_CASE)
+    default: return cudaErrorInvalidValue;
+    }
+#undef ZINC_CASE
+    return cudaGetLastError();
+}
+
+cudaError_t launch_f(int type, const void* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
+                     int64_t n_out, int64_t cols, const float* x, int x_div, int64_t n_rows, float* out,
+                     int64_t out_stride, cudaStream_t s) {
+    if (n_out <= 0 || n_rows <= 0) return cudaGetLastError();
+    if (n_rows > 65535 || x_div <= 0) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_rows));
+    const auto* wb = static_cast<const uint8_t*>(w);
+#define ZINC_CASE(T)                                                                                        \
+    case T:                                                                                                 \
+        matvec_f_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, ids, n_out, cols, x, \
+                                                               x_div, out, out_stride);                    \
+        break;
+    switch (type) {
+        ZINC_CASE(kF32)
+        ZINC_CASE(kF16)
+        ZINC_CASE(kBF16)
+    default: return cudaErrorInvalidValue;
+    }
+#undef ZINC_CASE
+    return cudaGetLastError();
 }
 
 }  // namespace
@@ -142,81 +161,24 @@ cudaError_t quantize_q8_1(const float* x, int64_t rows, int64_t cols, BlockQ8_1f
 
 cudaError_t matvec_q(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
                      int64_t n_act, float* out, int64_t out_stride, cudaStream_t s) {
-    if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
-    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_act));
-    const auto* wb = static_cast<const uint8_t*>(w);
-#define ZINC_CASE(T)                                                                                  \
-    case T:                                                                                           \
-        matvec_q_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, xq, out, \
-                                                               out_stride);                         \
-        break;
-    switch (type) {
-        ZINC_DP4A_TYPES(ZINC_CASE)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_CASE
-    return cudaGetLastError();
+    return launch_q(type, w, row_bytes, 0, nullptr, n_out, cols, xq, 1, n_act, out, out_stride, s);
 }
 
 cudaError_t matvec_f(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
                      int64_t n_act, float* out, int64_t out_stride, cudaStream_t s) {
-    if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
-    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_act));
-    const auto* wb = static_cast<const uint8_t*>(w);
-#define ZINC_CASE(T)                                                                                        \
-    case T:                                                                                                 \
-        matvec_f_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, n_out, cols, x, out, out_stride); \
-        break;
-    switch (type) {
-        ZINC_CASE(kF32)
-        ZINC_CASE(kF16)
-        ZINC_CASE(kBF16)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_CASE
-    return cudaGetLastError();
+    return launch_f(type, w, row_bytes, 0, nullptr, n_out, cols, x, 1, n_act, out, out_stride, s);
 }
 
 cudaError_t matvec_q_ids(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
                          const BlockQ8_1f* xq, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
                          int64_t out_stride, cudaStream_t s) {
-    if (n_out <= 0 || n_pairs <= 0) return cudaGetLastError();
-    if (n_pairs > 65535 || x_div <= 0) return cudaErrorInvalidValue;
-    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_pairs));
-    const auto* wb = static_cast<const uint8_t*>(w);
-#define ZINC_IDS_CASE(T)                                                                                    \
-    case T:                                                                                                 \
-        matvec_q_ids_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, xq, \
-                                                                   x_div, ids, out, out_stride);           \
-        break;
-    switch (type) {
-        ZINC_DP4A_TYPES(ZINC_IDS_CASE)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_IDS_CASE
-    return cudaGetLastError();
+    return launch_q(type, w, row_bytes, expert_bytes, ids, n_out, cols, xq, x_div, n_pairs, out, out_stride, s);
 }
 
 cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
                          const float* x, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
                          int64_t out_stride, cudaStream_t s) {
-    if (n_out <= 0 || n_pairs <= 0) return cudaGetLastError();
-    if (n_pairs > 65535 || x_div <= 0) return cudaErrorInvalidValue;
-    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_pairs));
-    const auto* wb = static_cast<const uint8_t*>(w);
-#define ZINC_CASE(T)                                                                                        \
-    case T:                                                                                                 \
-        matvec_f_ids_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, x, \
-                                                                   x_div, ids, out, out_stride);           \
-        break;
-    switch (type) {
-        ZINC_CASE(kF32)
-        ZINC_CASE(kF16)
-        ZINC_CASE(kBF16)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_CASE
-    return cudaGetLastError();
+    return launch_f(type, w, row_bytes, expert_bytes, ids, n_out, cols, x, x_div, n_pairs, out, out_stride, s);
 }
 
 }  // namespace zinc::backend::cuda
