@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -63,6 +64,36 @@ std::vector<size_t> clear_positions(const std::string& ref_npy, float margin) {
         if (r[0] - r[1] >= margin) out.push_back(i);
     }
     return out;
+}
+
+std::string fixture_gguf(const std::string& fam, const std::string& type) {
+    return std::string(ZINC_FIXTURES_DIR) + "/" + fam + "/" + fam + "-" + type + ".gguf";
+}
+
+void expect_f32_matches_transformers(const std::string& fam, size_t batch, bool cuda) {
+    const std::string dir = std::string(ZINC_FIXTURES_DIR) + "/" + fam + "/";
+    const FixtureMeta fx = load_fixture_meta(dir + "meta.json");
+    if (batch == 0) batch = fx.prompt.size();
+    const auto s =
+        compare_to_npy(run_logits(fixture_gguf(fam, "f32"), fx.prompt, batch, cuda), dir + "logits_hf_f32.npy");
+    std::printf("%s%s f32 batch %zu vs transformers: %s\n", cuda ? "cuda " : "", fam.c_str(), batch,
+                s.summary().c_str());
+    EXPECT_LE(s.rel_l2, 1e-4) << "batch " << batch << ": " << s.summary();
+    EXPECT_LE(s.max_rel_l2, 1e-4) << "batch " << batch << ": " << s.summary();
+    EXPECT_TRUE(s.all_argmax_agree()) << "batch " << batch << ": " << s.summary();
+}
+
+void expect_agrees_with_llama_cpp(const std::string& fam, const std::string& type, double max_rel_l2, float lead,
+                                  double min_clear_fraction) {
+    const std::string dir = std::string(ZINC_FIXTURES_DIR) + "/" + fam + "/";
+    const FixtureMeta fx = load_fixture_meta(dir + "meta.json");
+    const std::string ref = dir + "logits_llama_" + type + ".npy";
+    const auto s = compare_to_npy(run_logits(fixture_gguf(fam, type), fx.prompt, fx.prompt.size()), ref);
+    std::printf("%s %s vs llama.cpp: %s\n", fam.c_str(), type.c_str(), s.summary().c_str());
+    EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
+    const auto clear = clear_positions(ref, lead);
+    EXPECT_GE(clear.size(), static_cast<size_t>(double(fx.prompt.size()) * min_clear_fraction));
+    for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
 }
 
 }  // namespace zinc::test

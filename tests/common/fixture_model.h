@@ -28,4 +28,18 @@ LogitsStats compare_to_npy(const std::vector<float>& ours, const std::string& re
 // Positions where the reference's top-1 leads its runner-up by at least `margin`.
 std::vector<size_t> clear_positions(const std::string& ref_npy, float margin);
 
+// tests/fixtures/<fam>/<fam>-<type>.gguf
+std::string fixture_gguf(const std::string& fam, const std::string& type);
+
+// The F32 file of `fam`, fed `batch` tokens per forward pass (0: the whole prompt at once), against transformers'
+// float32 logits: f32 throughout, so rel L2 overall and at the worst position within 1e-4 and the same top token
+// everywhere.
+void expect_f32_matches_transformers(const std::string& fam, size_t batch = 0, bool cuda = false);
+
+// The `type` file of `fam` (whole prompt, CPU) against llama.cpp's logits for it: rel L2 within max_rel_l2, and the
+// same top token wherever llama.cpp's leads by `lead` or more, which must hold for at least min_clear_fraction of
+// the positions (the check has to cover them).
+void expect_agrees_with_llama_cpp(const std::string& fam, const std::string& type, double max_rel_l2, float lead,
+                                  double min_clear_fraction);
+
 }  // namespace zinc::test

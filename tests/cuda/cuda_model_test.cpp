@@ -25,10 +25,6 @@ const std::string kDir = ZINC_FIXTURES_DIR "/";
 
 const std::vector<std::string> kFamilies = {"qwen3", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "gpt-oss"};
 
-std::string file(const std::string& fam, const std::string& type) {
-    return kDir + fam + "/" + fam + "-" + type + ".gguf";
-}
-
 std::string param_name(const ::testing::TestParamInfo<std::string>& i) {
     std::string s = i.param;
     for (auto& c : s)
@@ -41,16 +37,7 @@ class CudaModel : public ::testing::TestWithParam<std::string> {};
 // F32 weights, f32 activations everywhere: transformers' float32 forward up to summation order, as on the CPU.
 TEST_P(CudaModel, F32MatchesTransformers) {
     ZINC_REQUIRE_GPU();
-    const std::string fam = GetParam();
-    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    for (size_t batch : {fx.prompt.size(), size_t(1), size_t(7)}) {
-        const auto s = compare_to_npy(run_logits(file(fam, "f32"), fx.prompt, batch, true),
-                                      kDir + fam + "/logits_hf_f32.npy");
-        std::printf("cuda %s f32 batch %zu vs transformers: %s\n", fam.c_str(), batch, s.summary().c_str());
-        EXPECT_LE(s.rel_l2, 1e-4) << "batch " << batch << ": " << s.summary();
-        EXPECT_LE(s.max_rel_l2, 1e-4) << "batch " << batch << ": " << s.summary();
-        EXPECT_TRUE(s.all_argmax_agree()) << "batch " << batch << ": " << s.summary();
-    }
+    for (size_t batch : {size_t(0), size_t(1), size_t(7)}) expect_f32_matches_transformers(GetParam(), batch, true);
 }
 
 TEST_P(CudaModel, GreedyContinuationMatchesCpuAndTransformers) {
@@ -58,8 +45,8 @@ TEST_P(CudaModel, GreedyContinuationMatchesCpuAndTransformers) {
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const size_t n = fx.continuation.size();
-    const auto gpu = greedy_continuation(file(fam, "f32"), fx.prompt, n, true);
-    EXPECT_EQ(gpu, greedy_continuation(file(fam, "f32"), fx.prompt, n, false));
+    const auto gpu = greedy_continuation(fixture_gguf(fam, "f32"), fx.prompt, n, true);
+    EXPECT_EQ(gpu, greedy_continuation(fixture_gguf(fam, "f32"), fx.prompt, n, false));
     EXPECT_EQ(gpu, fx.continuation);
 }
 
@@ -69,7 +56,7 @@ TEST_P(CudaModel, SampledGenerationMatchesCpu) {
     ZINC_REQUIRE_GPU();
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const zinc::gguf::Model model(file(fam, "f32"));
+    const zinc::gguf::Model model(fixture_gguf(fam, "f32"));
     zinc::engine::SamplerParams sp;
     sp.temperature = 0.8f;
     sp.top_k = 40;
@@ -96,7 +83,7 @@ TEST_P(CudaModel, DecodeStepWaitsOnce) {
     ZINC_REQUIRE_GPU();
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const zinc::gguf::Model model(file(fam, "q8_0"));
+    const zinc::gguf::Model model(fixture_gguf(fam, "q8_0"));
     auto be = zinc::backend::make_cuda_backend(0);
     auto f = zinc::engine::make_family(model, *be, 128);
     int32_t next = f->forward_argmax(fx.prompt, 0);
@@ -122,10 +109,10 @@ TEST_P(CudaModel, DecodeStepWaitsOnce) {
 // each kernel meets the rounding bound of its own activation quantization.
 void check_against_cpu(const std::string& fam, const std::string& type, double max_rel_l2) {
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const auto cpu = run_logits(file(fam, type), fx.prompt, fx.prompt.size(), false);
+    const auto cpu = run_logits(fixture_gguf(fam, type), fx.prompt, fx.prompt.size(), false);
     const size_t n_vocab = cpu.size() / fx.prompt.size();
     for (size_t batch : {fx.prompt.size(), size_t(1)}) {
-        const auto s = compare_logits(run_logits(file(fam, type), fx.prompt, batch, true), cpu, n_vocab);
+        const auto s = compare_logits(run_logits(fixture_gguf(fam, type), fx.prompt, batch, true), cpu, n_vocab);
         std::printf("cuda %s %s batch %zu vs cpu: %s\n", fam.c_str(), type.c_str(), batch, s.summary().c_str());
         EXPECT_LE(s.rel_l2, max_rel_l2) << "batch " << batch << ": " << s.summary();
         EXPECT_GE(s.argmax_agree, fx.prompt.size() * 2 / 3) << "batch " << batch << ": " << s.summary();

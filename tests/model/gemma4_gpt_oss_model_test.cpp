@@ -25,23 +25,10 @@ using namespace zinc::test;
 
 const std::string kDir = ZINC_FIXTURES_DIR "/";
 
-std::string gguf_path(const std::string& family, const std::string& type) {
-    return kDir + family + "/" + family + "-" + type + ".gguf";
-}
-
 class Gemma4GptOssModel : public ::testing::TestWithParam<std::string> {};
 
 // F32 weights, f32 activations: transformers' float32 forward up to summation order.
-TEST_P(Gemma4GptOssModel, F32MatchesTransformers) {
-    const std::string fam = GetParam();
-    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const auto s = compare_to_npy(run_logits(gguf_path(fam, "f32"), fx.prompt, fx.prompt.size()),
-                           kDir + fam + "/logits_hf_f32.npy");
-    std::printf("%s f32 vs transformers: %s\n", fam.c_str(), s.summary().c_str());
-    EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
-    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
-    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
-}
+TEST_P(Gemma4GptOssModel, F32MatchesTransformers) { expect_f32_matches_transformers(GetParam()); }
 
 // The bounds of the two tests below, per family: rel L2 against llama.cpp's logits for the same file, and the
 // top-1 lead (in llama.cpp's logits) from which the top token must agree. llama.cpp deviates from transformers in
@@ -65,35 +52,25 @@ LlamaCppBounds llama_cpp_bounds(const std::string& fam) {
     return {3e-2, 0.25f, 8e-2, 2.0f};  // gpt-oss
 }
 
-void check_against_llama_cpp(const std::string& fam, const std::string& type, double max_rel_l2, float lead) {
-    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const std::string ref = kDir + fam + "/logits_llama_" + type + ".npy";
-    const auto s = compare_to_npy(run_logits(gguf_path(fam, type), fx.prompt, fx.prompt.size()), ref);
-    std::printf("%s %s vs llama.cpp: %s\n", fam.c_str(), type.c_str(), s.summary().c_str());
-    EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
-    const auto clear = clear_positions(ref, lead);
-    EXPECT_GE(clear.size(), fx.prompt.size() / 3);  // the check must cover a good part of the positions
-    for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
-}
 
 // BF16 weights against llama.cpp on the same file: the weight rounding, which moves these models' logits by 1-12%
 // against transformers' f32 run, cancels.
 TEST_P(Gemma4GptOssModel, Bf16AgreesWithLlamaCpp) {
     const LlamaCppBounds b = llama_cpp_bounds(GetParam());
-    check_against_llama_cpp(GetParam(), "bf16", b.bf16_rel_l2, b.bf16_lead);
+    expect_agrees_with_llama_cpp(GetParam(), "bf16", b.bf16_rel_l2, b.bf16_lead, 1.0 / 3);
 }
 
 // Q8_0 against llama.cpp on the same file: the CPU matmul quantizes activations to Q8_0 and dots them as ggml does.
 TEST_P(Gemma4GptOssModel, Q8_0AgreesWithLlamaCpp) {
     const LlamaCppBounds b = llama_cpp_bounds(GetParam());
-    check_against_llama_cpp(GetParam(), "q8_0", b.q8_0_rel_l2, b.q8_0_lead);
+    expect_agrees_with_llama_cpp(GetParam(), "q8_0", b.q8_0_rel_l2, b.q8_0_lead, 1.0 / 3);
 }
 
 // Batch prefill, token-by-token decoding and 7-token chunks see the same keys (windows included).
 TEST_P(Gemma4GptOssModel, TokenByTokenEqualsBatch) {
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const std::string path = gguf_path(fam, "f32");
+    const std::string path = fixture_gguf(fam, "f32");
     const auto batch = run_logits(path, fx.prompt, fx.prompt.size());
     const auto single = run_logits(path, fx.prompt, 1);
     const auto chunks = run_logits(path, fx.prompt, 7);
@@ -108,11 +85,11 @@ TEST_P(Gemma4GptOssModel, TokenByTokenEqualsBatch) {
 TEST_P(Gemma4GptOssModel, GreedyContinuationMatchesTransformers) {
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    EXPECT_EQ(greedy_continuation(gguf_path(fam, "f32"), fx.prompt, fx.continuation.size()), fx.continuation);
+    EXPECT_EQ(greedy_continuation(fixture_gguf(fam, "f32"), fx.prompt, fx.continuation.size()), fx.continuation);
 }
 
 TEST_P(Gemma4GptOssModel, FullContextIsAClearError) {
-    zinc::gguf::Model model(gguf_path(GetParam(), "f32"));
+    zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
     auto be = zinc::backend::make_cpu_backend(1);
     auto f = zinc::engine::make_family(model, *be, 4);
     std::vector<float> logits;
@@ -151,13 +128,13 @@ std::string load_error(const std::string& path) {
 }
 
 TEST(Gemma4GptOssBinding, MissingOrMisshapenTensorsNameTheTensor) {
-    const std::string e1 = load_error(edited_copy(gguf_path("gemma4", "f32"), "blk.1.attn_q_norm.weight", ""));
+    const std::string e1 = load_error(edited_copy(fixture_gguf("gemma4", "f32"), "blk.1.attn_q_norm.weight", ""));
     EXPECT_NE(e1.find("blk.1.attn_q_norm.weight"), std::string::npos) << e1;
-    const std::string e2 = load_error(edited_copy(gguf_path("gemma4moe", "f32"), "", "blk.2.ffn_gate_inp.scale"));
+    const std::string e2 = load_error(edited_copy(fixture_gguf("gemma4moe", "f32"), "", "blk.2.ffn_gate_inp.scale"));
     EXPECT_NE(e2.find("blk.2.ffn_gate_inp.scale has shape {4}, expected {128}"), std::string::npos) << e2;
-    const std::string e3 = load_error(edited_copy(gguf_path("gpt-oss", "f32"), "", "blk.0.attn_sinks.weight"));
+    const std::string e3 = load_error(edited_copy(fixture_gguf("gpt-oss", "f32"), "", "blk.0.attn_sinks.weight"));
     EXPECT_NE(e3.find("blk.0.attn_sinks.weight has shape {4}, expected {8}"), std::string::npos) << e3;
-    const std::string e4 = load_error(edited_copy(gguf_path("gpt-oss", "f32"), "blk.1.ffn_up_exps.bias", ""));
+    const std::string e4 = load_error(edited_copy(fixture_gguf("gpt-oss", "f32"), "blk.1.ffn_up_exps.bias", ""));
     EXPECT_NE(e4.find("blk.1.ffn_up_exps.bias"), std::string::npos) << e4;
 }
 

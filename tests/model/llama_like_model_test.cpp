@@ -20,28 +20,13 @@ using namespace zinc::test;
 
 const std::string kDir = ZINC_FIXTURES_DIR "/";
 
-TEST(Qwen3Model, F32MatchesTransformers) {
-    const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
-    const auto s = compare_to_npy(run_logits(kDir + "qwen3/qwen3-f32.gguf", fx.prompt, fx.prompt.size()),
-                           kDir + "qwen3/logits_hf_f32.npy");
-    EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
-    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
-    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
-}
+TEST(Qwen3Model, F32MatchesTransformers) { expect_f32_matches_transformers("qwen3"); }
 
 // BF16 weights against llama.cpp on the same file: both round the activations to bf16 before the dot products as
 // ggml does, so what remains is float summation order (measured rel_l2 1.4e-3, largest logit change 0.10; against
 // transformers' f32 model the weight rounding alone moves the logits by 1.1e-2). The top token must not move
 // wherever llama.cpp's top-1 leads by 0.25 or more.
-TEST(Qwen3Model, Bf16AgreesWithLlamaCpp) {
-    const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
-    const std::string ref = kDir + "qwen3/logits_llama_bf16.npy";
-    const auto s = compare_to_npy(run_logits(kDir + "qwen3/qwen3-bf16.gguf", fx.prompt, fx.prompt.size()), ref);
-    EXPECT_LE(s.rel_l2, 5e-3) << s.summary();
-    const auto clear = clear_positions(ref, 0.25f);
-    EXPECT_GE(clear.size(), fx.prompt.size() * 3 / 4);
-    for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
-}
+TEST(Qwen3Model, Bf16AgreesWithLlamaCpp) { expect_agrees_with_llama_cpp("qwen3", "bf16", 5e-3, 0.25f, 0.75); }
 
 // The CPU engine computes quantized matmuls as llama.cpp's CPU backend does: activations are
 // quantized to the weight type's vec-dot type (Q8_0 / Q8_K here) byte-for-byte as ggml's x86
@@ -55,14 +40,8 @@ TEST(Qwen3Model, Bf16AgreesWithLlamaCpp) {
 // batched lead is 0.0006) — the same token zinc picks. The top token must agree wherever llama.cpp's
 // lead over its runner-up exceeds that noise.
 void check_quantized(const std::string& type, double max_rel_l2, float margin) {
-    const FixtureMeta fx = load_fixture_meta(kDir + "qwen3/meta.json");
-    const std::string ref = kDir + "qwen3/logits_llama_" + type + ".npy";
-    const auto s = compare_to_npy(run_logits(kDir + "qwen3/qwen3-" + type + ".gguf", fx.prompt, fx.prompt.size()), ref);
-    EXPECT_LE(s.rel_l2, max_rel_l2) << s.summary();
-    const auto clear = clear_positions(ref, margin);
-    EXPECT_GE(clear.size(), fx.prompt.size() * 9 / 10);  // the check must cover almost every position
-    for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
-    std::printf("qwen3 %s vs llama.cpp: %s\n", type.c_str(), s.summary().c_str());
+    // The check must cover almost every position.
+    expect_agrees_with_llama_cpp("qwen3", type, max_rel_l2, margin, 0.9);
 }
 
 TEST(Qwen3Model, Q8_0AgreesWithLlamaCpp) { check_quantized("q8_0", 1e-4, 0.0f); }

@@ -23,50 +23,20 @@ using namespace zinc::test;
 
 const std::string kDir = ZINC_FIXTURES_DIR "/";
 
-std::string gguf_path(const std::string& family, const std::string& type) {
-    return kDir + family + "/" + family + "-" + type + ".gguf";
-}
-
 class Qwen35Model : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Qwen35Model, F32MatchesTransformers) {
-    const std::string fam = GetParam();
-    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const auto s = compare_to_npy(run_logits(gguf_path(fam, "f32"), fx.prompt, fx.prompt.size()),
-                           kDir + fam + "/logits_hf_f32.npy");
-    std::printf("%s f32 vs transformers: %s\n", fam.c_str(), s.summary().c_str());
-    EXPECT_LE(s.rel_l2, 1e-4) << s.summary();
-    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
-    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
-}
+TEST_P(Qwen35Model, F32MatchesTransformers) { expect_f32_matches_transformers(GetParam()); }
 
 // BF16 weights against llama.cpp on the same file (both round activations to bf16 before the dot products), so the
 // weight rounding itself, which moves these random models' logits by 1.5e-2 against transformers' f32 run, cancels.
 // Measured rel L2: qwen35 2.8e-3, qwen35moe 1.4e-3.
-TEST_P(Qwen35Model, Bf16AgreesWithLlamaCpp) {
-    const std::string fam = GetParam();
-    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const std::string ref = kDir + fam + "/logits_llama_bf16.npy";
-    const auto s = compare_to_npy(run_logits(gguf_path(fam, "bf16"), fx.prompt, fx.prompt.size()), ref);
-    std::printf("%s bf16 vs llama.cpp: %s\n", fam.c_str(), s.summary().c_str());
-    EXPECT_LE(s.rel_l2, 1e-2) << s.summary();
-    const auto clear = clear_positions(ref, 0.25f);
-    EXPECT_GE(clear.size(), fx.prompt.size() * 3 / 4);
-    for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
-}
+TEST_P(Qwen35Model, Bf16AgreesWithLlamaCpp) { expect_agrees_with_llama_cpp(GetParam(), "bf16", 1e-2, 0.25f, 0.75); }
 
 // Quantized files against llama.cpp's logits for the same file. Both quantize the activations to the weight's
 // vec-dot type and use integer block dot products, so they differ by float summation order (and by the chunked
 // vs fused delta rule); tolerances measured on the fixtures with some headroom.
 void check_quantized(const std::string& fam, const std::string& type, double tol) {
-    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const std::string ref = kDir + fam + "/logits_llama_" + type + ".npy";
-    const auto s = compare_to_npy(run_logits(gguf_path(fam, type), fx.prompt, fx.prompt.size()), ref);
-    std::printf("%s %s vs llama.cpp: %s\n", fam.c_str(), type.c_str(), s.summary().c_str());
-    EXPECT_LE(s.rel_l2, tol) << s.summary();
-    const auto clear = clear_positions(ref, 0.25f);
-    EXPECT_GE(clear.size(), fx.prompt.size() * 3 / 4);
-    for (size_t i : clear) EXPECT_EQ(s.pos[i].argmax_a, s.pos[i].argmax_b) << "position " << i;
+    expect_agrees_with_llama_cpp(fam, type, tol, 0.25f, 0.75);
 }
 
 // Measured: qwen35moe q8_0 rel L2 0 (bit for bit); qwen35 q8_0 is bit for bit at positions 0-41 and 6.3e-3 over
@@ -82,9 +52,9 @@ TEST(Qwen35MoeModel, Q4_K_MAgreesWithLlamaCpp) { check_quantized("qwen35moe", "q
 TEST_P(Qwen35Model, TokenByTokenEqualsBatch) {
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    const auto batch = run_logits(gguf_path(fam, "f32"), fx.prompt, fx.prompt.size());
-    const auto single = run_logits(gguf_path(fam, "f32"), fx.prompt, 1);
-    const auto chunks = run_logits(gguf_path(fam, "f32"), fx.prompt, 7);
+    const auto batch = run_logits(fixture_gguf(fam, "f32"), fx.prompt, fx.prompt.size());
+    const auto single = run_logits(fixture_gguf(fam, "f32"), fx.prompt, 1);
+    const auto chunks = run_logits(fixture_gguf(fam, "f32"), fx.prompt, 7);
     const size_t n_vocab = batch.size() / fx.prompt.size();
     const auto s1 = zinc::test::compare_logits(single, batch, n_vocab);
     const auto s7 = zinc::test::compare_logits(chunks, batch, n_vocab);
@@ -98,14 +68,14 @@ TEST_P(Qwen35Model, TokenByTokenEqualsBatch) {
 TEST_P(Qwen35Model, GreedyContinuationMatchesTransformers) {
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    EXPECT_EQ(greedy_continuation(gguf_path(fam, "f32"), fx.prompt, fx.continuation.size()), fx.continuation);
+    EXPECT_EQ(greedy_continuation(fixture_gguf(fam, "f32"), fx.prompt, fx.continuation.size()), fx.continuation);
 }
 
 // The recurrent state cannot go back: restarting mid-sequence is an error, restarting at 0 starts afresh.
 TEST_P(Qwen35Model, RestartOnlyAtZero) {
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
-    zinc::gguf::Model model(gguf_path(fam, "f32"));
+    zinc::gguf::Model model(fixture_gguf(fam, "f32"));
     auto be = zinc::backend::make_cpu_backend(1);
     auto f = zinc::engine::make_family(model, *be, 16);
     const std::vector<int32_t> ids(fx.prompt.begin(), fx.prompt.begin() + 8);
