@@ -1,6 +1,7 @@
 #include "engine/family.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "engine/gemma4.h"
 #include "engine/gpt_oss.h"
@@ -8,6 +9,15 @@
 #include "engine/qwen35.h"
 
 namespace zinc::engine {
+
+backend::Act Family::run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
+    const int64_t T = static_cast<int64_t>(ids.size());
+    if (T == 0) throw std::invalid_argument("no tokens to run");
+    if (pos0 + T > n_ctx())
+        throw std::length_error("the context is full: " + std::to_string(pos0 + T) + " tokens do not fit in " +
+                                std::to_string(n_ctx()));
+    return compute(ids, pos0, all_logits);
+}
 
 void Family::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) {
     if (ids.empty()) return;
@@ -19,14 +29,12 @@ void Family::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits
 
 void Family::forward_top_k(std::span<const int32_t> ids, int64_t pos0, int k, std::vector<int32_t>& top_ids,
                            std::vector<float>& top_logits) {
-    if (ids.empty()) throw std::invalid_argument("forward_top_k: no tokens");
     top_ids.resize(static_cast<size_t>(k));
     top_logits.resize(static_cast<size_t>(k));
     be_.top_k_last_row(run(ids, pos0, false), k, top_ids, top_logits);
 }
 
 int32_t Family::forward_argmax(std::span<const int32_t> ids, int64_t pos0) {
-    if (ids.empty()) throw std::invalid_argument("forward_argmax: no tokens");
     int32_t id = 0;
     be_.argmax_rows(run(ids, pos0, false), std::span<int32_t>(&id, 1));
     return id;

@@ -22,8 +22,9 @@ public:
     // attention state, where later cache rows are simply overwritten).
     virtual bool can_rewind() const { return true; }
     // Runs `ids` at positions pos0, pos0+1, ... (pos0 = tokens already in the state) and returns their logits in
-    // backend memory: of every token when all_logits, else of the last one. Valid until the next call.
-    virtual backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) = 0;
+    // backend memory: of every token when all_logits, else of the last one. Valid until the next call. Throws
+    // std::invalid_argument for no ids and std::length_error when they do not fit in the context.
+    backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits);
 
     // run(), with the logits appended to `logits` in host memory.
     void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits);
@@ -34,6 +35,9 @@ public:
                        std::vector<float>& top_logits);
 
 protected:
+    // The family's forward pass: run() once the ids are known to be there and to fit.
+    virtual backend::Act compute(std::span<const int32_t> ids, int64_t pos0, bool all_logits) = 0;
+
     backend::Backend& be_;
 };
 

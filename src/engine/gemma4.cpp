@@ -91,12 +91,8 @@ void Gemma4::reserve(int64_t T) {
     scratch_rows_ = T;
 }
 
-backend::Act Gemma4::run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
+backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
     const int64_t T = static_cast<int64_t>(ids.size());
-    if (T == 0) throw std::invalid_argument("no tokens to run");
-    if (pos0 + T > n_ctx_)
-        throw std::length_error("the context is full: " + std::to_string(pos0 + T) + " tokens do not fit in " +
-                                std::to_string(n_ctx_));
     reserve(T);
     const int64_t E = p_.n_embd;
     const float eps = p_.rms_eps;

@@ -14,9 +14,9 @@ public:
     GptOss(const gguf::Model& m, backend::Backend& be, int n_ctx);
     int n_vocab() const override { return p_.n_vocab; }
     int n_ctx() const override { return n_ctx_; }
-    backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) override;
 
 private:
+    backend::Act compute(std::span<const int32_t> ids, int64_t pos0, bool all_logits) override;
     struct Layer {
         backend::Weight attn_norm, wq, bq, wk, bk, wv, bv, wo, bo, sinks, post_attn_norm;
         backend::Weight gate_inp, gate_inp_b, gate_exps, gate_exps_b, up_exps, up_exps_b, down_exps, down_exps_b;

@@ -50,12 +50,8 @@ void LlamaLike::reserve(int64_t T) {
     scratch_rows_ = T;
 }
 
-backend::Act LlamaLike::run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
+backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
     const int64_t T = static_cast<int64_t>(ids.size());
-    if (T == 0) throw std::invalid_argument("no tokens to run");
-    if (pos0 + T > n_ctx_)
-        throw std::length_error("the context is full: " + std::to_string(pos0 + T) + " tokens do not fit in " +
-                                std::to_string(n_ctx_));
     reserve(T);
     using backend::Backend;
     auto x = Backend::rows_of(x_, 0, T), h = Backend::rows_of(h_, 0, T), q = Backend::rows_of(q_, 0, T),

@@ -12,9 +12,9 @@ public:
     LlamaLike(const gguf::Model& m, backend::Backend& be, int n_ctx);
     int n_vocab() const override { return p_.n_vocab; }
     int n_ctx() const override { return n_ctx_; }
-    backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) override;
 
 private:
+    backend::Act compute(std::span<const int32_t> ids, int64_t pos0, bool all_logits) override;
     struct Layer {
         backend::Weight attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down;
         backend::KvLayer kv;

@@ -226,15 +226,11 @@ void Qwen35::ffn(Layer& L, int64_t T) {
     be_.add(x, moe, x);
 }
 
-backend::Act Qwen35::run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
+backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
     const int64_t T = static_cast<int64_t>(ids.size());
-    if (T == 0) throw std::invalid_argument("no tokens to run");
     if (pos0 != 0 && pos0 != n_past_)
         throw std::invalid_argument(p_.arch + ": the recurrent state holds " + std::to_string(n_past_) +
                                     " tokens and cannot restart at position " + std::to_string(pos0));
-    if (pos0 + T > n_ctx_)
-        throw std::length_error("the context is full: " + std::to_string(pos0 + T) + " tokens do not fit in " +
-                                std::to_string(n_ctx_));
     reserve(T);
     if (pos0 == 0) {
         for (Layer& L : layers_)

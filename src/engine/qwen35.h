@@ -17,12 +17,12 @@ public:
     // The recurrent state holds no per-position history: a sequence can only be continued or restarted at 0.
     bool can_rewind() const override { return false; }
     // pos0 == 0 starts a new sequence (the state is cleared); otherwise pos0 must be the tokens already run.
-    backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) override;
 
     // Batches of more than one token run the delta rule in chunks of this many tokens (0: token by token).
     void set_delta_net_chunk(int chunk) { chunk_ = chunk; }
 
 private:
+    backend::Act compute(std::span<const int32_t> ids, int64_t pos0, bool all_logits) override;
     struct Layer {
         bool recurrent = false, moe = false;
         backend::Weight attn_norm, post_attention_norm;
