@@ -112,6 +112,7 @@ public:
     // Activation and cache memory; owned by the backend until it is destroyed.
     virtual Act alloc(int64_t rows, int64_t cols) = 0;
     virtual KvLayer alloc_kv(int64_t width, int64_t capacity) = 0;
+    void free(Act& a) { a = {}; }  // TEMPORARY
     // Views of `rows` consecutive rows starting at `row` share the memory of `a`.
     static Act rows_of(const Act& a, int64_t row, int64_t rows) { return {a.data + row * a.cols, rows, a.cols}; }
 

@@ -69,7 +69,7 @@ void run(const Options& o) {
     int n_batch = 1;
     for (int p : o.prompt) n_batch = std::max(n_batch, p);
     check_memory(model, *be, n_ctx, n_batch);
-    auto f = engine::make_family(model, *be, n_ctx);
+    auto f = engine::make_family(model, *be, {n_ctx, n_batch});
 
     std::vector<Result> results;
     for (int p : o.prompt)

@@ -61,7 +61,7 @@ void run(const Options& o) {
     const std::vector<int32_t> ids = parse_ids(o.ids);
     gguf::Model model(o.model);
     auto be = make_backend({o.backend, o.device, o.threads});
-    auto family = engine::make_family(model, *be, static_cast<int>(ids.size()));
+    auto family = engine::make_family(model, *be, {static_cast<int>(ids.size())});
     std::vector<float> logits;
     const size_t step = o.batch > 0 ? static_cast<size_t>(o.batch) : ids.size();
     for (size_t i = 0; i < ids.size(); i += step) {

@@ -98,7 +98,7 @@ std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) {
 void check_memory(const gguf::Model& m, const backend::Backend& be, int n_ctx, int n_batch) {
     const uint64_t free_bytes = be.free_memory();
     if (free_bytes == 0) return;
-    engine::check_fits(engine::plan_memory(m, n_ctx, n_batch), free_bytes, be.where(), n_ctx);
+    engine::check_fits(engine::plan_memory(m, {n_ctx, n_batch}), free_bytes, be.where(), n_ctx);
 }
 
 LoadedModel load_model(const LoadOptions& o) {
@@ -115,7 +115,7 @@ LoadedModel load_model(const LoadOptions& o) {
     }
     // A session evaluates a whole prompt in one batch, so the largest batch is the context.
     check_memory(*lm.model, *lm.backend, n_ctx, n_ctx);
-    lm.session = std::make_unique<engine::Session>(*lm.model, *lm.backend, n_ctx);
+    lm.session = std::make_unique<engine::Session>(*lm.model, *lm.backend, engine::ContextSize{n_ctx});
     return lm;
 }
 

@@ -1,5 +1,6 @@
 #include "engine/family.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -7,46 +8,112 @@
 #include "engine/gpt_oss.h"
 #include "engine/llama_like.h"
 #include "engine/qwen35.h"
+#include "model/families.h"
+#include "model/metadata.h"
 
 namespace zinc::engine {
 
-backend::Act Family::run(std::span<const int32_t> ids, int64_t pos0, bool all_logits) {
+Family::Family(backend::Backend& be, const gguf::Model& m, ContextSize size) : be_(be) {
+    const model::Metadata md(m);
+    n_vocab_ = static_cast<int>(md.n_vocab());
+    n_ctx_train_ = md.count_or("context_length", kDefaultContext, model::kMaxContext);
+    n_ctx_ = size.n_ctx > 0 ? size.n_ctx : std::min(n_ctx_train_, kDefaultContext);
+    if (size.n_ubatch < 1) throw std::invalid_argument("the micro-batch must hold at least one token");
+    n_ubatch_ = std::min(size.n_ubatch, n_ctx_);
+}
+
+void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
     const int64_t T = static_cast<int64_t>(ids.size());
     if (T == 0) throw std::invalid_argument("no tokens to run");
-    if (pos0 + T > n_ctx())
+    if (pos0 < 0) throw std::invalid_argument("negative position " + std::to_string(pos0));
+    if (pos0 + T > n_ctx_)
         throw std::length_error("the context is full: " + std::to_string(pos0 + T) + " tokens do not fit in " +
-                                std::to_string(n_ctx()));
-    return compute(ids, pos0, all_logits);
+                                std::to_string(n_ctx_));
+}
+
+backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out) {
+    n_rows_ = static_cast<int64_t>(ids.size());
+    n_out_ = n_out;
+    pos_.resize(ids.size());
+    for (size_t t = 0; t < ids.size(); ++t) pos_[t] = static_cast<int32_t>(pos0 + static_cast<int64_t>(t));
+    return compute(ids, pos0);
+}
+
+backend::Act Family::run(std::span<const int32_t> ids, int64_t pos0) {
+    check_run(ids, pos0);
+    backend::Act last;
+    for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(n_ubatch_)) {
+        const size_t n = std::min(static_cast<size_t>(n_ubatch_), ids.size() - i);
+        // Only the last token's logits are wanted: earlier micro-batches skip the head.
+        last = micro_batch(ids.subspan(i, n), pos0 + static_cast<int64_t>(i), i + n == ids.size() ? 1 : 0);
+    }
+    return last;
 }
 
 void Family::forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits) {
-    if (ids.empty()) return;
-    const backend::Act lo = run(ids, pos0, all_logits);
-    const size_t old = logits.size();
-    logits.resize(old + static_cast<size_t>(lo.size()));
-    be_.download(lo, std::span<float>(logits).subspan(old));
+    if (!all_logits) {
+        const backend::Act lo = run(ids, pos0);
+        const size_t old = logits.size();
+        logits.resize(old + static_cast<size_t>(lo.size()));
+        be_.download(lo, std::span<float>(logits).subspan(old));
+        return;
+    }
+    check_run(ids, pos0);
+    for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(n_ubatch_)) {
+        const size_t n = std::min(static_cast<size_t>(n_ubatch_), ids.size() - i);
+        const backend::Act lo = micro_batch(ids.subspan(i, n), pos0 + static_cast<int64_t>(i), static_cast<int64_t>(n));
+        const size_t old = logits.size();
+        logits.resize(old + static_cast<size_t>(lo.size()));
+        be_.download(lo, std::span<float>(logits).subspan(old));
+    }
 }
 
 void Family::forward_top_k(std::span<const int32_t> ids, int64_t pos0, int k, std::vector<int32_t>& top_ids,
                            std::vector<float>& top_logits) {
     top_ids.resize(static_cast<size_t>(k));
     top_logits.resize(static_cast<size_t>(k));
-    be_.top_k_last_row(run(ids, pos0, false), k, top_ids, top_logits);
+    be_.top_k_last_row(run(ids, pos0), k, top_ids, top_logits);
 }
 
 int32_t Family::forward_argmax(std::span<const int32_t> ids, int64_t pos0) {
     int32_t id = 0;
-    be_.argmax_rows(run(ids, pos0, false), std::span<int32_t>(&id, 1));
+    be_.argmax_rows(run(ids, pos0), std::span<int32_t>(&id, 1));
     return id;
 }
 
-std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, int n_ctx) {
+backend::Act Family::scratch(int64_t cols) { return be_.alloc(n_ubatch_, cols); }
+
+backend::IdAct Family::scratch_ids(int64_t cols) { return be_.alloc_ids(n_ubatch_, cols); }
+
+backend::Act Family::rows(const backend::Act& buf, int64_t cols) const {
+    return {buf.data, n_rows_, cols > 0 ? cols : buf.cols};
+}
+
+backend::Act Family::head(const backend::Act& x, backend::Act& h, const model::Head<backend::Weight>& w, float eps,
+                          float softcap) {
+    if (n_out_ == 0) return {};
+    if (logits_.rows < n_out_) {
+        be_.free(logits_);
+        logits_ = be_.alloc(n_out_, n_vocab_);
+    }
+    const int64_t first = x.rows - n_out_;
+    const backend::Act xo = backend::Backend::rows_of(x, first, n_out_);
+    backend::Act ho = backend::Backend::rows_of(h, first, n_out_);
+    backend::Act lo = backend::Backend::rows_of(logits_, 0, n_out_);
+    be_.rms_norm(xo, &w.output_norm, eps, xo.cols, ho);
+    be_.matmul(w.output, ho, lo);
+    if (softcap > 0.0f) be_.softcap(lo, softcap);
+    return lo;
+}
+
+std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, ContextSize size) {
     const std::string& arch = m.get("general.architecture").get_string();
-    if (model::is_llama_like(arch)) return std::make_unique<LlamaLike>(m, be, n_ctx);
-    if (model::is_qwen35(arch)) return std::make_unique<Qwen35>(m, be, n_ctx);
-    if (model::is_gemma4(arch)) return std::make_unique<Gemma4>(m, be, n_ctx);
-    if (model::is_gpt_oss(arch)) return std::make_unique<GptOss>(m, be, n_ctx);
-    throw gguf::Error("architecture '" + arch + "' is not supported yet (supported: llama, qwen3, qwen35, qwen35moe, gemma4, gpt-oss)");
+    if (model::is_llama_like(arch)) return std::make_unique<LlamaLike>(m, be, size);
+    if (model::is_qwen35(arch)) return std::make_unique<Qwen35>(m, be, size);
+    if (model::is_gemma4(arch)) return std::make_unique<Gemma4>(m, be, size);
+    if (model::is_gpt_oss(arch)) return std::make_unique<GptOss>(m, be, size);
+    throw gguf::Error(m.first().path() + ": architecture '" + arch + "' is not supported yet (supported: " +
+                      model::supported_architectures() + ")");
 }
 
 }  // namespace zinc::engine

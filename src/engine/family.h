@@ -1,5 +1,9 @@
-// The forward pass of one architecture family, written once against backend ops. A family object
-// owns its per-sequence state (KV cache, recurrent state) for one sequence.
+// The forward pass of one architecture family, written once against backend ops. A family object owns its
+// weights on a backend and its per-sequence state (KV cache, recurrent state) for one sequence.
+//
+// The base holds what every family shares: the context size, prompts split into micro-batches (so activation
+// memory depends on the micro-batch, not on the prompt), the positions of a micro-batch, scratch buffers, and the
+// head (final norm, output projection, optional soft-cap) run only on the rows whose logits are wanted.
 #pragma once
 
 #include <cstdint>
@@ -9,39 +13,82 @@
 
 #include "backend/backend.h"
 #include "gguf/split.h"
+#include "model/schema.h"
 
 namespace zinc::engine {
 
+// The context a model gets when none is asked for: its training context, at most this.
+inline constexpr int kDefaultContext = 4096;
+// Tokens of a prompt evaluated together (llama.cpp's default -ub).
+inline constexpr int kDefaultUbatch = 512;
+
+struct ContextSize {
+    int n_ctx = 0;                   // positions the state holds; <= 0: the default (min(training, kDefaultContext))
+    int n_ubatch = kDefaultUbatch;   // tokens per forward pass at most
+};
+
 class Family {
 public:
-    explicit Family(backend::Backend& be) : be_(be) {}
     virtual ~Family() = default;
-    virtual int n_vocab() const = 0;
-    virtual int n_ctx() const = 0;  // positions the state holds
-    // Whether forward() may restart at a position before the end of the state (true for pure
-    // attention state, where later cache rows are simply overwritten).
+    int n_vocab() const { return n_vocab_; }
+    int n_ctx() const { return n_ctx_; }
+    int n_ctx_train() const { return n_ctx_train_; }
+    int n_ubatch() const { return n_ubatch_; }
+    // Whether the next run may start at a position before the end of the state (true for pure attention state,
+    // where later cache rows are simply overwritten).
     virtual bool can_rewind() const { return true; }
-    // Runs `ids` at positions pos0, pos0+1, ... (pos0 = tokens already in the state) and returns their logits in
-    // backend memory: of every token when all_logits, else of the last one. Valid until the next call. Throws
-    // std::invalid_argument for no ids and std::length_error when they do not fit in the context.
-    backend::Act run(std::span<const int32_t> ids, int64_t pos0, bool all_logits);
 
-    // run(), with the logits appended to `logits` in host memory.
+    // Runs `ids` at positions pos0, pos0+1, ... (pos0 = tokens already in the state) in micro-batches and returns
+    // the last token's logits in backend memory, valid until the next call. Throws std::invalid_argument for no
+    // ids or a negative pos0 and std::length_error when they do not fit in the context.
+    backend::Act run(std::span<const int32_t> ids, int64_t pos0);
+
+    // The logits of every token (all_logits) or of the last one, appended to `logits` in host memory.
     void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits);
-    // run() for the last token's logits, reduced to their argmax on the backend: the host waits once, for one id.
+    // run(), reduced to the argmax on the backend: the host waits once, for one id.
     int32_t forward_argmax(std::span<const int32_t> ids, int64_t pos0);
-    // run() for the last token's logits, of which only the k largest (backend::Backend::top_k_last_row) come back.
+    // run(), of which only the k largest logits (backend::Backend::top_k_last_row) come back.
     void forward_top_k(std::span<const int32_t> ids, int64_t pos0, int k, std::vector<int32_t>& top_ids,
                        std::vector<float>& top_logits);
 
 protected:
-    // The family's forward pass: run() once the ids are known to be there and to fit.
-    virtual backend::Act compute(std::span<const int32_t> ids, int64_t pos0, bool all_logits) = 0;
+    // Reads the vocabulary and training context of `m` and settles the context size.
+    Family(backend::Backend& be, const gguf::Model& m, ContextSize size);
+
+    // The family's forward pass over one micro-batch of ids at positions(), ending in head(), whose result it
+    // returns: the logits of the rows that are wanted (none for micro-batches whose logits nobody reads).
+    virtual backend::Act compute(std::span<const int32_t> ids, int64_t pos0) = 0;
+
+    // --- shared steps of the forward passes ---
+    // A scratch buffer of n_ubatch() rows of `cols` values, allocated once by the family's constructor.
+    backend::Act scratch(int64_t cols);
+    backend::IdAct scratch_ids(int64_t cols);
+    // The rows of the current micro-batch in `buf`, as rows of `cols` values (default: buf's width), for buffers
+    // sized for the widest of several uses.
+    backend::Act rows(const backend::Act& buf, int64_t cols = 0) const;
+    backend::IdAct rows(const backend::IdAct& buf) const { return {buf.data, n_rows_, buf.cols}; }
+    // The positions of the current micro-batch.
+    std::span<const int32_t> positions() const { return pos_; }
+    // The head over the rows of x whose logits are wanted (the last ones of the micro-batch): rms_norm with
+    // output_norm into the same rows of h, times `output`, then the soft-cap when softcap > 0.
+    backend::Act head(const backend::Act& x, backend::Act& h, const model::Head<backend::Weight>& w, float eps,
+                      float softcap = 0.0f);
 
     backend::Backend& be_;
+
+private:
+    // One micro-batch: sets the positions and the rows wanted, then compute().
+    backend::Act micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out);
+    // Checks a run before any of it starts.
+    void check_run(std::span<const int32_t> ids, int64_t pos0) const;
+
+    int n_vocab_ = 0, n_ctx_train_ = 0, n_ctx_ = 0, n_ubatch_ = 0;
+    int64_t n_rows_ = 0, n_out_ = 0;  // the current micro-batch: its tokens, the rows whose logits are wanted
+    std::vector<int32_t> pos_;
+    backend::Act logits_;
 };
 
 // Picks the family of the file's general.architecture; throws for an unsupported one.
-std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, int n_ctx);
+std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, ContextSize size = {});
 
 }  // namespace zinc::engine

@@ -1,13 +1,11 @@
 #include "engine/memory_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <vector>
 
-#include "engine/family.h"
-
 namespace zinc::engine {
-namespace {
 
 std::string gib(uint64_t bytes) {
     char buf[32];
@@ -15,26 +13,41 @@ std::string gib(uint64_t bytes) {
     return buf;
 }
 
-}  // namespace
-
-backend::MemoryUse plan_memory(const gguf::Model& m, int n_ctx, int n_batch) {
+backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits) {
     backend::MemoryUse use;
     auto be = backend::make_sizing_backend(use);
-    auto fam = make_family(m, *be, n_ctx);
-    const std::vector<int32_t> ids(static_cast<size_t>(std::max(1, std::min(n_batch, fam->n_ctx()))), 0);
-    fam->forward_argmax(ids, 0);
+    auto fam = make_family(m, *be, size);
+    const std::vector<int32_t> ids(static_cast<size_t>(fam->n_ubatch()), 0);
+    if (all_logits) {
+        std::vector<float> logits;
+        fam->forward(ids, 0, true, logits);
+    } else {
+        fam->forward_argmax(ids, 0);
+    }
     return use;
 }
 
+uint64_t plan_headroom(const backend::MemoryUse& use) { return (512ull << 20) + use.total() / 50; }
+
+int64_t fitting_context(const backend::MemoryUse& use, uint64_t free_bytes, int n_ctx) {
+    if (n_ctx <= 0 || use.cache == 0) return 0;
+    // The headroom grows with the plan by 2%: count it on every part.
+    const double per_position = double(use.cache) / n_ctx * 1.02;
+    const double fixed = (512ull << 20) + double(use.weights + use.activations) * 1.02;
+    const double left = double(free_bytes) - fixed;
+    return left < per_position ? 0 : static_cast<int64_t>(left / per_position);
+}
+
 void check_fits(const backend::MemoryUse& use, uint64_t free_bytes, const std::string& where, int n_ctx) {
-    // Room for the backend's own scratch (quantized activations, staging) and the runtime's allocations.
-    const uint64_t headroom = (512ull << 20) + use.total() / 50;
+    const uint64_t headroom = plan_headroom(use);
     if (use.total() + headroom <= free_bytes) return;
-    throw std::runtime_error("the model does not fit on " + where + ": it needs " + gib(use.total() + headroom) +
+    const int64_t fit = fitting_context(use, free_bytes, n_ctx);
+    const std::string advice = fit >= 1 ? "; --ctx-size " + std::to_string(std::min<int64_t>(fit, n_ctx)) + " would fit"
+                                        : "; even a context of one token does not fit";
+    throw std::runtime_error("the model does not fit in " + where + ": it needs " + gib(use.total() + headroom) +
                              " (weights " + gib(use.weights) + ", KV cache for " + std::to_string(n_ctx) +
                              " positions " + gib(use.cache) + ", activations and state " + gib(use.activations) +
-                             ", headroom " + gib(headroom) + ") and " + gib(free_bytes) +
-                             " are free; a smaller --ctx-size shrinks the cache, or use --backend cpu");
+                             ", headroom " + gib(headroom) + ") and " + gib(free_bytes) + " are free" + advice);
 }
 
 }  // namespace zinc::engine

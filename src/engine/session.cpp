@@ -22,8 +22,8 @@ const char* stop_reason(GenerateResult::Stop s) {
     return "?";
 }
 
-Session::Session(const gguf::Model& model, backend::Backend& be, int n_ctx)
-    : tok_(tokenizer::Tokenizer::from_gguf(model.first())), family_(make_family(model, be, n_ctx)) {
+Session::Session(const gguf::Model& model, backend::Backend& be, ContextSize size)
+    : tok_(tokenizer::Tokenizer::from_gguf(model.first())), family_(make_family(model, be, size)) {
     if (tok_.n_vocab() > family_->n_vocab())
         throw std::runtime_error("the vocabulary has " + std::to_string(tok_.n_vocab()) +
                                  " tokens but the model's output has only " + std::to_string(family_->n_vocab()));

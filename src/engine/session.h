@@ -34,11 +34,11 @@ const char* stop_reason(GenerateResult::Stop s);
 
 class Session {
 public:
-    // n_ctx <= 0: the model's training context.
-    Session(const gguf::Model& model, backend::Backend& be, int n_ctx);
+    Session(const gguf::Model& model, backend::Backend& be, ContextSize size = {});
 
     const tokenizer::Tokenizer& tokenizer() const { return tok_; }
     int n_ctx() const { return family_->n_ctx(); }
+    Family& family() { return *family_; }
     int n_vocab() const { return family_->n_vocab(); }
     const std::vector<int32_t>& tokens() const { return tokens_; }
     void clear() { tokens_.clear(); }

@@ -5,6 +5,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "model/families.h"
+
 namespace zinc::model {
 
 namespace {
@@ -141,7 +143,8 @@ std::vector<Preset> make_presets() {
     return v;
 }
 
-std::string blk(int il, const char* name) { return "blk." + std::to_string(il) + "." + name; }
+// gemma4's layer pattern: every swa_period-th layer and the last attend globally, the others slide.
+bool is_swa_layer(const Preset& p, uint32_t il) { return il + 1 != p.n_layer && (il + 1) % p.swa_period != 0; }
 
 gguf::KeyValue kv(std::string key, gguf::Value v) {
     v.set_key(key);
@@ -177,145 +180,8 @@ Preset with_layers(const Preset& p, uint32_t n_layer) {
     return r;
 }
 
-bool is_recurrent_layer(const Preset& p, uint32_t il) {
-    if (p.arch != "qwen35" && p.arch != "qwen35moe") return false;
-    return (il + 1) % p.full_attn_interval != 0;
-}
-
-bool is_swa_layer(const Preset& p, uint32_t il) {
-    if (p.arch == "gemma4") return il + 1 != p.n_layer && (il + 1) % p.swa_period != 0;
-    if (p.arch == "gpt-oss") return il % 2 == 0;
-    return false;
-}
-
 std::vector<TensorSpec> tensor_list(const Preset& p) {
-    using R = TensorRole;
-    const int64_t E = p.n_embd, V = p.n_vocab;
-    std::vector<TensorSpec> t;
-    auto add = [&](std::string name, std::vector<int64_t> ne, R role, int layer) {
-        t.push_back(TensorSpec{std::move(name), std::move(ne), role, layer});
-    };
-    add("token_embd.weight", {E, V}, R::Embedding, -1);
-    add("output_norm.weight", {E}, R::Norm, -1);
-    if (!p.tied) add("output.weight", {E, V}, R::Output, -1);
-
-    if (p.arch == "qwen3") {
-        const int64_t D = p.head_dim, Q = int64_t{p.n_head} * D, KV = int64_t{p.n_head_kv} * D, F = p.n_ff;
-        for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
-            add(blk(il, "attn_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "attn_q.weight"), {E, Q}, R::Matrix, il);
-            add(blk(il, "attn_k.weight"), {E, KV}, R::Matrix, il);
-            add(blk(il, "attn_v.weight"), {E, KV}, R::Matrix, il);
-            add(blk(il, "attn_q_norm.weight"), {D}, R::Norm, il);
-            add(blk(il, "attn_k_norm.weight"), {D}, R::Norm, il);
-            add(blk(il, "attn_output.weight"), {Q, E}, R::Matrix, il);
-            add(blk(il, "ffn_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "ffn_gate.weight"), {E, F}, R::Matrix, il);
-            add(blk(il, "ffn_up.weight"), {E, F}, R::Matrix, il);
-            add(blk(il, "ffn_down.weight"), {F, E}, R::Matrix, il);
-        }
-    } else if (p.arch == "qwen35" || p.arch == "qwen35moe") {
-        const int64_t D = p.head_dim, Q = int64_t{p.n_head} * D, KV = int64_t{p.n_head_kv} * D;
-        const int64_t dk = p.ssm_state, Nk = p.ssm_groups, Nv = p.ssm_v_heads;
-        const int64_t key_dim = Nk * dk, value_dim = Nv * dk, conv_dim = 2 * key_dim + value_dim;
-        for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
-            add(blk(il, "attn_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "post_attention_norm.weight"), {E}, R::Norm, il);
-            if (is_recurrent_layer(p, il)) {
-                add(blk(il, "attn_qkv.weight"), {E, conv_dim}, R::Matrix, il);
-                add(blk(il, "attn_gate.weight"), {E, value_dim}, R::Matrix, il);
-                add(blk(il, "ssm_beta.weight"), {E, Nv}, R::Matrix, il);
-                add(blk(il, "ssm_alpha.weight"), {E, Nv}, R::Matrix, il);
-                add(blk(il, "ssm_dt.bias"), {Nv}, R::SsmDtBias, il);
-                add(blk(il, "ssm_a"), {Nv}, R::SsmA, il);
-                add(blk(il, "ssm_conv1d.weight"), {int64_t{p.ssm_conv}, conv_dim}, R::SsmConv, il);
-                add(blk(il, "ssm_norm.weight"), {dk}, R::Norm, il);
-                add(blk(il, "ssm_out.weight"), {value_dim, E}, R::Matrix, il);
-            } else {
-                add(blk(il, "attn_q.weight"), {E, 2 * Q}, R::Matrix, il);  // per head [query | gate]
-                add(blk(il, "attn_k.weight"), {E, KV}, R::Matrix, il);
-                add(blk(il, "attn_v.weight"), {E, KV}, R::Matrix, il);
-                add(blk(il, "attn_output.weight"), {Q, E}, R::Matrix, il);
-                add(blk(il, "attn_q_norm.weight"), {D}, R::Norm, il);
-                add(blk(il, "attn_k_norm.weight"), {D}, R::Norm, il);
-            }
-            if (p.arch == "qwen35") {
-                const int64_t F = p.n_ff;
-                add(blk(il, "ffn_gate.weight"), {E, F}, R::Matrix, il);
-                add(blk(il, "ffn_up.weight"), {E, F}, R::Matrix, il);
-                add(blk(il, "ffn_down.weight"), {F, E}, R::Matrix, il);
-            } else {
-                const int64_t X = p.n_expert, Fe = p.n_ff_exp, Fs = p.n_ff_shexp;
-                add(blk(il, "ffn_gate_inp.weight"), {E, X}, R::Router, il);
-                add(blk(il, "ffn_gate_exps.weight"), {E, Fe, X}, R::Matrix, il);
-                add(blk(il, "ffn_up_exps.weight"), {E, Fe, X}, R::Matrix, il);
-                add(blk(il, "ffn_down_exps.weight"), {Fe, E, X}, R::Matrix, il);
-                add(blk(il, "ffn_gate_inp_shexp.weight"), {E}, R::Vector, il);
-                add(blk(il, "ffn_gate_shexp.weight"), {E, Fs}, R::Matrix, il);
-                add(blk(il, "ffn_up_shexp.weight"), {E, Fs}, R::Matrix, il);
-                add(blk(il, "ffn_down_shexp.weight"), {Fs, E}, R::Matrix, il);
-            }
-        }
-    } else if (p.arch == "gemma4") {
-        add("rope_freqs.weight", {int64_t{p.head_dim} / 2}, R::RopeFreqs, -1);
-        const int64_t F = p.n_ff;
-        for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
-            const bool swa = is_swa_layer(p, il);
-            const int64_t D = swa ? p.head_dim_swa : p.head_dim;
-            const int64_t Q = int64_t{p.n_head} * D, KV = int64_t{swa ? p.n_head_kv : p.n_head_kv_global} * D;
-            add(blk(il, "attn_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "attn_q.weight"), {E, Q}, R::Matrix, il);
-            add(blk(il, "attn_k.weight"), {E, KV}, R::Matrix, il);
-            if (swa) add(blk(il, "attn_v.weight"), {E, KV}, R::Matrix, il);  // global layers: V = K
-            add(blk(il, "attn_q_norm.weight"), {D}, R::Norm, il);
-            add(blk(il, "attn_k_norm.weight"), {D}, R::Norm, il);
-            add(blk(il, "attn_output.weight"), {Q, E}, R::Matrix, il);
-            add(blk(il, "post_attention_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "ffn_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "ffn_gate.weight"), {E, F}, R::Matrix, il);
-            add(blk(il, "ffn_up.weight"), {E, F}, R::Matrix, il);
-            add(blk(il, "ffn_down.weight"), {F, E}, R::Matrix, il);
-            add(blk(il, "post_ffw_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "layer_output_scale.weight"), {1}, R::Scale, il);
-            if (p.n_expert > 0) {
-                const int64_t X = p.n_expert, Fe = p.n_ff_exp;
-                add(blk(il, "ffn_gate_inp.weight"), {E, X}, R::Router, il);
-                add(blk(il, "ffn_gate_inp.scale"), {E}, R::Scale, il);
-                add(blk(il, "ffn_gate_up_exps.weight"), {E, 2 * Fe, X}, R::Matrix, il);
-                add(blk(il, "ffn_down_exps.weight"), {Fe, E, X}, R::Matrix, il);
-                add(blk(il, "ffn_down_exps.scale"), {X}, R::Scale, il);
-                add(blk(il, "pre_ffw_norm_2.weight"), {E}, R::Norm, il);
-                add(blk(il, "post_ffw_norm_1.weight"), {E}, R::Norm, il);
-                add(blk(il, "post_ffw_norm_2.weight"), {E}, R::Norm, il);
-            }
-        }
-    } else if (p.arch == "gpt-oss") {
-        const int64_t D = p.head_dim, Q = int64_t{p.n_head} * D, KV = int64_t{p.n_head_kv} * D;
-        const int64_t X = p.n_expert, Fe = p.n_ff_exp;
-        for (int il = 0; il < static_cast<int>(p.n_layer); ++il) {
-            add(blk(il, "attn_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "attn_q.weight"), {E, Q}, R::Matrix, il);
-            add(blk(il, "attn_q.bias"), {Q}, R::Bias, il);
-            add(blk(il, "attn_k.weight"), {E, KV}, R::Matrix, il);
-            add(blk(il, "attn_k.bias"), {KV}, R::Bias, il);
-            add(blk(il, "attn_v.weight"), {E, KV}, R::Matrix, il);
-            add(blk(il, "attn_v.bias"), {KV}, R::Bias, il);
-            add(blk(il, "attn_output.weight"), {Q, E}, R::Matrix, il);
-            add(blk(il, "attn_output.bias"), {E}, R::Bias, il);
-            add(blk(il, "attn_sinks.weight"), {int64_t{p.n_head}}, R::Sinks, il);
-            add(blk(il, "post_attention_norm.weight"), {E}, R::Norm, il);
-            add(blk(il, "ffn_gate_inp.weight"), {E, X}, R::Router, il);
-            add(blk(il, "ffn_gate_inp.bias"), {X}, R::Bias, il);
-            add(blk(il, "ffn_gate_exps.weight"), {E, Fe, X}, R::Matrix, il);
-            add(blk(il, "ffn_gate_exps.bias"), {Fe, X}, R::Bias, il);
-            add(blk(il, "ffn_up_exps.weight"), {E, Fe, X}, R::Matrix, il);
-            add(blk(il, "ffn_up_exps.bias"), {Fe, X}, R::Bias, il);
-            add(blk(il, "ffn_down_exps.weight"), {Fe, E, X}, R::Matrix, il);
-            add(blk(il, "ffn_down_exps.bias"), {E, X}, R::Bias, il);
-        }
-    } else {
-        throw std::invalid_argument("synth: no tensor list for architecture " + p.arch);
-    }
+    std::vector<TensorSpec> t = list_tensors(Metadata(arch_metadata(p), p.n_vocab, "preset " + p.name), p.tied);
     sort_like_llama_quantize(t);
     return t;
 }

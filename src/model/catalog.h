@@ -9,32 +9,9 @@
 #include <vector>
 
 #include "gguf/reader.h"
+#include "model/schema.h"
 
 namespace zinc::model {
-
-// What a tensor holds; decides how a synthetic file initialises it.
-enum class TensorRole {
-    Embedding,   // token_embd.weight
-    Output,      // output.weight (LM head)
-    Matrix,      // any other 2-D/3-D projection weight (attention, FFN, experts, GDN projections)
-    Router,      // ffn_gate_inp.weight (MoE router, kept F32)
-    Vector,      // 1-D weight used as a dot product (ffn_gate_inp_shexp)
-    Norm,        // RMSNorm weight (stored as a plain multiplier, near 1)
-    Bias,        // additive bias
-    Scale,       // multiplicative scale that is 1 in an untrained model (layer_output_scale, router/expert scales)
-    SsmA,        // qwen35 ssm_a = -exp(A_log) (negative)
-    SsmDtBias,   // qwen35 ssm_dt.bias
-    SsmConv,     // qwen35 ssm_conv1d.weight (depthwise conv taps)
-    Sinks,       // gpt-oss attention sinks
-    RopeFreqs,   // gemma4 rope_freqs.weight (fixed: 1 for rotated pairs, 1e30 for the rest)
-};
-
-struct TensorSpec {
-    std::string name;
-    std::vector<int64_t> ne;  // ggml order
-    TensorRole role;
-    int layer = -1;           // blk index, -1 for model-level tensors
-};
 
 struct Preset {
     std::string name;          // CLI name, e.g. "qwen3-8b"
@@ -78,12 +55,9 @@ const Preset* find_preset(std::string_view name);
 // models too).
 Preset with_layers(const Preset& p, uint32_t n_layer);
 
-// Per-layer predicates.
-bool is_recurrent_layer(const Preset& p, uint32_t il);  // qwen35*: Gated DeltaNet layer
-bool is_swa_layer(const Preset& p, uint32_t il);        // gemma4 / gpt-oss: sliding-window layer
-
-// The tensors of the model in the order llama-quantize writes them (model-level tensors first, then by layer;
-// by name within each group), which is also the order its Q4_K_M layer counters visit them.
+// The tensors of the model as its family declares them (model/families.h), in the order llama-quantize writes them
+// (model-level tensors first, then by layer; by name within each group), which is also the order its Q4_K_M layer
+// counters visit them.
 std::vector<TensorSpec> tensor_list(const Preset& p);
 
 // general.architecture, general.type, general.name, general.size_label and the `<arch>.*` hyper-parameters,

@@ -1,18 +1,20 @@
-// Hyper-parameters and tensors of `gemma4` (Gemma 4 dense and MoE; MODELS.md 6): a sandwich-norm decoder
-// with interleaved sliding-window and global attention layers of different head geometry, K = V on
-// global layers, proportional RoPE (rope_freqs) on global layers, GeGLU FFNs, an optional routed MoE
-// beside the dense MLP, tied embeddings and a final logit soft-cap.
+// `gemma4` (Gemma 4 dense and MoE; docs/models.md §6): a sandwich-norm decoder with interleaved sliding-window and
+// global attention layers of different head geometry, K = V on global layers, proportional RoPE (rope_freqs) on
+// global layers, GeGLU FFNs, an optional routed MoE beside the dense MLP, tied embeddings and a final logit
+// soft-cap.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "gguf/split.h"
+#include "model/metadata.h"
+#include "model/schema.h"
 
 namespace zinc::model {
 
 struct Gemma4Params {
-    int n_layer = 0, n_embd = 0, n_head = 0, n_vocab = 0, n_ctx_train = 0;
+    int n_layer = 0, n_embd = 0, n_head = 0, n_vocab = 0;
     int head_dim = 0, head_dim_swa = 0;  // global / sliding layers (K and V heads have the same size)
     int n_rot = 0, n_rot_swa = 0;
     float rope_base = 1e6f, rope_base_swa = 1e4f;
@@ -28,28 +30,74 @@ struct Gemma4Params {
     float layer_rope_base(int l) const { return swa[l] ? rope_base_swa : rope_base; }
 };
 
-struct Gemma4Layer {
-    const gguf::TensorInfo *attn_norm, *wq, *wk, *wv = nullptr /* absent: V from the K projection */, *wo;
-    const gguf::TensorInfo *q_norm, *k_norm, *post_attn_norm;
-    const gguf::TensorInfo *ffn_norm, *ffn_gate, *ffn_up, *ffn_down, *post_ffw_norm;
-    float out_scale = 1.0f;  // layer_output_scale (1 when absent)
-    // MoE (all null on a dense layer). Either gate_up_exps (per expert n_ff_exp gate rows, then n_ff_exp up
-    // rows) or gate_exps + up_exps.
-    const gguf::TensorInfo *gate_inp = nullptr, *gate_inp_scale = nullptr;
-    const gguf::TensorInfo *gate_up_exps = nullptr, *gate_exps = nullptr, *up_exps = nullptr, *down_exps = nullptr;
-    const gguf::TensorInfo *down_exps_scale = nullptr;
-    const gguf::TensorInfo *pre_ffw_norm_2 = nullptr, *post_ffw_norm_1 = nullptr, *post_ffw_norm_2 = nullptr;
-};
-
-struct Gemma4Tensors {
-    const gguf::TensorInfo *token_embd, *output, *output_norm;  // output is token_embd when tied
-    const gguf::TensorInfo* rope_freqs = nullptr;               // global layers' frequency factors
-    std::vector<Gemma4Layer> layers;
-};
-
 bool is_gemma4(const std::string& arch);
-// Read and check against the file: throws gguf::Error naming the key or tensor that is wrong.
-Gemma4Params read_gemma4_params(const gguf::Model& m);
-Gemma4Tensors bind_gemma4_tensors(const gguf::Model& m, const Gemma4Params& p);
+Gemma4Params read_gemma4_params(const Metadata& md);
+
+template <class W>
+struct Gemma4Layer {
+    W attn_norm, wq, wk, wv, wo, q_norm, k_norm, post_attn_norm;
+    W ffn_norm, ffn_gate, ffn_up, ffn_down, post_ffw_norm;
+    bool has_v = false;          // global layers of the released models take V from the K projection
+    bool has_out_scale = false;  // layer_output_scale: one f32 multiplying the residual stream after the layer
+    W out_scale;
+    // MoE layers: the router, and either gate_up_exps (per expert n_ff_exp gate rows, then n_ff_exp up rows) or
+    // gate_exps + up_exps
+    bool moe = false, merged_gate_up = false, has_down_scale = false;
+    W gate_inp, gate_inp_scale, gate_up_exps, gate_exps, up_exps, down_exps, down_exps_scale;
+    W pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2;
+};
+
+template <class W>
+struct Gemma4Weights : Head<W> {
+    W rope_freqs;  // global layers' frequency factors
+    std::vector<Gemma4Layer<W>> layers;
+};
+
+template <class W>
+void declare_tensors(TensorBinder<W>& b, const Gemma4Params& p, Gemma4Weights<W>& w) {
+    using R = TensorRole;
+    const int64_t E = p.n_embd;
+    declare_head(b, E, p.n_vocab, w);
+    if (std::find(p.swa.begin(), p.swa.end(), false) != p.swa.end())
+        Declare<W>(b, -1).tensor(w.rope_freqs, "rope_freqs.weight", {p.n_rot / 2}, R::RopeFreqs);
+    w.layers.resize(static_cast<size_t>(p.n_layer));
+    for (int l = 0; l < p.n_layer; ++l) {
+        Gemma4Layer<W>& L = w.layers[l];
+        Declare<W> d(b, l);
+        const int64_t D = p.layer_head_dim(l), Q = int64_t{p.n_head} * D, KV = int64_t{p.n_head_kv[l]} * D;
+        const int64_t F = p.n_ff[l];
+        d.tensor(L.attn_norm, "attn_norm.weight", {E}, R::Norm);
+        d.tensor(L.wq, "attn_q.weight", {E, Q}, R::Matrix);
+        d.tensor(L.wk, "attn_k.weight", {E, KV}, R::Matrix);
+        L.has_v = d.optional(L.wv, "attn_v.weight", {E, KV}, R::Matrix, p.swa[l]);
+        d.tensor(L.q_norm, "attn_q_norm.weight", {D}, R::Norm);
+        d.tensor(L.k_norm, "attn_k_norm.weight", {D}, R::Norm);
+        d.tensor(L.wo, "attn_output.weight", {Q, E}, R::Matrix);
+        d.tensor(L.post_attn_norm, "post_attention_norm.weight", {E}, R::Norm);
+        d.tensor(L.ffn_norm, "ffn_norm.weight", {E}, R::Norm);
+        d.tensor(L.ffn_gate, "ffn_gate.weight", {E, F}, R::Matrix);
+        d.tensor(L.ffn_up, "ffn_up.weight", {E, F}, R::Matrix);
+        d.tensor(L.ffn_down, "ffn_down.weight", {F, E}, R::Matrix);
+        d.tensor(L.post_ffw_norm, "post_ffw_norm.weight", {E}, R::Norm);
+        L.has_out_scale = d.optional(L.out_scale, "layer_output_scale.weight", {1}, R::Scale, true);
+        L.moe = d.has("ffn_gate_inp.weight", p.n_expert > 0);
+        if (!L.moe) continue;
+        if (p.n_expert <= 0)
+            b.fail("tensor blk." + std::to_string(l) + ".ffn_gate_inp.weight is present but gemma4.expert_count is missing");
+        const int64_t X = p.n_expert, Fe = p.n_ff_exp;
+        d.tensor(L.gate_inp, "ffn_gate_inp.weight", {E, X}, R::Router);
+        d.tensor(L.gate_inp_scale, "ffn_gate_inp.scale", {E}, R::Scale);
+        L.merged_gate_up = d.optional(L.gate_up_exps, "ffn_gate_up_exps.weight", {E, 2 * Fe, X}, R::Matrix, true);
+        if (!L.merged_gate_up) {
+            d.tensor(L.gate_exps, "ffn_gate_exps.weight", {E, Fe, X}, R::Matrix);
+            d.tensor(L.up_exps, "ffn_up_exps.weight", {E, Fe, X}, R::Matrix);
+        }
+        d.tensor(L.down_exps, "ffn_down_exps.weight", {Fe, E, X}, R::Matrix);
+        L.has_down_scale = d.optional(L.down_exps_scale, "ffn_down_exps.scale", {X}, R::Scale, true);
+        d.tensor(L.pre_ffw_norm_2, "pre_ffw_norm_2.weight", {E}, R::Norm);
+        d.tensor(L.post_ffw_norm_1, "post_ffw_norm_1.weight", {E}, R::Norm);
+        d.tensor(L.post_ffw_norm_2, "post_ffw_norm_2.weight", {E}, R::Norm);
+    }
+}
 
 }  // namespace zinc::model

@@ -1,18 +1,18 @@
-// Hyper-parameters and tensors of the llama-like families (`llama`, `qwen3`): a pre-norm decoder
-// with GQA attention, RoPE and a SwiGLU FFN; qwen3 adds per-head Q/K RMSNorm and NeoX RoPE.
+// The llama-like families (`llama`, `qwen3`): a pre-norm decoder with GQA attention, RoPE and a SwiGLU FFN;
+// qwen3 adds per-head Q/K RMSNorm and NeoX RoPE (docs/models.md §2-3).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "gguf/split.h"
+#include "model/metadata.h"
+#include "model/schema.h"
 
 namespace zinc::model {
 
 struct LlamaLikeParams {
     std::string arch;
     int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_vocab = 0;
-    int n_ctx_train = 0;
     int n_rot = 0;
     bool rope_neox = false;  // qwen3: halves; llama: adjacent pairs
     float rope_base = 10000.0f, rope_freq_scale = 1.0f;
@@ -20,19 +20,43 @@ struct LlamaLikeParams {
     bool qk_norm = false;
 };
 
-struct LlamaLikeLayer {
-    const gguf::TensorInfo *attn_norm, *wq, *wk, *wv, *wo, *q_norm = nullptr, *k_norm = nullptr;
-    const gguf::TensorInfo *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
-};
-
-struct LlamaLikeTensors {
-    const gguf::TensorInfo *token_embd, *output_norm, *output;  // output is token_embd when tied
-    std::vector<LlamaLikeLayer> layers;
-};
-
 bool is_llama_like(const std::string& arch);
-// Read and check against the file: throws gguf::Error naming the key or tensor that is wrong.
-LlamaLikeParams read_llama_like_params(const gguf::Model& m);
-LlamaLikeTensors bind_llama_like_tensors(const gguf::Model& m, const LlamaLikeParams& p);
+LlamaLikeParams read_llama_like_params(const Metadata& md);
+
+template <class W>
+struct LlamaLikeLayer {
+    W attn_norm, wq, wk, wv, wo, q_norm, k_norm;  // q_norm, k_norm: qwen3 only
+    W ffn_norm, ffn_gate, ffn_up, ffn_down;
+};
+
+template <class W>
+struct LlamaLikeWeights : Head<W> {
+    std::vector<LlamaLikeLayer<W>> layers;
+};
+
+template <class W>
+void declare_tensors(TensorBinder<W>& b, const LlamaLikeParams& p, LlamaLikeWeights<W>& w) {
+    using R = TensorRole;
+    const int64_t E = p.n_embd, D = p.head_dim, Q = int64_t{p.n_head} * D, KV = int64_t{p.n_head_kv} * D, F = p.n_ff;
+    declare_head(b, E, p.n_vocab, w);
+    w.layers.resize(static_cast<size_t>(p.n_layer));
+    for (int l = 0; l < p.n_layer; ++l) {
+        LlamaLikeLayer<W>& L = w.layers[l];
+        Declare<W> d(b, l);
+        d.tensor(L.attn_norm, "attn_norm.weight", {E}, R::Norm);
+        d.tensor(L.wq, "attn_q.weight", {E, Q}, R::Matrix);
+        d.tensor(L.wk, "attn_k.weight", {E, KV}, R::Matrix);
+        d.tensor(L.wv, "attn_v.weight", {E, KV}, R::Matrix);
+        if (p.qk_norm) {
+            d.tensor(L.q_norm, "attn_q_norm.weight", {D}, R::Norm);
+            d.tensor(L.k_norm, "attn_k_norm.weight", {D}, R::Norm);
+        }
+        d.tensor(L.wo, "attn_output.weight", {Q, E}, R::Matrix);
+        d.tensor(L.ffn_norm, "ffn_norm.weight", {E}, R::Norm);
+        d.tensor(L.ffn_gate, "ffn_gate.weight", {E, F}, R::Matrix);
+        d.tensor(L.ffn_up, "ffn_up.weight", {E, F}, R::Matrix);
+        d.tensor(L.ffn_down, "ffn_down.weight", {F, E}, R::Matrix);
+    }
+}
 
 }  // namespace zinc::model

@@ -62,7 +62,7 @@ TEST_P(CudaModel, SampledGenerationMatchesCpu) {
     sp.top_k = 40;
     sp.seed = 11;
     auto generate = [&](zinc::backend::Backend& be) {
-        zinc::engine::Session session(model, be, 128);
+        zinc::engine::Session session(model, be, {128});
         zinc::engine::Sampler sampler(sp);
         std::vector<int32_t> out;
         session.generate(fx.prompt, {16}, sampler, [&](int32_t t, const std::string&) {
@@ -85,7 +85,7 @@ TEST_P(CudaModel, DecodeStepWaitsOnce) {
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const zinc::gguf::Model model(fixture_gguf(fam, "q8_0"));
     auto be = zinc::backend::make_cuda_backend(0);
-    auto f = zinc::engine::make_family(model, *be, 128);
+    auto f = zinc::engine::make_family(model, *be, {128});
     int32_t next = f->forward_argmax(fx.prompt, 0);
     int64_t pos = static_cast<int64_t>(fx.prompt.size());
     for (int i = 0; i < 2; ++i) next = f->forward_argmax(std::span<const int32_t>(&next, 1), pos++);  // warm-up

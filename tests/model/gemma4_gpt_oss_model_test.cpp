@@ -91,7 +91,7 @@ TEST_P(Gemma4GptOssModel, GreedyContinuationMatchesTransformers) {
 TEST_P(Gemma4GptOssModel, FullContextIsAClearError) {
     zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
     auto be = zinc::backend::make_cpu_backend(1);
-    auto f = zinc::engine::make_family(model, *be, 4);
+    auto f = zinc::engine::make_family(model, *be, {4});
     std::vector<float> logits;
     const std::vector<int32_t> ids{1, 2, 3, 4, 5};
     EXPECT_THROW(f->forward(ids, 0, false, logits), std::length_error);
@@ -120,7 +120,7 @@ std::string load_error(const std::string& path) {
     zinc::gguf::Model model(path);
     auto be = zinc::backend::make_cpu_backend(1);
     try {
-        zinc::engine::make_family(model, *be, 8);
+        zinc::engine::make_family(model, *be, {8});
     } catch (const std::exception& e) {
         return e.what();
     }

@@ -17,16 +17,16 @@ TEST(MemoryPlan, CountsWeightsCacheAndActivations) {
     const zinc::gguf::Model m(kFixtures + "qwen3/qwen3-f32.gguf");
     uint64_t file_tensors = 0;
     for (const auto& t : m.tensors()) file_tensors += t.info->nbytes;
-    const auto a = zinc::engine::plan_memory(m, 256, 16);
+    const auto a = zinc::engine::plan_memory(m, {256, 16});
     EXPECT_EQ(a.weights, file_tensors);
     // qwen3 fixture: 2 layers, 2 KV heads of 64, f32 K and V.
     EXPECT_EQ(a.cache, 2ull * 2 * 256 * (2 * 64) * 4);
     EXPECT_GT(a.activations, 0u);
     // A longer context grows the cache only; a larger batch grows the activations only.
-    const auto b = zinc::engine::plan_memory(m, 512, 16);
+    const auto b = zinc::engine::plan_memory(m, {512, 16});
     EXPECT_EQ(b.cache, 2 * a.cache);
     EXPECT_EQ(b.activations, a.activations);
-    const auto c = zinc::engine::plan_memory(m, 256, 64);
+    const auto c = zinc::engine::plan_memory(m, {256, 64});
     EXPECT_GT(c.activations, a.activations);
     EXPECT_EQ(c.cache, a.cache);
 }
@@ -34,11 +34,20 @@ TEST(MemoryPlan, CountsWeightsCacheAndActivations) {
 TEST(MemoryPlan, EveryFamilyCanBePlanned) {
     for (const char* fam : {"qwen35", "qwen35moe", "gemma4", "gemma4moe", "gpt-oss"}) {
         const zinc::gguf::Model m(kFixtures + fam + "/" + fam + "-q8_0.gguf");
-        const auto u = zinc::engine::plan_memory(m, 128, 32);
+        const auto u = zinc::engine::plan_memory(m, {128, 32});
         EXPECT_GT(u.weights, 0u) << fam;
         EXPECT_GT(u.cache, 0u) << fam;
         EXPECT_GT(u.activations, 0u) << fam;
     }
+}
+
+std::string refusal(const zinc::backend::MemoryUse& u, uint64_t free_bytes) {
+    try {
+        zinc::engine::check_fits(u, free_bytes, "GPU 0 (test)", 4096);
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "";
 }
 
 TEST(MemoryPlan, RefusesWhatDoesNotFit) {
@@ -46,16 +55,22 @@ TEST(MemoryPlan, RefusesWhatDoesNotFit) {
     u.weights = 20ull << 30;
     u.cache = 4ull << 30;
     u.activations = 1ull << 30;
-    EXPECT_NO_THROW(zinc::engine::check_fits(u, 40ull << 30, "GPU 0 (test)", 4096));
-    try {
-        zinc::engine::check_fits(u, 16ull << 30, "GPU 0 (test)", 4096);
-        FAIL() << "a 25 GiB plan fitted in 16 GiB";
-    } catch (const std::runtime_error& e) {
-        const std::string msg = e.what();
-        for (const char* part : {"GPU 0 (test)", "weights 20.00 GiB", "KV cache for 4096 positions 4.00 GiB",
-                                 "16.00 GiB are free", "--ctx-size"})
-            EXPECT_NE(msg.find(part), std::string::npos) << part << " missing in: " << msg;
-    }
+    EXPECT_EQ(refusal(u, 40ull << 30), "");
+    // 24 GiB: the weights fit with about 2 GiB to spare, which holds about half of the 4 GiB cache.
+    const std::string msg = refusal(u, 24ull << 30);
+    for (const char* part : {"GPU 0 (test)", "weights 20.00 GiB", "KV cache for 4096 positions 4.00 GiB",
+                             "24.00 GiB are free", "--ctx-size "})
+        EXPECT_NE(msg.find(part), std::string::npos) << part << " missing in: " << msg;
+    const int64_t fit = zinc::engine::fitting_context(u, 24ull << 30, 4096);
+    EXPECT_GT(fit, 1500);
+    EXPECT_LT(fit, 2100);
+    EXPECT_NE(msg.find("--ctx-size " + std::to_string(fit) + " would fit"), std::string::npos) << msg;
+    // The context that is said to fit does.
+    zinc::backend::MemoryUse smaller = u;
+    smaller.cache = u.cache / 4096 * static_cast<uint64_t>(fit);
+    EXPECT_EQ(refusal(smaller, 24ull << 30), "");
+    // 16 GiB: not even the weights fit, whatever the context.
+    EXPECT_NE(refusal(u, 16ull << 30).find("even a context of one token does not fit"), std::string::npos);
 }
 
 }  // namespace

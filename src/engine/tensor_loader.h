@@ -1,0 +1,28 @@
+// Binds a file's tensors to backend weights as a family declares them (model/schema.h): finds each tensor, checks
+// its extents and type against the declaration, and hands it to the backend.
+#pragma once
+
+#include <string>
+
+#include "backend/backend.h"
+#include "gguf/split.h"
+#include "model/schema.h"
+
+namespace zinc::engine {
+
+class TensorLoader final : public model::TensorBinder<backend::Weight> {
+public:
+    TensorLoader(const gguf::Model& m, backend::Backend& be) : m_(m), be_(be) {}
+    bool has(const std::string& name, bool written) const override;
+    void bind(backend::Weight& slot, const model::TensorSpec& spec) override;
+    [[noreturn]] void fail(const std::string& what) const override;
+
+    // The one f32 value of a bound 1-element tensor, read from the file (not from backend memory).
+    float scalar(const backend::Weight& w) const;
+
+private:
+    const gguf::Model& m_;
+    backend::Backend& be_;
+};
+
+}  // namespace zinc::engine

@@ -1,0 +1,20 @@
+// The architectures zinc runs, and each family's tensor list for a model that exists only as metadata (what
+// `zinc synth` and the demo generator write).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/metadata.h"
+#include "model/schema.h"
+
+namespace zinc::model {
+
+// "llama, qwen3, qwen35, qwen35moe, gemma4, gpt-oss"
+const std::string& supported_architectures();
+
+// The tensors a file of the model `md` holds, as its family declares them, in declaration order. `tied`: the head
+// is the embedding table (no output.weight).
+std::vector<TensorSpec> list_tensors(const Metadata& md, bool tied);
+
+}  // namespace zinc::model

@@ -1,0 +1,69 @@
+// The hyper-parameters of a model as a family reads them: the metadata of a GGUF file, or the key-values of a
+// file about to be written (`zinc synth`). Every reader checks the value's range, so a hostile or broken file
+// stops with a message naming the file, the key and what was expected instead of running with NaN, zero or
+// overflowing sizes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/reader.h"
+
+namespace zinc::gguf {
+class Model;
+}
+
+namespace zinc::model {
+
+// Upper bounds for counts read from a file. They are far above any real model and keep every product of two of
+// them (a layer's width times a head count, say) well inside int64.
+inline constexpr int kMaxLayers = 4096;
+inline constexpr int kMaxWidth = 1 << 20;  // embedding, FFN, head and state sizes; head and expert counts
+inline constexpr int kMaxContext = 1 << 30;
+
+class Metadata {
+public:
+    // A file's metadata; n_vocab is the row count of its token_embd.weight.
+    explicit Metadata(const gguf::Model& m);
+    // Key-values that are not in a file yet, for a model of n_vocab embedding rows called `name` in messages.
+    Metadata(std::vector<gguf::KeyValue> kv, int64_t n_vocab, std::string name);
+
+    const std::string& name() const { return name_; }  // the file, in messages
+    const std::string& arch() const { return arch_; }   // general.architecture
+    int64_t n_vocab() const { return n_vocab_; }
+    const gguf::Value* find(std::string_view key) const;
+
+    // Readers of "<arch>.<key>". A `count` is an integer in [1, max]; `_or` readers return the fallback when the
+    // key is absent (the fallback itself is not checked).
+    int count(const std::string& key, int max = kMaxWidth) const;
+    int count_or(const std::string& key, int fallback, int max = kMaxWidth) const;
+    int integer_or(const std::string& key, int fallback, int lo, int hi) const;
+    // A finite number greater than 0.
+    float positive(const std::string& key) const;
+    float positive_or(const std::string& key, float fallback) const;
+    // A finite number in [lo, hi].
+    float number_or(const std::string& key, float fallback, float lo, float hi) const;
+    std::string string_or(const std::string& key, const std::string& fallback) const;
+    // A per-layer integer stored as a scalar (the same for every layer) or as an array with one value per layer
+    // (longer arrays are cut: files count extra prediction layers past the main stack). Each value is in [lo, hi].
+    std::vector<int> per_layer(const std::string& key, int n_layer, int lo, int hi) const;
+    std::vector<int> per_layer_or(const std::string& key, int n_layer, int lo, int hi, int fallback) const;
+    // A per-layer bool array (cut like per_layer).
+    std::vector<bool> flags_per_layer(const std::string& key, int n_layer) const;
+
+    // Throws gguf::Error "<name>: <what>".
+    [[noreturn]] void fail(const std::string& what) const;
+
+private:
+    const gguf::Value& get(const std::string& key) const;  // "<arch>.<key>", which must exist
+    std::vector<int> layer_values(const gguf::Value& v, const std::string& key, int n_layer, int lo, int hi) const;
+
+    std::string name_, arch_;
+    int64_t n_vocab_ = 0;
+    const gguf::Model* model_ = nullptr;  // a file's metadata, or
+    std::vector<gguf::KeyValue> kv_;      // key-values of a file to be written
+};
+
+}  // namespace zinc::model

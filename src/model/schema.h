@@ -1,0 +1,105 @@
+// A family's tensors are declared once, in its model file, as a function of its hyper-parameters: each tensor's
+// name, extents and what it holds. The one declaration serves every use: the engine binds a file's tensors to a
+// backend through it (which the memory plan does on the sizing backend), `zinc synth` and the demo generator list
+// the tensors to write from it.
+//
+// A declaration is a template over the slot type W: backend::Weight when tensors are bound to a backend, Unbound
+// when they are only listed. The model layer thus declares the per-family weight structs without knowing the
+// backends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zinc::model {
+
+// What a tensor holds; decides the checks a loader applies and how a synthetic file initialises it.
+enum class TensorRole {
+    Embedding,   // token_embd.weight
+    Output,      // output.weight (LM head)
+    Matrix,      // any other 2-D/3-D projection weight (attention, FFN, experts, delta-net projections)
+    Router,      // ffn_gate_inp.weight (MoE router, kept F32 by converters)
+    Vector,      // 1-D weight used as a dot product (ffn_gate_inp_shexp)
+    Norm,        // RMSNorm weight (a plain multiplier, near 1)
+    Bias,        // additive bias
+    Scale,       // multiplicative scale that is 1 in an untrained model (layer_output_scale, router/expert scales)
+    SsmA,        // qwen35 ssm_a = -exp(A_log) (negative)
+    SsmDtBias,   // qwen35 ssm_dt.bias
+    SsmConv,     // qwen35 ssm_conv1d.weight (depthwise conv taps)
+    Sinks,       // gpt-oss attention sinks
+    RopeFreqs,   // gemma4 rope_freqs.weight (1 for rotated pairs, 1e30 for the rest)
+};
+
+// Whether the forward pass reads a tensor of this role as plain f32 values (norm weights, biases, scales, ...);
+// the others go through matmuls and may have any type.
+inline bool role_is_f32(TensorRole r) {
+    return r != TensorRole::Embedding && r != TensorRole::Output && r != TensorRole::Matrix &&
+           r != TensorRole::Router && r != TensorRole::Vector;
+}
+
+struct TensorSpec {
+    std::string name;
+    std::vector<int64_t> ne;  // extents in ggml order; a file's tensor may add trailing extents of 1
+    TensorRole role = TensorRole::Matrix;
+    int layer = -1;           // blk index, -1 for model-level tensors
+};
+
+// Where a declaration puts its tensors.
+template <class W>
+class TensorBinder {
+public:
+    virtual ~TensorBinder() = default;
+    // Whether the model has tensor `name`, for tensors that are optional or come in alternative layouts. A model
+    // that is being written has it when `written` says so: what the family's released files hold.
+    virtual bool has(const std::string& name, bool written) const = 0;
+    // Binds the tensor spec.name, which the model must have with extents spec.ne, to `slot`.
+    virtual void bind(W& slot, const TensorSpec& spec) = 0;
+    // Stops the declaration: the model's tensors contradict its hyper-parameters. The message names the model.
+    [[noreturn]] virtual void fail(const std::string& what) const = 0;
+};
+
+// The slot type when tensors are only listed.
+struct Unbound {};
+
+// Declares the tensors of one layer ("blk.<layer>.<name>") or, for layer -1, of the model.
+template <class W>
+class Declare {
+public:
+    Declare(TensorBinder<W>& b, int layer)
+        : b_(b), layer_(layer), prefix_(layer < 0 ? std::string() : "blk." + std::to_string(layer) + ".") {}
+
+    // A tensor the model must have.
+    void tensor(W& slot, const std::string& name, std::vector<int64_t> ne, TensorRole role) {
+        b_.bind(slot, TensorSpec{prefix_ + name, std::move(ne), role, layer_});
+    }
+    // A tensor the model may have (written: whether released files have it); returns whether it was bound.
+    bool optional(W& slot, const std::string& name, std::vector<int64_t> ne, TensorRole role, bool written) {
+        if (!has(name, written)) return false;
+        tensor(slot, name, std::move(ne), role);
+        return true;
+    }
+    bool has(const std::string& name, bool written) const { return b_.has(prefix_ + name, written); }
+
+private:
+    TensorBinder<W>& b_;
+    int layer_;
+    std::string prefix_;
+};
+
+// The embedding table and the head every family has. Without output.weight the head is the embedding table
+// itself (tied): the slot is a copy of token_embd's, so a backend holds the table once.
+template <class W>
+struct Head {
+    W token_embd, output_norm, output;
+};
+
+template <class W>
+void declare_head(TensorBinder<W>& b, int64_t n_embd, int64_t n_vocab, Head<W>& h) {
+    Declare<W> d(b, -1);
+    d.tensor(h.token_embd, "token_embd.weight", {n_embd, n_vocab}, TensorRole::Embedding);
+    d.tensor(h.output_norm, "output_norm.weight", {n_embd}, TensorRole::Norm);
+    if (!d.optional(h.output, "output.weight", {n_embd, n_vocab}, TensorRole::Output, true)) h.output = h.token_embd;
+}
+
+}  // namespace zinc::model
