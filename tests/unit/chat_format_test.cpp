@@ -52,14 +52,14 @@ TEST(ChatFormat, Gemma3MatchesTheRealTemplate) {
 }
 
 namespace {
-// The conversation FORMATS.md 5.5-5.9 render.
+// The conversation docs/formats.md §5.5-5.9 render.
 std::vector<ChatMessage> doc_conversation() {
     return {{"system", "You are helpful."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "What is 2+2?"}};
 }
 }  // namespace
 
-// Gemma 4: expected strings written by hand from FORMATS.md 5.8 (its renderings of google-gemma-4-31B-it's template;
-// the real template is not in the repository).
+// Gemma 4: expected strings written by hand from docs/formats.md §5.8 (its renderings of google-gemma-4-31B-it's
+// template; the real template is not in the repository).
 TEST(ChatFormat, Gemma4FromFormatsDoc) {
     EXPECT_EQ(detect_chat_style("{{ bos_token }}{%- for m in messages -%}<|turn>{{ m.role }}\n"), ChatStyle::Gemma4);
     ChatOptions off;
@@ -79,7 +79,7 @@ TEST(ChatFormat, Gemma4FromFormatsDoc) {
               "<|channel>thought\n<channel|>");
 }
 
-// gpt-oss Harmony: expected string written by hand from FORMATS.md 5.9 (its rendering of openai-gpt-oss-120b's
+// gpt-oss Harmony: expected string written by hand from docs/formats.md §5.9 (its rendering of openai-gpt-oss-120b's
 // template with the date 2026-08-18; the real template is not in the repository).
 TEST(ChatFormat, HarmonyFromFormatsDoc) {
     EXPECT_EQ(detect_chat_style("{%- for m in messages -%}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>"),

@@ -95,7 +95,7 @@ DeltaNetCase make_case(bool tiled, int64_t T, std::mt19937& rng) {
     return c;
 }
 
-// The recurrence as MODELS.md §4.4 states it, in double.
+// The recurrence as docs/models.md §4.4.2 states it, in double.
 void reference(const DeltaNetCase& c, std::vector<float>& out, std::vector<float>& state) {
     const auto& p = c.p;
     std::vector<double> S(c.s0.begin(), c.s0.end());

@@ -32,7 +32,7 @@ std::string error_of(auto&& fn) {
 
 }  // namespace
 
-// FORMATS.md 1.9: the 256-byte file llama.cpp writes for this content.
+// docs/formats.md §1.9: the 256-byte file llama.cpp writes for this content.
 TEST(GgufWriter, WorkedExampleIsByteExact) {
     Writer w;
     w.set("general.architecture", "llama");

@@ -1,4 +1,4 @@
-// zinc::quant API behaviour and the known-answer vectors of FORMATS.md §2.7.15.
+// zinc::quant API behaviour and the known-answer vectors of docs/formats.md §2.7.15.
 
 #include <gtest/gtest.h>
 
@@ -104,7 +104,7 @@ TEST(QuantApi, RoundTripErrorIsSmall) {
     }
 }
 
-// FORMATS.md §2.7.15: 512 LCG values quantized as 2 rows x 256, hashed with 64-bit FNV-1a.
+// docs/formats.md §2.7.15: 512 LCG values quantized as 2 rows x 256, hashed with 64-bit FNV-1a.
 std::vector<float> known_answer_input() {
     std::vector<float> x(512);
     uint32_t s = 12345;

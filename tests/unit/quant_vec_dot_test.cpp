@@ -1,4 +1,5 @@
-// zinc::quant vec_dot: activation quantization to the vec-dot type and the integer dot products (FORMATS.md §2.8, §3).
+// zinc::quant vec_dot: activation quantization to the vec-dot type and the integer dot products
+// (docs/formats.md §2.8, §3).
 // Every kernel must equal the f32 dot product of the dequantized weight row and the dequantized activation row up to
 // float rounding, and the SIMD kernels must agree with the scalar reference.
 

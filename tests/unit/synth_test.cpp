@@ -89,7 +89,8 @@ std::string blk(int i, const char* n) { return "blk." + std::to_string(i) + "." 
 TEST(SynthMix, Qwen3_8B_Q4_K_M_MoreBitsLayers) {
     const Preset& p = preset("qwen3-8b");
     const auto ty = types_of(p, QuantMix::Q4_K_M);
-    const std::set<int> more = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 31, 32, 33, 34, 35};  // MODELS.md 3.3
+    // The more-bits layers of Qwen3-8B's 36 layers (docs/models.md §3.3).
+    const std::set<int> more = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 31, 32, 33, 34, 35};
     for (int il = 0; il < 36; ++il) {
         const TensorType want = more.count(il) ? TensorType::Q6_K : TensorType::Q4_K;
         EXPECT_EQ(ty.at(blk(il, "attn_v.weight")), want) << il;

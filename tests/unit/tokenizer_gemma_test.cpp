@@ -1,4 +1,4 @@
-// Gemma tokenizers: the SentencePiece-style kinds "llama" (Gemma 3) and "gemma4" (FORMATS.md 4.8, 4.9).
+// Gemma tokenizers: the SentencePiece-style kinds "llama" (Gemma 3) and "gemma4" (docs/formats.md §4.8, §4.9).
 //  - the full Gemma 3 tokenizer.json (data/tokenizers/gemma3) imported with hf_import_spm, against Hugging Face
 //    goldens (tests/fixtures/tokenizers/golden_gemma3.json);
 //  - the gemma4 fixture GGUF (llama.cpp converter, truncated Gemma 3 vocabulary) against its meta.json prompt_ids.

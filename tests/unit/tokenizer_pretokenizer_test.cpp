@@ -1,4 +1,4 @@
-// Hand-checked splits of the pre-tokenizer scanners (FORMATS.md 4.7).
+// Hand-checked splits of the pre-tokenizer scanners (docs/formats.md §4.7).
 #include <gtest/gtest.h>
 
 #include <string>

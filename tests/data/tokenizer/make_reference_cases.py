@@ -180,7 +180,7 @@ def nfc_cases(n, seed):
     return out
 
 
-# Split regexes per pre-tokenizer (FORMATS.md 4.7), for the scanner cross-check.
+# Split regexes per pre-tokenizer (docs/formats.md §4.7), for the scanner cross-check.
 PRE_REGEXES = {
     "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "llama-bpe": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
