@@ -1,6 +1,6 @@
 // Real model shapes as data: the presets `zinc synth` writes (architecture, hyper-parameters, the tensor list with
 // the names and ggml shapes llama.cpp's converter gives them, and the `<arch>.*` metadata the converter writes).
-// Sources: docs MODELS.md sections 3-7 and the converter-written reference fixtures in tests/fixtures/.
+// Sources: docs/models.md §3-7 and the converter-written reference fixtures in tests/fixtures/.
 #pragma once
 
 #include <cstdint>

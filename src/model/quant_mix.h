@@ -1,5 +1,5 @@
-// Which ggml type each tensor of a synthetic model gets for a `--type` quant mix: llama-quantize's rules (docs
-// FORMATS.md 2.9) for the stock mixes, plus an Unsloth-UD-like mix and gpt-oss's MXFP4 experts.
+// Which ggml type each tensor of a synthetic model gets for a `--type` quant mix: llama-quantize's rules
+// (docs/formats.md §2.9) for the stock mixes, plus an Unsloth-UD-like mix and gpt-oss's MXFP4 experts.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Activation quantization formats (FORMATS.md §2.7.3, §2.7.5, §2.8), byte-exact with ggml's
+// Activation quantization formats (docs/formats.md §2.7.3, §2.7.5, §2.8), byte-exact with ggml's
 // quantize_row_q8_1_ref and quantize_row_q8_K_ref.
 #pragma once
 

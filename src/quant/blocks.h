@@ -1,4 +1,4 @@
-// Packed block layouts of the ggml quantized tensor types (FORMATS.md §2.3–2.5).
+// Packed block layouts of the ggml quantized tensor types (docs/formats.md §2.3–§2.5).
 // All multi-byte fields are little-endian; f16 scales are kept as their raw uint16_t bit patterns.
 #pragma once
 

@@ -9,7 +9,7 @@
 #include "quant/blocks.h"
 #include "quant/float_convert.h"
 
-// The element formulas and their evaluation order follow FORMATS.md §2.3–2.5; every product and sum is one
+// The element formulas and their evaluation order follow docs/formats.md §2.3–§2.5; every product and sum is one
 // binary32 operation, in the order written, so the results equal ggml's reference bit for bit.
 
 namespace zinc::quant {

@@ -1,4 +1,4 @@
-// Scalar conversions between f32 and the narrow float formats ggml stores (FORMATS.md §0, §2.2, §2.5).
+// Scalar conversions between f32 and the narrow float formats ggml stores (docs/formats.md §0, §2.2, §2.5).
 // Each matches llama.cpp's portable software path bit for bit on every input.
 #pragma once
 

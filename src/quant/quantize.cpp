@@ -13,7 +13,7 @@
 #include "quant/float_convert.h"
 #include "quant/quant_internal.h"
 
-// Reference quantizers of the 32-element formats and the scalar types (FORMATS.md §2.7.2–2.7.4, §2.7.12).
+// Reference quantizers of the 32-element formats and the scalar types (docs/formats.md §2.7.2–§2.7.4, §2.7.12).
 // Every expression is evaluated in binary32 in the same order as ggml's reference, one rounding per operation.
 
 namespace zinc::quant {

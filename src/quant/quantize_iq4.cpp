@@ -1,4 +1,4 @@
-// IQ4_NL and IQ4_XS quantizers as llama-quantize runs them without an importance matrix (FORMATS.md §2.7.12):
+// IQ4_NL and IQ4_XS quantizers as llama-quantize runs them without an importance matrix (docs/formats.md §2.7.12):
 // ggml's quantize_iq4_nl / quantize_iq4_xs with a null imatrix (7 trial scales either side of the initial one).
 
 

@@ -1,4 +1,4 @@
-// Reference quantizers of the K-quant formats Q2_K…Q6_K (FORMATS.md §2.7.6–2.7.11), without importance matrix.
+// Reference quantizers of the K-quant formats Q2_K…Q6_K (docs/formats.md §2.7.6–§2.7.11), without importance matrix.
 // Evaluation order and float/int conversions mirror ggml's quantize_row_q*_K_ref so the output is byte-exact;
 // each arithmetic expression below is written in the order ggml evaluates it.
 
@@ -17,7 +17,7 @@ namespace {
 
 constexpr float kGroupMaxEps = 1e-15f;  // below this magnitude a group is treated as all zero
 
-// Asymmetric scale/min search (§2.7.6): finds levels L in [0, nmax], a scale and the_min >= 0 with
+// Asymmetric scale/min search (docs/formats.md §2.7.6): finds levels L in [0, nmax], a scale and the_min >= 0 with
 // x ~ scale * L - the_min, minimising the weighted squared (or, with use_mad, absolute) error.
 float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min,
                        uint8_t* Laux, float rmin, float rdelta, int nstep, bool use_mad) {
@@ -104,7 +104,8 @@ void signed_max(const float* x, int n, float& max, float& amax) {
     }
 }
 
-// Symmetric scale search with weights x^2 (§2.7.9, ggml's rmse_type 1): levels L in [0, 2*nmax), signed scale.
+// Symmetric scale search with weights x^2 (docs/formats.md §2.7.9, ggml's rmse_type 1): levels L in [0, 2*nmax), signed
+// scale.
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     float max, amax;
     signed_max(x, n, max, amax);
@@ -150,8 +151,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     return scale;
 }
 
-// Q3_K's symmetric search (§2.7.11): start from -nmax/max, then up to 5 passes that move single levels when that
-// improves the weighted (x^2) least-squares fit. Levels come out in [0, 2*nmax).
+// Q3_K's symmetric search (docs/formats.md §2.7.11): start from -nmax/max, then up to 5 passes that move single levels
+// when that improves the weighted (x^2) least-squares fit. Levels come out in [0, 2*nmax).
 float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
     float max, amax;
     signed_max(x, n, max, amax);
@@ -211,7 +212,7 @@ void scale_min_k4(int j, const uint8_t* s, uint8_t& sc, uint8_t& m) {
 }
 
 // Shared front half of Q4_K and Q5_K: per-32 scale/min search, 6-bit packing of scales and mins into `scales`,
-// f16 d/dmin, and the levels re-derived from the stored values (§2.7.7 steps 1-7).
+// f16 d/dmin, and the levels re-derived from the stored values (docs/formats.md §2.7.7 steps 1-7).
 void quantize_k_scales_mins(const float* x, int nmax, float rmin, int nstep, uint8_t* L, uint8_t* scales_out,
                             uint16_t& d_out, uint16_t& dmin_out) {
     float scales[8], mins[8], weights[32];

@@ -1,4 +1,4 @@
-// Activation quantization for the integer dot products and the scalar reference kernels (FORMATS.md §2.8, §3).
+// Activation quantization for the integer dot products and the scalar reference kernels (docs/formats.md §2.8, §3).
 // The kernels follow ggml's generic formulation: exact integer sums per (sub-)block, then one float multiply-add per
 // block into a float accumulator (or eight lanes for the K-quants), in ggml's order.
 #include "quant/vec_dot.h"

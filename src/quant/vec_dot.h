@@ -1,5 +1,5 @@
 // Dot products of a weight row with an activation row quantized to the weight type's "vec-dot type", as ggml's
-// CPU backend computes quantized matmuls (FORMATS.md §2.8, §3; MODELS.md §0.3 item 3): the activation row is
+// CPU backend computes quantized matmuls (docs/formats.md §2.8, §3; docs/models.md §0.3 item 3): the activation row is
 // converted once (quantize_activation) and every weight row is then dotted with it by integer block dot products
 // with one float multiply-add per (sub-)block.
 //

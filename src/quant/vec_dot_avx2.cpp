@@ -1,6 +1,6 @@
-// AVX2 + FMA kernels for vec_dot (FORMATS.md §3). Each computes the same exact integer (sub-)block sums as the scalar
-// reference in vec_dot.cpp and scales them by the same float products; only the order in which the per-block float
-// terms are accumulated differs (eight SIMD lanes, summed at the end).
+// AVX2 + FMA kernels for vec_dot (docs/formats.md §3.6). Each computes the same exact integer (sub-)block sums as the
+// scalar reference in vec_dot.cpp and scales them by the same float products; only the order in which the per-block
+// float terms are accumulated differs (eight SIMD lanes, summed at the end).
 //
 // Unsigned × signed byte products come from maddubs (pairs summed to int16). Its saturation is never reached:
 // 4/5-bit weights give |pair| ≤ 2·31·127, 6-bit ≤ 2·63·127, and for signed × signed (Q8_0, tables) the sign of one

@@ -37,7 +37,7 @@ void no_tools(const ChatMessage& m) {
     if (m.role == "tool") throw Error("chat_format: tool messages are not supported for this chat format yet");
 }
 
-// Gemma 3 (FORMATS.md 5.7): bos, system content + "\n\n" prefixed to the first user turn, strict alternation.
+// Gemma 3 (docs/formats.md §5.7): bos, system content + "\n\n" prefixed to the first user turn, strict alternation.
 std::string render_gemma3(const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
     std::string out = opts.bos_token, prefix;
     size_t first = 0;
@@ -74,7 +74,7 @@ std::string strip_thinking(const std::string& s) {
     return trim(out);
 }
 
-// Gemma 4 (FORMATS.md 5.8).
+// Gemma 4 (docs/formats.md §5.8).
 std::string render_gemma4(const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
     std::string out = opts.bos_token;
     size_t first = 0;
@@ -100,7 +100,7 @@ std::string render_gemma4(const std::vector<ChatMessage>& messages, const ChatOp
     return out;
 }
 
-// gpt-oss Harmony (FORMATS.md 5.9).
+// gpt-oss Harmony (docs/formats.md §5.9).
 std::string render_harmony(const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
     std::string date = opts.current_date;
     if (date.empty()) {

@@ -1,7 +1,7 @@
 // Chat prompts from a list of messages, in the form the GGUF's tokenizer.chat_template describes.
 // Recognised today: ChatML (`<|im_start|>role\n...<|im_end|>`), with Qwen3's thinking markers when
 // the template has them; Gemma 3 (`<start_of_turn>`), Gemma 4 (`<|turn>`) and gpt-oss Harmony
-// (`<|start|>...<|message|>`) (FORMATS.md 5.7-5.9; plain user/assistant/system turns, no tools).
+// (`<|start|>...<|message|>`) (docs/formats.md §5.7-§5.9; plain user/assistant/system turns, no tools).
 // A general Jinja interpreter replaces this detection later.
 #pragma once
 

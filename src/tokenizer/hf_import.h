@@ -1,5 +1,6 @@
 // Hugging Face tokenizer.json (+ tokenizer_config.json, config.json) -> GGUF `tokenizer.*` metadata, with the
-// keys and values llama.cpp's converter writes for byte-level BPE models such as Qwen3 (FORMATS.md 4.1-4.2).
+// keys and values llama.cpp's converter writes for byte-level BPE models such as Qwen3 (docs/formats.md §4.1-§4.2,
+// §4.15).
 #pragma once
 
 #include <cstdint>

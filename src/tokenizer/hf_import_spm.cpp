@@ -27,7 +27,7 @@ std::optional<std::string> token_entry(const json& cfg, const std::string& name)
     return std::nullopt;
 }
 
-// conversion/base.py does_token_look_special (FORMATS.md 4.2).
+// conversion/base.py does_token_look_special (docs/formats.md §4.2).
 bool looks_special(const std::string& t) {
     auto starts = [&](std::string_view p) { return t.size() >= p.size() && t.compare(0, p.size(), p) == 0; };
     auto ends = [&](std::string_view s) { return t.size() >= s.size() && t.compare(t.size() - s.size(), s.size(), s) == 0; };

@@ -1,5 +1,6 @@
 // Hugging Face tokenizer.json of a SentencePiece-style BPE model (U+2581-escaped vocabulary, byte fallback, e.g.
-// Gemma 3 / Gemma 4) -> GGUF `tokenizer.*` metadata as llama.cpp's converter writes it (FORMATS.md 4.1-4.3, 4.9).
+// Gemma 3 / Gemma 4) -> GGUF `tokenizer.*` metadata as llama.cpp's converter writes it (docs/formats.md §4.1-§4.3,
+// §4.9, §4.15).
 #pragma once
 
 #include <cstdint>

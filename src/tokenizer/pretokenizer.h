@@ -1,5 +1,5 @@
 // Pre-tokenizers for byte-level BPE: hand-written scanners equivalent to the split regexes of each
-// `tokenizer.ggml.pre` value (FORMATS.md 4.7). No regex engine is involved.
+// `tokenizer.ggml.pre` value (docs/formats.md §4.7). No regex engine is involved.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// SentencePiece-style BPE vocabularies (FORMATS.md 4.8, 4.9): text with spaces escaped as U+2581 ("▁"), split
+// SentencePiece-style BPE vocabularies (docs/formats.md §4.8, §4.9): text with spaces escaped as U+2581 ("▁"), split
 // into UTF-8 characters, merged either by token score ("llama", SentencePiece BPE: Gemma 2/3, Llama 2, Mistral)
 // or by merge rank ("gemma4"), with <0xXX> byte-fallback tokens for characters the vocabulary lacks.
 #include <algorithm>
@@ -36,7 +36,7 @@ size_t char_len(std::string_view s, size_t pos) { return unicode::decode_utf8(s,
 
 }  // namespace
 
-// Scores and the kind's defaults (FORMATS.md 4.3); the file's keys are read afterwards by from_metadata.
+// Scores and the kind's defaults (docs/formats.md §4.3); the file's keys are read afterwards by from_metadata.
 void Tokenizer::load_spm_bpe(const Lookup& find) {
     const auto n = static_cast<int32_t>(tokens_.size());
     if (const gguf::Value* sc = find("tokenizer.ggml.scores")) {
@@ -120,7 +120,7 @@ void Tokenizer::encode_spm_fragment(std::string_view raw, std::vector<int32_t>& 
 
 // SentencePiece BPE: repeatedly merge the adjacent pair whose concatenation is the best-scoring vocabulary token
 // (ties: leftmost). Only NORMAL tokens are merge results, as in SentencePiece (llama.cpp also accepts CONTROL and
-// UNUSED ones, FORMATS.md 4.14 item 5).
+// UNUSED ones, docs/formats.md §4.14 item 5).
 void Tokenizer::spm_word(std::string_view text, std::vector<int32_t>& out) const {
     struct Sym {
         size_t off, len;

@@ -188,7 +188,7 @@ Tokenizer Tokenizer::from_metadata(const Lookup& find) {
             t.merges_.emplace(pair_key(ia->second, ib->second), Merge{static_cast<int32_t>(r), ij->second});
         }
 
-        // Defaults for gpt2 (FORMATS.md 4.3), then the file's keys.
+        // Defaults for gpt2 (docs/formats.md §4.3), then the file's keys.
         if (gpt2) {
             if (11 < n) t.bos_ = t.eos_ = 11;
             t.add_bos_ = t.pre_.add_bos;
@@ -228,7 +228,7 @@ void Tokenizer::build() {
     for (std::string_view s : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})
         if (auto id = find_token(s)) types_[static_cast<size_t>(*id)] = TokenType::UserDefined;
 
-    // EOT by text when not given; EOG set (FORMATS.md 4.11). Deliberate difference from llama.cpp: only tokens
+    // EOT by text when not given; EOG set (docs/formats.md §4.11). Deliberate difference from llama.cpp: only tokens
     // that are not NORMAL are recognized by their text. llama.cpp also takes NORMAL ones and forces them to
     // CONTROL, which turns Qwen's ordinary BPE token "</s>" (128247, the HTML strike-through end tag) into an
     // invisible end-of-generation token.
@@ -502,7 +502,7 @@ void apply_clean_spaces(std::string& t) {
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special) const {
     std::string out;
     for (int32_t id : ids) out += token_text(id, render_special);
-    // SentencePiece dummy prefix: one leading space of the first piece is not part of the text (FORMATS.md 4.12).
+    // SentencePiece dummy prefix: one leading space of the first piece is not part of the text (docs/formats.md §4.12).
     if (add_space_prefix_ && !ids.empty() && !out.empty() && out[0] == ' ' && !token_text(ids[0], render_special).empty())
         out.erase(0, 1);
     if (clean_spaces_) apply_clean_spaces(out);

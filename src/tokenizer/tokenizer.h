@@ -1,4 +1,4 @@
-// Text <-> token ids for GGUF vocabularies (FORMATS.md 4). Supported: byte-level BPE (`tokenizer.ggml.model`
+// Text <-> token ids for GGUF vocabularies (docs/formats.md §4). Supported: byte-level BPE (`tokenizer.ggml.model`
 // = "gpt2") with the pre-tokenizers of pretokenizer.h; SentencePiece-style BPE over U+2581-escaped text with
 // <0xXX> byte fallback: "llama" (score-driven, Gemma 2/3) and "gemma4" (merge-rank driven) in spm_bpe.cpp.
 #pragma once
@@ -24,7 +24,7 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// tokenizer.ggml.token_type values (FORMATS.md 4.2).
+// tokenizer.ggml.token_type values (docs/formats.md §4.2).
 enum class TokenType : int32_t {
     Undefined = 0,
     Normal = 1,
@@ -38,8 +38,8 @@ enum class TokenType : int32_t {
 // Algorithm family selected by tokenizer.ggml.model.
 enum class TokenizerKind {
     Gpt2,    // byte-level BPE
-    Spm,     // "llama": SentencePiece BPE by token score (FORMATS.md 4.8)
-    Gemma4,  // "gemma4": BPE by merge rank over raw UTF-8 with U+2581 (FORMATS.md 4.9)
+    Spm,     // "llama": SentencePiece BPE by token score (docs/formats.md §4.8)
+    Gemma4,  // "gemma4": BPE by merge rank over raw UTF-8 with U+2581 (docs/formats.md §4.9)
 };
 
 class Tokenizer {
@@ -78,7 +78,7 @@ public:
     int32_t pad() const { return pad_; }
     bool add_bos() const { return add_bos_; }
     bool add_eos() const { return add_eos_; }
-    // End-of-generation: EOS, EOT, EOM and the tokens llama.cpp recognizes by text (FORMATS.md 4.11).
+    // End-of-generation: EOS, EOT, EOM and the tokens llama.cpp recognizes by text (docs/formats.md §4.11).
     bool is_eog(int32_t id) const;
     const std::vector<int32_t>& eog_ids() const { return eog_; }
     bool is_control(int32_t id) const;
@@ -166,7 +166,7 @@ private:
     std::string pending_;
 };
 
-// GPT-2 byte <-> code point mapping (FORMATS.md 4.6).
+// GPT-2 byte <-> code point mapping (docs/formats.md §4.6).
 uint32_t byte_to_codepoint(uint8_t b);
 // -1 when cp is not in the table.
 int byte_from_codepoint(uint32_t cp);
