@@ -21,6 +21,7 @@
 
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "model/families.h"
 #include "quant/quantize.h"
 #include "tokenizer/hf_import.h"
 #include "tokenizer/tokenizer.h"
@@ -47,6 +48,12 @@ std::vector<uint8_t> quantize(TensorType type, const std::vector<float>& w, int6
     std::vector<uint8_t> out(rb * rows);
     for (int64_t r = 0; r < rows; ++r) zinc::quant::quantize_row(type, w.data() + r * cols, out.data() + r * rb, cols);
     return out;
+}
+
+std::vector<uint8_t> f32(const std::vector<float>& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(float));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
 }
 
 std::vector<float> random_vec(size_t n, float sd, std::mt19937& rng) {
@@ -89,50 +96,42 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i + 1 < chain.size(); ++i)
             for (int64_t k = 0; k < n_embd; ++k) output[chain[i + 1] * n_embd + k] = 0.5f * embd[chain[i] * n_embd + k];
 
+        // The tensors of this qwen3 model as the family declares them; each is filled by what it holds.
+        std::vector<zinc::gguf::KeyValue> hparams;
+        auto u32 = [&](const std::string& key, uint32_t v) { hparams.push_back({key, zinc::gguf::Value::of(v)}); };
+        hparams.push_back({"general.architecture", zinc::gguf::Value::of("qwen3")});
+        u32("qwen3.block_count", 1);
+        u32("qwen3.context_length", 512);
+        u32("qwen3.embedding_length", n_embd);
+        u32("qwen3.feed_forward_length", n_ff);
+        u32("qwen3.attention.head_count", n_head);
+        u32("qwen3.attention.head_count_kv", n_head_kv);
+        u32("qwen3.attention.key_length", head_dim);
+        u32("qwen3.attention.value_length", head_dim);
+        hparams.push_back({"qwen3.attention.layer_norm_rms_epsilon", zinc::gguf::Value::of(1e-6f)});
+        hparams.push_back({"qwen3.rope.freq_base", zinc::gguf::Value::of(1000000.0f)});
+        const auto tensors =
+            zinc::model::list_tensors(zinc::model::Metadata(hparams, n_vocab, "demo model"), /*tied=*/false);
+
         zinc::gguf::Writer w;
-        w.set("general.architecture", "qwen3");
+        for (const auto& kv : hparams) w.add(kv.key, kv.value);
         w.set("general.name", "zinc demo");
         w.set("general.file_type", uint32_t{7});  // mostly Q8_0
         w.set("general.quantization_version", uint32_t{2});
-        w.set("qwen3.block_count", uint32_t{1});
-        w.set("qwen3.context_length", uint32_t{512});
-        w.set("qwen3.embedding_length", uint32_t{n_embd});
-        w.set("qwen3.feed_forward_length", uint32_t{n_ff});
-        w.set("qwen3.attention.head_count", uint32_t{n_head});
-        w.set("qwen3.attention.head_count_kv", uint32_t{n_head_kv});
-        w.set("qwen3.attention.key_length", uint32_t{head_dim});
-        w.set("qwen3.attention.value_length", uint32_t{head_dim});
-        w.set("qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
-        w.set("qwen3.rope.freq_base", 1000000.0f);
         zinc::tokenizer::add_to_writer(w, tok_kv);
-
-        auto f32 = [](const std::vector<float>& v) {
-            std::vector<uint8_t> b(v.size() * sizeof(float));
-            std::memcpy(b.data(), v.data(), b.size());
-            return b;
-        };
-        const std::vector<float> ones(n_embd, 1.0f), head_ones(head_dim, 1.0f);
-        w.add_tensor("token_embd.weight", TensorType::Q8_0, {n_embd, n_vocab}, quantize(TensorType::Q8_0, embd, n_embd));
-        w.add_tensor("blk.0.attn_norm.weight", TensorType::F32, {n_embd}, f32(ones));
-        w.add_tensor("blk.0.attn_q.weight", TensorType::Q8_0, {n_embd, n_head * head_dim},
-                     quantize(TensorType::Q8_0, random_vec(n_embd * n_head * head_dim, 0.02f, rng), n_embd));
-        w.add_tensor("blk.0.attn_k.weight", TensorType::Q8_0, {n_embd, n_head_kv * head_dim},
-                     quantize(TensorType::Q8_0, random_vec(n_embd * n_head_kv * head_dim, 0.02f, rng), n_embd));
-        w.add_tensor("blk.0.attn_v.weight", TensorType::Q8_0, {n_embd, n_head_kv * head_dim},
-                     quantize(TensorType::Q8_0, random_vec(n_embd * n_head_kv * head_dim, 0.02f, rng), n_embd));
-        w.add_tensor("blk.0.attn_q_norm.weight", TensorType::F32, {head_dim}, f32(head_ones));
-        w.add_tensor("blk.0.attn_k_norm.weight", TensorType::F32, {head_dim}, f32(head_ones));
-        w.add_tensor("blk.0.attn_output.weight", TensorType::Q8_0, {n_head * head_dim, n_embd},
-                     quantize(TensorType::Q8_0, random_vec(n_head * head_dim * n_embd, 0.02f, rng), n_head * head_dim));
-        w.add_tensor("blk.0.ffn_norm.weight", TensorType::F32, {n_embd}, f32(ones));
-        w.add_tensor("blk.0.ffn_gate.weight", TensorType::Q8_0, {n_embd, n_ff},
-                     quantize(TensorType::Q8_0, random_vec(n_embd * n_ff, 0.02f, rng), n_embd));
-        w.add_tensor("blk.0.ffn_up.weight", TensorType::Q8_0, {n_embd, n_ff},
-                     quantize(TensorType::Q8_0, random_vec(n_embd * n_ff, 0.02f, rng), n_embd));
-        w.add_tensor("blk.0.ffn_down.weight", TensorType::Q8_0, {n_ff, n_embd},
-                     quantize(TensorType::Q8_0, random_vec(n_ff * n_embd, 0.02f, rng), n_ff));
-        w.add_tensor("output_norm.weight", TensorType::F32, {n_embd}, f32(ones));
-        w.add_tensor("output.weight", TensorType::Q8_0, {n_embd, n_vocab}, quantize(TensorType::Q8_0, output, n_embd));
+        for (const zinc::model::TensorSpec& t : tensors) {
+            const int64_t cols = t.ne[0];
+            size_t n = 1;
+            for (int64_t d : t.ne) n *= static_cast<size_t>(d);
+            using R = zinc::model::TensorRole;
+            if (t.role == R::Norm) {
+                w.add_tensor(t.name, TensorType::F32, t.ne, f32(std::vector<float>(n, 1.0f)));
+                continue;
+            }
+            const std::vector<float> v = t.role == R::Embedding ? embd : t.role == R::Output ? output
+                                                                                              : random_vec(n, 0.02f, rng);
+            w.add_tensor(t.name, TensorType::Q8_0, t.ne, quantize(TensorType::Q8_0, v, cols));
+        }
         w.write(argv[3]);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_demo_gguf: %s\n", e.what());
