@@ -22,10 +22,11 @@ FixtureMeta load_fixture_meta(const std::string& meta_json) {
     return {j.at("prompt_ids").get<std::vector<int32_t>>(), j.at("greedy_continuation").get<std::vector<int32_t>>()};
 }
 
-std::vector<float> run_logits(const std::string& gguf, const std::vector<int32_t>& ids, size_t batch, bool cuda) {
+std::vector<float> run_logits(const std::string& gguf, const std::vector<int32_t>& ids, size_t batch, bool cuda,
+                              int ubatch) {
     gguf::Model model(gguf);
     auto be = cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
-    auto fam = engine::make_family(model, *be, {static_cast<int>(ids.size())});
+    auto fam = engine::make_family(model, *be, {static_cast<int>(ids.size()), ubatch > 0 ? ubatch : engine::kDefaultUbatch});
     std::vector<float> logits;
     for (size_t i = 0; i < ids.size(); i += batch) {
         const size_t n = std::min(batch, ids.size() - i);

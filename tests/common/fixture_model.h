@@ -15,9 +15,10 @@ struct FixtureMeta {
 };
 FixtureMeta load_fixture_meta(const std::string& meta_json);
 
-// Logits of every position of `ids`, fed `batch` tokens per forward pass, on the CPU or CUDA backend.
+// Logits of every position of `ids`, fed `batch` tokens per forward pass, on the CPU or CUDA backend; each pass
+// runs in micro-batches of `ubatch` tokens (0: engine::kDefaultUbatch).
 std::vector<float> run_logits(const std::string& gguf, const std::vector<int32_t>& ids, size_t batch,
-                              bool cuda = false);
+                              bool cuda = false, int ubatch = 0);
 
 // The prompt evaluated as one batch, then `n` tokens decoded greedily one at a time.
 std::vector<int32_t> greedy_continuation(const std::string& gguf, const std::vector<int32_t>& prompt, size_t n,

@@ -50,6 +50,19 @@ TEST_P(CudaModel, GreedyContinuationMatchesCpuAndTransformers) {
     EXPECT_EQ(gpu, fx.continuation);
 }
 
+// One forward call of the whole prompt in micro-batches of 7 tokens gives the logits of one batch.
+TEST_P(CudaModel, MicroBatchesEqualWholePrompt) {
+    ZINC_REQUIRE_GPU();
+    const std::string fam = GetParam();
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const size_t n = fx.prompt.size();
+    const auto whole = run_logits(fixture_gguf(fam, "f32"), fx.prompt, n, true);
+    const auto s = compare_logits(run_logits(fixture_gguf(fam, "f32"), fx.prompt, n, true, 7), whole, whole.size() / n);
+    std::printf("cuda %s micro-batches of 7 vs one batch: %s\n", fam.c_str(), s.summary().c_str());
+    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
+    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+}
+
 // Temperature sampling with top-k: the GPU selects the candidates and only they come back; with the same seed the
 // tokens are those the CPU engine samples from its whole row of logits (F32: the logits agree to 1e-5).
 TEST_P(CudaModel, SampledGenerationMatchesCpu) {

@@ -3,11 +3,15 @@
 // message that names the parts.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <unistd.h>
 
 #include "engine/memory_plan.h"
 #include "gguf/split.h"
+#include "gguf/writer.h"
+#include "model/families.h"
 
 namespace {
 
@@ -39,6 +43,48 @@ TEST(MemoryPlan, EveryFamilyCanBePlanned) {
         EXPECT_GT(u.cache, 0u) << fam;
         EXPECT_GT(u.activations, 0u) << fam;
     }
+}
+
+// A one-layer qwen3 model with the real Qwen3 vocabulary's 151936 rows and 64-wide layers, weights all zero.
+std::string qwen3_vocab_model() {
+    const std::string path = ::testing::TempDir() + "zinc_plan_vocab_" + std::to_string(::getpid()) + ".gguf";
+    std::vector<zinc::gguf::KeyValue> kv;
+    auto u32 = [&](const char* k, uint32_t v) { kv.push_back({k, zinc::gguf::Value::of(v)}); };
+    kv.push_back({"general.architecture", zinc::gguf::Value::of("qwen3")});
+    u32("qwen3.block_count", 1);
+    u32("qwen3.context_length", 40960);
+    u32("qwen3.embedding_length", 64);
+    u32("qwen3.feed_forward_length", 128);
+    u32("qwen3.attention.head_count", 2);
+    u32("qwen3.attention.head_count_kv", 1);
+    u32("qwen3.attention.key_length", 32);
+    kv.push_back({"qwen3.attention.layer_norm_rms_epsilon", zinc::gguf::Value::of(1e-6f)});
+    zinc::gguf::Writer w;
+    for (const auto& e : kv) w.add(e.key, e.value);
+    for (const auto& t : zinc::model::list_tensors(zinc::model::Metadata(kv, 151936, "test"), true)) {
+        const auto type = t.ne.size() > 1 ? zinc::gguf::TensorType::Q8_0 : zinc::gguf::TensorType::F32;
+        size_t n = 1;
+        for (int64_t d : t.ne) n *= static_cast<size_t>(d);
+        w.add_tensor(t.name, type, t.ne, std::vector<uint8_t>(zinc::gguf::row_bytes(type, t.ne[0]) * (n / t.ne[0])));
+    }
+    w.write(path);
+    return path;
+}
+
+// Generation reads the last token's logits only: a 4096-token context does not reserve a row of logits per
+// position (151936 x 4096 floats would be 2.3 GiB); activations are bounded by the micro-batch.
+TEST(MemoryPlan, LogitsAndActivationsAreBoundedByTheMicroBatch) {
+    const std::string path = qwen3_vocab_model();
+    const zinc::gguf::Model m(path);
+    const auto gen = zinc::engine::plan_memory(m, {4096});
+    EXPECT_LT(gen.activations, 16ull << 20) << zinc::engine::gib(gen.activations);
+    EXPECT_EQ(zinc::engine::plan_memory(m, {32768}).activations, gen.activations);
+    // All logits (zinc logits, perplexity): one micro-batch of rows at a time, whatever the context.
+    const auto all = zinc::engine::plan_memory(m, {4096, 64}, true);
+    EXPECT_GE(all.activations, 64ull * 151936 * 4);
+    EXPECT_LT(all.activations, 64ull * 151936 * 4 + (16ull << 20));
+    EXPECT_EQ(zinc::engine::plan_memory(m, {32768, 64}, true).activations, all.activations);
+    std::remove(path.c_str());
 }
 
 std::string refusal(const zinc::backend::MemoryUse& u, uint64_t free_bytes) {
