@@ -106,6 +106,28 @@ backend::Act Family::head(const backend::Act& x, backend::Act& h, const model::H
     return lo;
 }
 
+backend::MoeWeights moe_weights(const model::Experts<backend::Weight>& e, backend::MoeActivation act) {
+    backend::MoeWeights w;
+    w.act = act;
+    if (e.merged) {
+        w.gate_up = &e.gate_up;
+        if (e.biased) w.gate_up_bias = &e.gate_up_bias;
+    } else {
+        w.gate = &e.gate;
+        w.up = &e.up;
+        if (e.has_gate_scale) w.gate_scale = &e.gate_scale;
+        if (e.biased) {
+            w.gate_bias = &e.gate_bias;
+            w.up_bias = &e.up_bias;
+        }
+    }
+    if (e.has_up_scale) w.up_scale = &e.up_scale;
+    w.down = &e.down;
+    if (e.has_down_scale) w.down_scale = &e.down_scale;
+    if (e.biased) w.down_bias = &e.down_bias;
+    return w;
+}
+
 std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, ContextSize size) {
     const std::string& arch = m.get("general.architecture").get_string();
     if (model::is_llama_like(arch)) return std::make_unique<LlamaLike>(m, be, size);

@@ -63,6 +63,8 @@ protected:
     // A scratch buffer of n_ubatch() rows of `cols` values, allocated once by the family's constructor.
     backend::Act scratch(int64_t cols);
     backend::IdAct scratch_ids(int64_t cols);
+    // The KV cache of one attention layer: rows of `width` values for every position of the context.
+    backend::KvLayer kv_cache(int64_t width) { return be_.alloc_kv(width, n_ctx_); }
     // The rows of the current micro-batch in `buf`, as rows of `cols` values (default: buf's width), for buffers
     // sized for the widest of several uses.
     backend::Act rows(const backend::Act& buf, int64_t cols = 0) const;
@@ -87,6 +89,9 @@ private:
     std::vector<int32_t> pos_;
     backend::Act logits_;
 };
+
+// The expert tensors of an MoE layer as the backend's moe_ffn takes them (activation parameters left default).
+backend::MoeWeights moe_weights(const model::Experts<backend::Weight>& e, backend::MoeActivation act);
 
 // Picks the family of the file's general.architecture; throws for an unsupported one.
 std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, ContextSize size = {});

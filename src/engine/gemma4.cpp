@@ -21,7 +21,7 @@ Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, ContextSize size)
         out_scale_.push_back(L.has_out_scale ? loader.scalar(L.out_scale) : 1.0f);
         // Full-length cache on every layer (sliding layers only read the last `sliding_window` rows).
         const int64_t d = p_.layer_head_dim(l), kv_dim = int64_t{p_.n_head_kv[l]} * d;
-        kv_.push_back(be.alloc_kv(kv_dim, n_ctx()));
+        kv_.push_back(kv_cache(kv_dim));
         max_q = std::max(max_q, int64_t{p_.n_head} * d);
         max_kv = std::max(max_kv, kv_dim);
         max_ff = std::max<int64_t>(max_ff, p_.n_ff[l]);
@@ -98,18 +98,8 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
             be_.scale(h, 1.0f / std::sqrt(float(E)), h);
             be_.matmul(L.gate_inp, h, rl);
             be_.moe_route(rl, p_.n_expert_used, true, ri, rw);
-            backend::MoeWeights mw;
-            if (L.merged_gate_up) {
-                mw.gate_up = &L.gate_up_exps;
-            } else {
-                mw.gate = &L.gate_exps;
-                mw.up = &L.up_exps;
-            }
-            mw.down = &L.down_exps;
-            if (L.has_down_scale) mw.down_scale = &L.down_exps_scale;
-            mw.act = backend::MoeActivation::geglu;
             be_.rms_norm(x, &L.pre_ffw_norm_2, eps, E, h);
-            be_.moe_ffn(h, ri, rw, mw, m2);
+            be_.moe_ffn(h, ri, rw, moe_weights(L.experts, backend::MoeActivation::geglu), m2);
             be_.rms_norm(m2, &L.post_ffw_norm_2, eps, E, m2);
             be_.add(f, m2, f);
         }

@@ -14,7 +14,7 @@ GptOss::GptOss(const gguf::Model& m, backend::Backend& be, ContextSize size)
     model::declare_tensors(loader, p_, w_);
     const int64_t q_dim = int64_t{p_.n_head} * p_.head_dim, kv_dim = int64_t{p_.n_head_kv} * p_.head_dim;
     // Full-length cache on every layer (sliding layers only read the last `sliding_window` rows).
-    for (int l = 0; l < p_.n_layer; ++l) kv_.push_back(be.alloc_kv(kv_dim, n_ctx()));
+    for (int l = 0; l < p_.n_layer; ++l) kv_.push_back(kv_cache(kv_dim));
     x_ = scratch(p_.n_embd);
     h_ = scratch(p_.n_embd);
     q_ = scratch(q_dim);
@@ -33,11 +33,6 @@ backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
     auto x = rows(x_), h = rows(h_), q = rows(q_), k = rows(k_), v = rows(v_), attn = rows(attn_), rl = rows(router_),
          rw = rows(route_w_), moe = rows(moe_out_);
     backend::IdAct ri = rows(route_ids_);
-
-    backend::MoeWeights mw;
-    mw.act = backend::MoeActivation::swiglu_oai;
-    mw.alpha = p_.swiglu_alpha;
-    mw.limit = p_.swiglu_limit;
 
     be_.get_rows(w_.token_embd, ids, x);
     for (int l = 0; l < p_.n_layer; ++l) {
@@ -71,12 +66,9 @@ backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
         be_.matmul(L.gate_inp, h, rl);
         be_.add_bias(rl, L.gate_inp_b);
         be_.moe_route(rl, p_.n_expert_used, true, ri, rw);
-        mw.gate = &L.gate_exps;
-        mw.up = &L.up_exps;
-        mw.down = &L.down_exps;
-        mw.gate_bias = &L.gate_exps_b;
-        mw.up_bias = &L.up_exps_b;
-        mw.down_bias = &L.down_exps_b;
+        backend::MoeWeights mw = moe_weights(L.experts, backend::MoeActivation::swiglu_oai);
+        mw.alpha = p_.swiglu_alpha;
+        mw.limit = p_.swiglu_limit;
         be_.moe_ffn(h, ri, rw, mw, moe);
         be_.add(x, moe, x);
     }

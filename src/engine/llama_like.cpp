@@ -12,7 +12,7 @@ LlamaLike::LlamaLike(const gguf::Model& m, backend::Backend& be, ContextSize siz
     TensorLoader loader(m, be);
     model::declare_tensors(loader, p_, w_);
     const int64_t q_dim = int64_t{p_.n_head} * p_.head_dim, kv_dim = int64_t{p_.n_head_kv} * p_.head_dim;
-    for (int l = 0; l < p_.n_layer; ++l) kv_.push_back(be.alloc_kv(kv_dim, n_ctx()));
+    for (int l = 0; l < p_.n_layer; ++l) kv_.push_back(kv_cache(kv_dim));
     x_ = scratch(p_.n_embd);
     h_ = scratch(p_.n_embd);
     q_ = scratch(q_dim);

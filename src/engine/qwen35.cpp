@@ -30,7 +30,7 @@ Qwen35::Qwen35(const gguf::Model& m, backend::Backend& be, ContextSize size)
             s.recurrence = be.alloc(p_.ssm_n_v, int64_t{p_.ssm_d_state} * p_.ssm_d_state);
             any_recurrent = true;
         } else {
-            s.kv = be.alloc_kv(kv_dim, n_ctx());
+            s.kv = kv_cache(kv_dim);
             any_attention = true;
         }
         state_.push_back(s);
@@ -150,21 +150,9 @@ void Qwen35::ffn(const Layer& L) {
     }
     auto router = rows(router_), rw = rows(route_w_), moe = rows(moe_out_);
     auto ids = rows(route_ids_);
-    backend::MoeWeights experts;
-    experts.act = backend::MoeActivation::swiglu;
-    if (L.merged_gate_up) {
-        experts.gate_up = &L.gate_up_exps;
-    } else {
-        experts.gate = &L.gate_exps;
-        experts.up = &L.up_exps;
-    }
-    experts.down = &L.down_exps;
-    if (L.has_gate_scale) experts.gate_scale = &L.gate_exps_scale;
-    if (L.has_up_scale) experts.up_scale = &L.up_exps_scale;
-    if (L.has_down_scale) experts.down_scale = &L.down_exps_scale;
     be_.matmul(L.gate_inp, h, router);
     be_.moe_route(router, p_.n_expert_used, true, ids, rw);
-    be_.moe_ffn(h, ids, rw, experts, moe);
+    be_.moe_ffn(h, ids, rw, moe_weights(L.experts, backend::MoeActivation::swiglu), moe);
     if (L.shared_expert) {
         auto gate = rows(ff_gate_, L.gate_shexp.rows), up = rows(ff_up_, L.gate_shexp.rows), sg = rows(sh_gate_);
         be_.matmul(L.gate_shexp, h, gate);

@@ -40,10 +40,10 @@ struct Gemma4Layer {
     bool has_v = false;          // global layers of the released models take V from the K projection
     bool has_out_scale = false;  // layer_output_scale: one f32 multiplying the residual stream after the layer
     W out_scale;
-    // MoE layers: the router, and either gate_up_exps (per expert n_ff_exp gate rows, then n_ff_exp up rows) or
-    // gate_exps + up_exps
-    bool moe = false, merged_gate_up = false, has_down_scale = false;
-    W gate_inp, gate_inp_scale, gate_up_exps, gate_exps, up_exps, down_exps, down_exps_scale;
+    // MoE layers: the router and its input scale, the routed experts and their norms
+    bool moe = false;
+    W gate_inp, gate_inp_scale;
+    Experts<W> experts;
     W pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2;
 };
 
@@ -87,13 +87,7 @@ void declare_tensors(TensorBinder<W>& b, const Gemma4Params& p, Gemma4Weights<W>
         const int64_t X = p.n_expert, Fe = p.n_ff_exp;
         d.tensor(L.gate_inp, "ffn_gate_inp.weight", {E, X}, R::Router);
         d.tensor(L.gate_inp_scale, "ffn_gate_inp.scale", {E}, R::Scale);
-        L.merged_gate_up = d.optional(L.gate_up_exps, "ffn_gate_up_exps.weight", {E, 2 * Fe, X}, R::Matrix, true);
-        if (!L.merged_gate_up) {
-            d.tensor(L.gate_exps, "ffn_gate_exps.weight", {E, Fe, X}, R::Matrix);
-            d.tensor(L.up_exps, "ffn_up_exps.weight", {E, Fe, X}, R::Matrix);
-        }
-        d.tensor(L.down_exps, "ffn_down_exps.weight", {Fe, E, X}, R::Matrix);
-        L.has_down_scale = d.optional(L.down_exps_scale, "ffn_down_exps.scale", {X}, R::Scale, true);
+        declare_experts(d, E, Fe, X, ExpertLayout{.merged = true, .down_scale = true}, L.experts);
         d.tensor(L.pre_ffw_norm_2, "pre_ffw_norm_2.weight", {E}, R::Norm);
         d.tensor(L.post_ffw_norm_1, "post_ffw_norm_1.weight", {E}, R::Norm);
         d.tensor(L.post_ffw_norm_2, "post_ffw_norm_2.weight", {E}, R::Norm);

@@ -30,7 +30,8 @@ template <class W>
 struct GptOssLayer {
     W attn_norm, wq, bq, wk, bk, wv, bv, wo, bo, sinks;
     W post_attn_norm;  // the pre-MoE norm (HF post_attention_layernorm)
-    W gate_inp, gate_inp_b, gate_exps, gate_exps_b, up_exps, up_exps_b, down_exps, down_exps_b;
+    W gate_inp, gate_inp_b;
+    Experts<W> experts;
 };
 
 template <class W>
@@ -61,12 +62,7 @@ void declare_tensors(TensorBinder<W>& b, const GptOssParams& p, GptOssWeights<W>
         d.tensor(L.post_attn_norm, "post_attention_norm.weight", {E}, R::Norm);
         d.tensor(L.gate_inp, "ffn_gate_inp.weight", {E, X}, R::Router);
         d.tensor(L.gate_inp_b, "ffn_gate_inp.bias", {X}, R::Bias);
-        d.tensor(L.gate_exps, "ffn_gate_exps.weight", {E, F, X}, R::Matrix);
-        d.tensor(L.gate_exps_b, "ffn_gate_exps.bias", {F, X}, R::Bias);
-        d.tensor(L.up_exps, "ffn_up_exps.weight", {E, F, X}, R::Matrix);
-        d.tensor(L.up_exps_b, "ffn_up_exps.bias", {F, X}, R::Bias);
-        d.tensor(L.down_exps, "ffn_down_exps.weight", {F, E, X}, R::Matrix);
-        d.tensor(L.down_exps_b, "ffn_down_exps.bias", {E, X}, R::Bias);
+        declare_experts(d, E, F, X, ExpertLayout{.biases = true}, L.experts);
     }
 }
 

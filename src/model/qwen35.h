@@ -42,10 +42,10 @@ struct Qwen35Layer {
     W attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm;
     // dense FFN
     W ffn_gate, ffn_up, ffn_down;
-    // MoE FFN: gate_exps + up_exps or the merged gate_up_exps; optional per-expert scales; the shared expert
-    bool moe = false, merged_gate_up = false, shared_expert = false;
-    bool has_gate_scale = false, has_up_scale = false, has_down_scale = false;
-    W gate_inp, gate_exps, up_exps, gate_up_exps, down_exps, gate_exps_scale, up_exps_scale, down_exps_scale;
+    // MoE FFN: the router, the routed experts, the sigmoid-gated shared expert
+    bool moe = false, shared_expert = false;
+    W gate_inp;
+    Experts<W> experts;
     W gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
 };
 
@@ -96,15 +96,7 @@ void declare_tensors(TensorBinder<W>& b, const Qwen35Params& p, Qwen35Weights<W>
         if (p.n_expert <= 0) b.fail("layer " + std::to_string(l) + " has experts but " + p.arch + ".expert_count is missing");
         const int64_t X = p.n_expert, Fe = p.n_ff_exp, Fs = p.n_ff_shexp;
         d.tensor(L.gate_inp, "ffn_gate_inp.weight", {E, X}, R::Router);
-        L.merged_gate_up = d.optional(L.gate_up_exps, "ffn_gate_up_exps.weight", {E, 2 * Fe, X}, R::Matrix, false);
-        if (!L.merged_gate_up) {
-            d.tensor(L.gate_exps, "ffn_gate_exps.weight", {E, Fe, X}, R::Matrix);
-            d.tensor(L.up_exps, "ffn_up_exps.weight", {E, Fe, X}, R::Matrix);
-            L.has_gate_scale = d.optional(L.gate_exps_scale, "ffn_gate_exps.scale", {X}, R::Scale, false);
-        }
-        L.has_up_scale = d.optional(L.up_exps_scale, "ffn_up_exps.scale", {X}, R::Scale, false);
-        d.tensor(L.down_exps, "ffn_down_exps.weight", {Fe, E, X}, R::Matrix);
-        L.has_down_scale = d.optional(L.down_exps_scale, "ffn_down_exps.scale", {X}, R::Scale, false);
+        declare_experts(d, E, Fe, X, ExpertLayout{}, L.experts);
         L.shared_expert = d.has("ffn_gate_inp_shexp.weight", Fs > 0);
         if (L.shared_expert) {
             d.tensor(L.gate_inp_shexp, "ffn_gate_inp_shexp.weight", {E}, R::Vector);  // {E} or {E, 1}

@@ -102,4 +102,45 @@ void declare_head(TensorBinder<W>& b, int64_t n_embd, int64_t n_vocab, Head<W>& 
     if (!d.optional(h.output, "output.weight", {n_embd, n_vocab}, TensorRole::Output, true)) h.output = h.token_embd;
 }
 
+// The routed experts of an MoE layer: 3-D tensors {in, out, n_expert}; gate and up, or the merged gate_up (per
+// expert n_ff gate rows, then n_ff up rows); optional per-expert scales {n_expert}; biases {out, n_expert} where the
+// family has them.
+template <class W>
+struct Experts {
+    bool merged = false, has_gate_scale = false, has_up_scale = false, has_down_scale = false, biased = false;
+    W gate_up, gate, up, down, gate_scale, up_scale, down_scale, gate_up_bias, gate_bias, up_bias, down_bias;
+};
+
+// What a family's released files hold of the expert tensors that may be absent.
+struct ExpertLayout {
+    bool merged = false;      // ffn_gate_up_exps rather than ffn_gate_exps + ffn_up_exps
+    bool down_scale = false;  // ffn_down_exps.scale
+    bool biases = false;      // the family requires a bias on every expert projection
+};
+
+template <class W>
+void declare_experts(Declare<W>& d, int64_t n_embd, int64_t n_ff, int64_t n_expert, ExpertLayout layout,
+                     Experts<W>& e) {
+    using R = TensorRole;
+    const int64_t E = n_embd, F = n_ff, X = n_expert;
+    e.merged = d.optional(e.gate_up, "ffn_gate_up_exps.weight", {E, 2 * F, X}, R::Matrix, layout.merged);
+    if (!e.merged) {
+        d.tensor(e.gate, "ffn_gate_exps.weight", {E, F, X}, R::Matrix);
+        d.tensor(e.up, "ffn_up_exps.weight", {E, F, X}, R::Matrix);
+        e.has_gate_scale = d.optional(e.gate_scale, "ffn_gate_exps.scale", {X}, R::Scale, false);
+    }
+    e.has_up_scale = d.optional(e.up_scale, "ffn_up_exps.scale", {X}, R::Scale, false);
+    d.tensor(e.down, "ffn_down_exps.weight", {F, E, X}, R::Matrix);
+    e.has_down_scale = d.optional(e.down_scale, "ffn_down_exps.scale", {X}, R::Scale, layout.down_scale);
+    e.biased = layout.biases;
+    if (!e.biased) return;
+    if (e.merged) {
+        d.tensor(e.gate_up_bias, "ffn_gate_up_exps.bias", {2 * F, X}, R::Bias);
+    } else {
+        d.tensor(e.gate_bias, "ffn_gate_exps.bias", {F, X}, R::Bias);
+        d.tensor(e.up_bias, "ffn_up_exps.bias", {F, X}, R::Bias);
+    }
+    d.tensor(e.down_bias, "ffn_down_exps.bias", {E, X}, R::Bias);
+}
+
 }  // namespace zinc::model
