@@ -11,23 +11,31 @@ namespace zinc::model {
 
 namespace {
 
-Preset qwen3(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
-             uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, bool tied) {
+// What every preset gives: names and the dense shape.
+Preset preset(std::string name, std::string arch, std::string model_name, std::string size, uint32_t n_layer,
+              uint32_t n_embd, uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv) {
     Preset p;
     p.name = std::move(name);
-    p.arch = "qwen3";
+    p.arch = std::move(arch);
     p.model_name = std::move(model_name);
     p.size_label = std::move(size);
-    p.vocab = "qwen3";
-    p.n_vocab = 151936;
     p.n_layer = n_layer;
     p.n_embd = n_embd;
     p.n_ff = n_ff;
     p.n_head = n_head;
     p.n_head_kv = n_head_kv;
+    p.rms_eps = 1e-6f;
+    return p;
+}
+
+Preset qwen3(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
+             uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, bool tied) {
+    Preset p = preset(std::move(name), "qwen3", std::move(model_name), std::move(size), n_layer, n_embd, n_ff, n_head,
+                      n_head_kv);
+    p.vocab = "qwen3";
+    p.n_vocab = 151936;
     p.head_dim = 128;
     p.n_ctx = 40960;
-    p.rms_eps = 1e-6f;
     p.rope_base = 1e6f;
     p.tied = tied;
     return p;
@@ -35,23 +43,13 @@ Preset qwen3(std::string name, std::string model_name, std::string size, uint32_
 
 Preset qwen35(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
               uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, uint32_t v_heads) {
-    Preset p;
-    p.name = std::move(name);
-    p.arch = "qwen35";
-    p.model_name = std::move(model_name);
-    p.size_label = std::move(size);
+    Preset p = preset(std::move(name), "qwen35", std::move(model_name), std::move(size), n_layer, n_embd, n_ff, n_head,
+                      n_head_kv);
     p.vocab = "qwen3";
     p.n_vocab = 248320;
-    p.n_layer = n_layer;
-    p.n_embd = n_embd;
-    p.n_ff = n_ff;
-    p.n_head = n_head;
-    p.n_head_kv = n_head_kv;
     p.head_dim = 256;
     p.n_ctx = 262144;
-    p.rms_eps = 1e-6f;
     p.rope_base = 1e7f;
-    p.tied = false;
     p.n_rot = 64;
     p.ssm_conv = 4;
     p.ssm_state = 128;
@@ -63,23 +61,14 @@ Preset qwen35(std::string name, std::string model_name, std::string size, uint32
 
 Preset gemma4(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
               uint32_t n_ff, uint32_t n_head, uint32_t kv_swa, uint32_t kv_global) {
-    Preset p;
-    p.name = std::move(name);
-    p.arch = "gemma4";
-    p.model_name = std::move(model_name);
-    p.size_label = std::move(size);
+    Preset p = preset(std::move(name), "gemma4", std::move(model_name), std::move(size), n_layer, n_embd, n_ff, n_head,
+                      kv_swa);
     p.vocab = "gemma3";
     p.n_vocab = 262144;
-    p.n_layer = n_layer;
-    p.n_embd = n_embd;
-    p.n_ff = n_ff;
-    p.n_head = n_head;
-    p.n_head_kv = kv_swa;
     p.n_head_kv_global = kv_global;
     p.head_dim = 512;
     p.head_dim_swa = 256;
     p.n_ctx = 262144;
-    p.rms_eps = 1e-6f;
     p.rope_base = 1e6f;
     p.rope_base_swa = 1e4f;
     p.rope_partial_global = 0.25f;
@@ -114,18 +103,9 @@ std::vector<Preset> make_presets() {
         v.push_back(p);
     }
     {
-        Preset p;
-        p.name = "gpt-oss-20b";
-        p.arch = "gpt-oss";
-        p.model_name = "Gpt Oss 20B";
-        p.size_label = "20B";
+        Preset p = preset("gpt-oss-20b", "gpt-oss", "Gpt Oss 20B", "20B", 24, 2880, 2880, 64, 8);
         p.vocab = "qwen3";  // the real o200k tokenizer is not available; padded to the real vocab size
         p.n_vocab = 201088;
-        p.n_layer = 24;
-        p.n_embd = 2880;
-        p.n_ff = 2880;
-        p.n_head = 64;
-        p.n_head_kv = 8;
         p.head_dim = 64;
         p.n_ctx = 131072;
         p.rms_eps = 1e-5f;
@@ -134,10 +114,8 @@ std::vector<Preset> make_presets() {
         p.n_expert_used = 4;
         p.n_ff_exp = 2880;
         p.sliding_window = 128;
-        p.swa_period = 2;
         p.yarn_factor = 32.0f;
         p.yarn_orig_ctx = 4096;
-        p.tied = false;
         v.push_back(p);
     }
     return v;
