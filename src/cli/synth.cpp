@@ -2,13 +2,13 @@
 // real vocabulary, in a chosen quant mix, that llama.cpp also loads (benchmark models without downloads).
 #include "synth/synth.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "model/metadata.h"
 #include "model/quant_mix.h"
 
 namespace zinc::cli {
@@ -41,22 +41,17 @@ void run_synth(const Opts& o) {
                  p.preset.name.c_str(), p.preset.arch.c_str(), p.preset.n_layer, model::quant_mix_name(p.mix).c_str(),
                  p.options.vocab.c_str(), p.tokenizer.tokenizer.string().c_str(), p.tensors.size(),
                  double(p.tensor_bytes) / 1e9);
-    // Progress on stderr: rewritten in place on a terminal, a line every 5 seconds otherwise.
-    const bool tty = isatty(STDERR_FILENO) != 0;
-    auto last = std::chrono::steady_clock::now() - std::chrono::hours(1);
+    ProgressLine line("synth");
     synth::Events ev;
     ev.note = [](const std::string& s) { std::fprintf(stderr, "synth: %s\n", s.c_str()); };
     ev.progress = [&](const synth::Progress& pr) {
-        const auto now = std::chrono::steady_clock::now();
-        const bool done = pr.tensors_done == pr.n_tensors;
-        if (!done && std::chrono::duration<double>(now - last).count() < (tty ? 0.25 : 5.0)) return;
-        last = now;
-        std::fprintf(stderr, "%ssynth: %zu/%zu tensors, %.2f / %.2f GB%s", tty ? "\r" : "", pr.tensors_done,
-                     pr.n_tensors, double(pr.bytes_done) / 1e9, double(pr.total_bytes) / 1e9, tty ? "   " : "\n");
-        std::fflush(stderr);
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "%zu/%zu tensors, %.2f / %.2f GB", pr.tensors_done, pr.n_tensors,
+                      double(pr.bytes_done) / 1e9, double(pr.total_bytes) / 1e9);
+        line.update(buf, pr.tensors_done == pr.n_tensors);
     };
     synth::write(p, ev);
-    if (tty) std::fprintf(stderr, "\n");
+    line.finish();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "synth: wrote %s (%.3f GiB) in %.1f s\n", o.synth.out.c_str(),
                  double(std::filesystem::file_size(o.synth.out)) / double(1ull << 30), secs);
@@ -79,22 +74,33 @@ void register_synth(CLI::App& app) {
         "--type: F32, F16, BF16, Q8_0, Q4_0, Q6_K, Q4_K_M (llama-quantize's stock rules), MXFP4_MOE, UD-Q4_K_XL "
         "(Unsloth-like mix: experts gate/up Q4_K, down Q5_K; shared expert, delta-net and attention Q8_0; LM head "
         "Q6_K). gpt-oss experts are always MXFP4.");
-    cmd->add_option("--preset", o->synth.preset, "Model shape: " + synth::preset_names());
-    cmd->add_option("--type", o->synth.type, "Quant mix")->capture_default_str();
+    cmd->add_option("--preset", o->synth.preset, "Model shape: " + synth::preset_names())
+        ->check(one_of("a preset", [] {
+            std::vector<std::string> names;
+            for (const auto& p : model::presets()) names.push_back(p.name);
+            return names;
+        }()));
+    cmd->add_option("--type", o->synth.type, "Quant mix")
+        ->capture_default_str()
+        ->check(one_of("a quant mix", model::quant_mix_names(), true));
     cmd->add_option("-o,--output", o->synth.out, "Output .gguf file");
     cmd->add_option("--vocab", o->synth.vocab,
-                    "Vocabulary: qwen3 or gemma3 (default: qwen3 for Qwen and gpt-oss, gemma3 for Gemma)");
+                    "Vocabulary: qwen3 or gemma3 (default: qwen3 for Qwen and gpt-oss, gemma3 for Gemma)")
+        ->check(one_of("a vocabulary", {std::begin(synth::kVocabularies), std::end(synth::kVocabularies)}));
     cmd->add_option("--tokenizer-dir", o->synth.tokenizer_dir,
                     "Directory with tokenizer.json[.xz] (+ tokenizer_config.json[.xz], config.json) "
                     "(default: data/tokenizers/<vocab> of the source tree)");
-    cmd->add_option("--seed", o->synth.seed, "Random seed")->capture_default_str();
-    cmd->add_option("--layers", o->synth.layers, "Override the layer count (smaller test files of the real width)");
+    cmd->add_option("--seed", o->synth.seed, "Random seed")->capture_default_str()->transform(integer_in(0, INT64_MAX));
+    cmd->add_option("--layers", o->synth.layers, "Override the layer count (smaller test files of the real width)")
+        ->transform(integer_in(1, model::kMaxLayers));
     cmd->add_option("--n-vocab", o->synth.n_vocab,
-                    "Override the vocabulary size (tests only: the tokenizer is cut to the first N ids)");
-    cmd->add_option("-t,--threads", o->synth.threads, "Threads (default: all cores)");
+                    "Override the vocabulary size (tests only: the tokenizer is cut to the first N ids)")
+        ->transform(integer_in(1, kMaxVocabulary));
+    cmd->add_option("-t,--threads", o->synth.threads, "Threads (default: every logical CPU)")
+        ->transform(thread_count());
     cmd->add_option("--pool-rows", o->synth.pool_rows, "Random rows per (type, width) pool")
         ->capture_default_str()
-        ->check(CLI::Range(1u, 65536u));
+        ->transform(integer_in(1, 65536));
     cmd->add_flag("--list", o->list, "List the presets and exit");
     cmd->callback([o] { run_synth(*o); });
 }

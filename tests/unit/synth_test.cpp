@@ -323,3 +323,26 @@ TEST(SynthCli, WritesTheFile) {
     EXPECT_EQ(m.get("qwen3.block_count").get_u32(), 1u);
     EXPECT_EQ(m.get("tokenizer.ggml.tokens").size(), 512u);
 }
+
+TEST(SynthCli, RefusesBadFlags) {
+    const struct {
+        const char* args;
+        const char* message;
+    } cases[] = {
+        {"--preset nope -o x.gguf", "zinc: error: --preset: expects a preset (qwen3-0.6b, "},
+        {"--preset qwen3-8b --type Q3 -o x.gguf", "zinc: error: --type: expects a quant mix ("},
+        {"--preset qwen3-8b --layers 0 -o x.gguf", "zinc: error: --layers: expects an integer from 1 to 4096, not '0'"},
+        {"--preset qwen3-8b --n-vocab 0 -o x.gguf", "zinc: error: --n-vocab: expects an integer from 1 to 16777216"},
+        {"--preset qwen3-8b --threads 0 -o x.gguf", "zinc: error: --threads: expects an integer >= 1, not '0'"},
+        {"--preset qwen3-8b --pool-rows 0 -o x.gguf", "zinc: error: --pool-rows: expects an integer from 1 to 65536"},
+        {"--preset qwen3-8b --seed -1 -o x.gguf", "zinc: error: --seed: expects an integer >= 0, not '-1'"},
+        {"--preset qwen3-8b --vocab llama -o x.gguf", "zinc: error: --vocab: expects a vocabulary (qwen3, gemma3)"},
+        {"-o x.gguf", "zinc: error: --preset: required (one of qwen3-0.6b"},
+        {"--preset qwen3-8b", "zinc: error: -o,--output: required"},
+    };
+    for (const auto& c : cases) {
+        const auto r = zinc::test::run_zinc(std::string("synth ") + c.args);
+        EXPECT_EQ(r.status, 2) << c.args;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+    }
+}
