@@ -1,7 +1,9 @@
 // `zinc bench`: prompt-processing and generation throughput, in the manner of llama-bench:
-// pp N runs an N-token prompt as one batch, tg N generates N tokens one at a time from an empty
+// pp N runs an N-token prompt (in micro-batches of -ub tokens), tg N generates N tokens one at a time from an empty
 // context; each test repeats -r times and reports mean and standard deviation of tokens/s.
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,23 +12,18 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/model_loading.h"
-#include "engine/family.h"
-#include "gguf/split.h"
+#include "cli/options.h"
+#include "model/metadata.h"
 
 namespace zinc::cli {
 namespace {
 
 struct Options {
-    std::string model;
+    ModelFlags model;
     std::vector<int> prompt{512};
     std::vector<int> gen{128};
     int reps = 5;
-    int threads = 0;
-    std::string backend = "auto";
-    int device = -1;
     bool json = false;
 };
 
@@ -61,53 +58,66 @@ Result measure(engine::Family& f, const std::string& test, int n, bool batch, in
 }
 
 void run(const Options& o) {
-    gguf::Model model(o.model);
-    auto be = make_backend({o.backend, o.device, o.threads});
-    int n_ctx = 1;
+    // pp and tg each start from an empty context: the longest of them is the context.
+    int n_ctx = 0;
     for (int p : o.prompt) n_ctx = std::max(n_ctx, p);
     for (int g : o.gen) n_ctx = std::max(n_ctx, g);
-    int n_batch = 1;
-    for (int p : o.prompt) n_batch = std::max(n_batch, p);
-    check_memory(model, *be, n_ctx, n_batch);
-    auto f = engine::make_family(model, *be, {n_ctx, n_batch});
+    if (n_ctx == 0) throw CLI::ValidationError("-p/-n", "nothing to measure: every length is 0");
+    ModelFlags flags = o.model;
+    flags.open.context.n_ctx = n_ctx;
+    engine::OpenedModel om = open_model(flags);
+    engine::Family& f = om.session->family();
+    const engine::OpenPlan& plan = om.plan;
+    const std::string name = std::filesystem::path(flags.open.path).filename().string();
+    if (!o.json) write_out(describe_plan(plan) + "\n\n");
 
     std::vector<Result> results;
     for (int p : o.prompt)
-        if (p > 0) results.push_back(measure(*f, "pp" + std::to_string(p), p, true, o.reps));
+        if (p > 0) results.push_back(measure(f, "pp" + std::to_string(p), p, true, o.reps));
     for (int g : o.gen)
-        if (g > 0) results.push_back(measure(*f, "tg" + std::to_string(g), g, false, o.reps));
+        if (g > 0) results.push_back(measure(f, "tg" + std::to_string(g), g, false, o.reps));
 
-    const std::string name = std::filesystem::path(o.model).filename().string();
-    const double gib = double(model.total_size()) / (1ull << 30);
+    const uint64_t size = om.model->total_size();
     if (o.json) {
         nlohmann::json j = nlohmann::json::array();
         for (const Result& r : results)
-            j.push_back({{"model", name}, {"size_bytes", model.total_size()}, {"backend", be->name()},
-                         {"test", r.test}, {"n_tokens", r.n}, {"reps", o.reps}, {"avg_ts", r.mean}, {"stddev_ts", r.sd}});
+            j.push_back({{"model", name}, {"size_bytes", size}, {"backend", plan.backend}, {"device", plan.where},
+                         {"n_threads", plan.threads}, {"n_ctx", plan.n_ctx}, {"n_ubatch", plan.n_ubatch},
+                         {"weights_bytes", plan.use.weights}, {"kv_cache_bytes", plan.use.cache},
+                         {"activations_bytes", plan.use.activations}, {"free_bytes", plan.free_bytes},
+                         {"test", r.test}, {"n_tokens", r.n}, {"reps", o.reps}, {"avg_ts", r.mean},
+                         {"stddev_ts", r.sd}});
         std::printf("%s\n", j.dump(2).c_str());
         return;
     }
+    const double gib = double(size) / (1ull << 30);
     std::printf("| %-28s | %9s | %-7s | %8s | %20s |\n", "model", "size", "backend", "test", "t/s");
     std::printf("| %s | %s | %s | %s | %s |\n", std::string(28, '-').c_str(), std::string(9, '-').c_str(),
                 std::string(7, '-').c_str(), std::string(8, '-').c_str(), std::string(20, '-').c_str());
     for (const Result& r : results)
-        std::printf("| %-28s | %5.2f GiB | %-7s | %8s | %11.2f ± %6.2f |\n", name.c_str(), gib, be->name().c_str(),
+        std::printf("| %-28s | %5.2f GiB | %-7s | %8s | %11.2f ± %6.2f |\n", name.c_str(), gib, plan.backend.c_str(),
                     r.test.c_str(), r.mean, r.sd);
 }
 
 }  // namespace
 
 void register_bench(CLI::App& app) {
-    auto opts = std::make_shared<Options>();
+    auto o = std::make_shared<Options>();
     auto* cmd = app.add_subcommand("bench", "Measure prompt (pp) and generation (tg) throughput");
-    cmd->add_option("-m,--model", opts->model, "GGUF model file")->required();
-    cmd->add_option("-p,--n-prompt", opts->prompt, "prompt lengths to test (0 skips)")->delimiter(',');
-    cmd->add_option("-n,--n-gen", opts->gen, "generation lengths to test (0 skips)")->delimiter(',');
-    cmd->add_option("-r,--repetitions", opts->reps, "repetitions of each test")->check(CLI::PositiveNumber);
-    cmd->add_option("-t,--threads", opts->threads, "CPU threads (default: all cores)");
-    add_backend_options(cmd, opts->backend, opts->device);
-    cmd->add_flag("--json", opts->json, "print the results as JSON");
-    cmd->callback([opts] { run(*opts); });
+    add_model_options(cmd, o->model, {.context = false, .verbose = false});
+    cmd->add_option("-p,--n-prompt", o->prompt, "prompt lengths to test, comma-separated (0 skips)")
+        ->delimiter(',')
+        ->capture_default_str()
+        ->transform(integer_in(0, model::kMaxContext));
+    cmd->add_option("-n,--n-gen", o->gen, "generation lengths to test, comma-separated (0 skips)")
+        ->delimiter(',')
+        ->capture_default_str()
+        ->transform(integer_in(0, model::kMaxContext));
+    cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")
+        ->capture_default_str()
+        ->transform(integer_in(1, INT_MAX));
+    cmd->add_flag("--json", o->json, "print the results as JSON");
+    cmd->callback([o] { run(*o); });
 }
 
 }  // namespace zinc::cli

@@ -3,13 +3,13 @@
 #include <signal.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdio>
 #include <iostream>
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/model_loading.h"
-#include "cli/sampling_options.h"
+#include "cli/options.h"
 #include "tokenizer/chat_format.h"
 
 namespace zinc::cli {
@@ -20,25 +20,23 @@ std::atomic<bool> g_interrupted{false};
 void on_sigint(int) { g_interrupted = true; }
 
 struct Options {
-    LoadOptions load;
+    ModelFlags model;
     std::string system;
     bool no_think = false;
     int max_tokens = -1;
-    engine::SamplerParams sampling;
+    SamplingFlags sampling;
 };
 
 // Reads one message; false at end of input. Ctrl-C at the prompt discards the line.
 bool read_message(std::string& msg) {
     msg.clear();
     std::string line;
-    std::fputs("> ", stdout);
-    std::fflush(stdout);
+    write_out("> ");
     for (;;) {
         if (!std::getline(std::cin, line)) {
             if (g_interrupted.exchange(false)) {  // the read was interrupted by Ctrl-C
                 std::cin.clear();
-                std::fputs("\n(Ctrl-C stops a reply; /exit or Ctrl-D leaves)\n> ", stdout);
-                std::fflush(stdout);
+                write_out("\n(Ctrl-C stops a reply; /exit or Ctrl-D leaves)\n> ");
                 msg.clear();
                 continue;
             }
@@ -46,8 +44,7 @@ bool read_message(std::string& msg) {
         }
         if (!line.empty() && line.back() == '\\') {
             msg += line.substr(0, line.size() - 1) + "\n";
-            std::fputs(". ", stdout);
-            std::fflush(stdout);
+            write_out(". ");
             continue;
         }
         msg += line;
@@ -56,9 +53,14 @@ bool read_message(std::string& msg) {
 }
 
 void run(const Options& o) {
-    LoadedModel lm = load_model(o.load);
-    engine::Session& s = *lm.session;
+    engine::OpenedModel om = open_model(o.model);
+    engine::Session& s = *om.session;
     const auto style = tokenizer::detect_chat_style(s.tokenizer().chat_template());
+    const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
+    if (o.model.verbose) {
+        std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
+        std::fprintf(stderr, "zinc: seed %llu\n", static_cast<unsigned long long>(sp.seed));
+    }
 
     // No SA_RESTART: Ctrl-C must interrupt a blocking read at the prompt.
     struct sigaction sa {};
@@ -69,10 +71,11 @@ void run(const Options& o) {
     std::vector<tokenizer::ChatMessage> history;
     if (!o.system.empty()) history.push_back({"system", o.system});
     const size_t base = history.size();
-    engine::Sampler sampler(o.sampling);
+    engine::Sampler sampler(sp);
     tokenizer::ChatOptions co;
     co.enable_thinking = !o.no_think;
-    std::fprintf(stderr, "chat with %s — /clear forgets, /exit leaves, Ctrl-C stops a reply\n", o.load.path.c_str());
+    std::fprintf(stderr, "chat with %s — /clear forgets, /exit leaves, Ctrl-C stops a reply\n",
+                 o.model.open.path.c_str());
 
     std::string msg;
     while (read_message(msg)) {
@@ -80,7 +83,7 @@ void run(const Options& o) {
         if (msg == "/clear") {
             history.resize(base);
             s.clear();
-            std::puts("(history cleared)");
+            write_out("(history cleared)\n");
             continue;
         }
         if (msg.empty()) continue;
@@ -88,7 +91,8 @@ void run(const Options& o) {
         const std::vector<int32_t> ids = s.tokenizer().encode(tokenizer::render_chat(style, history, co), true, true);
         if (static_cast<int64_t>(ids.size()) >= s.n_ctx()) {
             history.pop_back();
-            std::printf("(the conversation no longer fits in the %d-token context; /clear to start over)\n", s.n_ctx());
+            write_out("(the conversation no longer fits in the " + std::to_string(s.n_ctx()) +
+                      "-token context; /clear to start over)\n");
             continue;
         }
         g_interrupted = false;
@@ -97,17 +101,16 @@ void run(const Options& o) {
         go.max_tokens = o.max_tokens;
         const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
             reply += piece;
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
+            write_out(piece);
             return !g_interrupted.load();
         });
         history.push_back({"assistant", reply});
-        std::printf("\n");
-        if (r.stop == engine::GenerateResult::Stop::Interrupted) std::printf("(stopped)\n");
-        if (r.stop == engine::GenerateResult::Stop::ContextFull) std::printf("(the context is full)\n");
+        write_out("\n");
+        if (r.stop == engine::GenerateResult::Stop::Interrupted) write_out("(stopped)\n");
+        if (r.stop == engine::GenerateResult::Stop::ContextFull) write_out("(the context is full)\n");
         g_interrupted = false;
     }
-    std::printf("\n");
+    write_out("\n");
 }
 
 }  // namespace
@@ -115,14 +118,12 @@ void run(const Options& o) {
 void register_chat(CLI::App& app) {
     auto o = std::make_shared<Options>();
     auto* cmd = app.add_subcommand("chat", "Talk with a model in the terminal");
-    cmd->add_option("-m,--model", o->load.path, "GGUF model file")->required();
-    cmd->add_option("--system", o->system, "system message");
+    add_model_options(cmd, o->model);
+    cmd->add_option("--system,--system-prompt", o->system, "(also -sys) system message");
     cmd->add_flag("--no-think", o->no_think, "ask a thinking model to answer without thinking");
-    cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens per reply at most; -1 = until the end")
-        ->capture_default_str();
-    cmd->add_option("-c,--ctx-size", o->load.n_ctx, "context length (default: the model's, at most 4096)");
-    cmd->add_option("-t,--threads", o->load.threads, "CPU threads (default: all cores)");
-    add_backend_options(cmd, o->load.backend, o->load.device);
+    cmd->add_option("-n,--max-tokens,--n-predict", o->max_tokens, "tokens per reply at most; -1 = until the end")
+        ->capture_default_str()
+        ->transform(integer_in(-1, INT_MAX));
     add_sampling_options(cmd, o->sampling);
     cmd->callback([o] { run(*o); });
 }

@@ -12,6 +12,8 @@ void register_logits(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_run(CLI::App& app);
 void register_chat(CLI::App& app);
+void register_tokenize(CLI::App& app);
+void register_detokenize(CLI::App& app);
 void register_synth(CLI::App& app);
 
 }  // namespace zinc::cli

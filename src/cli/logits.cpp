@@ -1,41 +1,28 @@
 // `zinc logits`: the logits of every position of a prompt, as .npy, for validation against references.
+#include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/model_loading.h"
-#include "engine/family.h"
-#include "gguf/split.h"
+#include "cli/options.h"
+#include "model/metadata.h"
+#include "tokenizer/tokenizer.h"
 
 namespace zinc::cli {
 namespace {
 
 struct Options {
-    std::string model, ids, out, ids_out;
-    int threads = 0;
-    std::string backend = "auto";
-    int device = -1;
+    ModelFlags model;
+    PromptFlags prompt;
+    std::string ids, out, ids_out;
+    CLI::Option* ids_option = nullptr;
     int batch = 0;  // tokens per forward call; 0 = the whole prompt at once
 };
-
-std::vector<int32_t> parse_ids(const std::string& s) {
-    std::vector<int32_t> ids;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        size_t used = 0;
-        long v = std::stol(item, &used);
-        if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument("bad token id '" + item + "'");
-        ids.push_back(static_cast<int32_t>(v));
-    }
-    if (ids.empty()) throw std::invalid_argument("--ids is empty");
-    return ids;
-}
 
 // Writes a C-order little-endian .npy array (format version 1.0).
 void write_npy(const std::string& path, const char* descr, const void* data, size_t bytes,
@@ -48,45 +35,71 @@ void write_npy(const std::string& path, const char* descr, const void* data, siz
     header.append((64 - total % 64) % 64, ' ');
     header += '\n';
     std::ofstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error("cannot write " + path);
+    if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
     const uint16_t hlen = static_cast<uint16_t>(header.size());
     f.write("\x93NUMPY\x01\x00", 8);
     f.write(reinterpret_cast<const char*>(&hlen), 2);
     f << header;
     f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-    if (!f) throw std::runtime_error("error writing " + path);
+    f.close();
+    if (!f) throw std::runtime_error("error writing " + path + ": " + std::strerror(errno));
 }
 
 void run(const Options& o) {
-    const std::vector<int32_t> ids = parse_ids(o.ids);
-    gguf::Model model(o.model);
-    auto be = make_backend({o.backend, o.device, o.threads});
-    auto family = engine::make_family(model, *be, {static_cast<int>(ids.size())});
+    auto model = std::make_unique<gguf::Model>(o.model.open.path);
+    std::vector<int32_t> ids;
+    if (o.ids_option->count() > 0) {
+        ids = parse_ids("--ids", o.ids);
+    } else {
+        if (o.prompt.text_option->count() == 0 && o.prompt.file.empty() && stdin_is_terminal())
+            throw CLI::ValidationError("no prompt", "give --ids, -p TEXT, -f FILE or text on standard input");
+        const std::string text = read_prompt(o.prompt);
+        ids = tokenizer::Tokenizer::from_gguf(model->first()).encode(text, true, true);
+        if (ids.empty()) throw std::invalid_argument("the prompt has no tokens");
+    }
+    check_ids("--ids", ids, model::Metadata(*model).n_vocab());
+
+    ModelFlags flags = o.model;
+    flags.open.all_logits = true;
+    int& n_ctx = flags.open.context.n_ctx;
+    if (n_ctx <= 0) n_ctx = static_cast<int>(ids.size());  // the context the prompt needs
+    if (static_cast<int64_t>(ids.size()) > n_ctx)
+        throw CLI::ValidationError("--ctx-size", "the prompt has " + std::to_string(ids.size()) +
+                                                     " tokens; a context of " + std::to_string(n_ctx) +
+                                                     " does not hold them");
+    engine::OpenedModel om = open_model(flags, std::move(model));
+    engine::Family& family = om.session->family();
+    if (o.model.verbose) {
+        std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
+        std::fprintf(stderr, "zinc: prompt %zu tokens\n", ids.size());
+    }
     std::vector<float> logits;
     const size_t step = o.batch > 0 ? static_cast<size_t>(o.batch) : ids.size();
     for (size_t i = 0; i < ids.size(); i += step) {
         const size_t n = std::min(step, ids.size() - i);
-        family->forward(std::span<const int32_t>(ids).subspan(i, n), static_cast<int64_t>(i), true, logits);
+        family.forward(std::span<const int32_t>(ids).subspan(i, n), static_cast<int64_t>(i), true, logits);
     }
     write_npy(o.out, "<f4", logits.data(), logits.size() * sizeof(float),
-              {ids.size(), static_cast<size_t>(family->n_vocab())});
+              {ids.size(), static_cast<size_t>(family.n_vocab())});
     if (!o.ids_out.empty()) write_npy(o.ids_out, "<i4", ids.data(), ids.size() * sizeof(int32_t), {ids.size()});
-    std::fprintf(stderr, "wrote logits of %zu positions x %d to %s\n", ids.size(), family->n_vocab(), o.out.c_str());
+    std::fprintf(stderr, "wrote logits of %zu positions x %d to %s\n", ids.size(), family.n_vocab(), o.out.c_str());
 }
 
 }  // namespace
 
 void register_logits(CLI::App& app) {
-    auto opts = std::make_shared<Options>();
+    auto o = std::make_shared<Options>();
     auto* cmd = app.add_subcommand("logits", "Write the logits of every prompt position as a float32 .npy");
-    cmd->add_option("-m,--model", opts->model, "GGUF model file")->required();
-    cmd->add_option("--ids", opts->ids, "comma-separated token ids of the prompt")->required();
-    cmd->add_option("-o,--out", opts->out, "output .npy of shape [tokens, n_vocab]")->required();
-    cmd->add_option("--ids-out", opts->ids_out, "also write the token ids as an int32 .npy");
-    cmd->add_option("-t,--threads", opts->threads, "CPU threads (default: all cores)");
-    add_backend_options(cmd, opts->backend, opts->device);
-    cmd->add_option("-b,--batch", opts->batch, "tokens per forward pass (default: the whole prompt)");
-    cmd->callback([opts] { run(*opts); });
+    add_model_options(cmd, o->model);
+    o->ids_option = cmd->add_option("--ids", o->ids, "the prompt as comma-separated token ids");
+    add_prompt_options(cmd, o->prompt);
+    o->ids_option->excludes(o->prompt.text_option)->excludes(o->prompt.file_option);
+    cmd->get_option("--ctx-size")->description("context length in tokens (default: the prompt's length)");
+    cmd->add_option("-o,--out", o->out, "output .npy of shape [tokens, n_vocab]")->required();
+    cmd->add_option("--ids-out", o->ids_out, "also write the token ids as an int32 .npy");
+    cmd->add_option("-b,--batch", o->batch, "tokens per forward call (default: the whole prompt)")
+        ->transform(integer_in(1, INT_MAX));
+    cmd->callback([o] { run(*o); });
 }
 
 }  // namespace zinc::cli

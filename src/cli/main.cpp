@@ -1,26 +1,138 @@
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 
-int main(int argc, char** argv) {
-    CLI::App app{"zinc: inference engine for GGUF language models"};
-    app.require_subcommand(1);
-    app.set_version_flag("--version", "zinc 0.1.0");
-    zinc::cli::register_devices(app);
-    zinc::cli::register_inspect(app);
-    zinc::cli::register_logits(app);
-    zinc::cli::register_bench(app);
-    zinc::cli::register_run(app);
-    zinc::cli::register_chat(app);
-    zinc::cli::register_synth(app);
+namespace {
+
+// Exit status: 0 done, 1 the work failed, 2 the command line was refused.
+constexpr int kFailed = 1, kUsage = 2;
+
+// llama.cpp's multi-letter single-dash spellings, read as wholes: CLI11 takes "-ngl 99" for "-n gl 99".
+const std::map<std::string, std::string> kSpellings = {
+    {"-ngl", "--n-gpu-layers"}, {"-sys", "--system-prompt"}, {"-ub", "--ubatch-size"}};
+
+bool letters_only(const std::string& s) {
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return false;
+    return !s.empty();
+}
+
+std::string command_list(CLI::App& app) {
+    std::string s;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+        s += (s.empty() ? "" : ", ") + c->get_name();
+    return s;
+}
+
+std::string help_hint(const std::string& command) {
+    return "Run 'zinc" + (command.empty() ? "" : " " + command) + " --help' for the options.\n";
+}
+
+// The arguments with the multi-letter spellings replaced, and the command they name. A single dash followed by
+// several letters is otherwise refused: CLI11 would split it into a one-letter option and a value ("-fa" as
+// "-f a"), which is hardly ever what was meant. Values of options are left alone ("-p -ub" is a prompt).
+std::vector<std::string> normalise(CLI::App& app, int argc, char** argv, std::string& command) {
+    std::vector<std::string> out;
+    CLI::App* cmd = nullptr;
+    bool value_next = false, rest = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (rest || value_next) {
+            value_next = false;
+            out.push_back(a);
+            continue;
+        }
+        if (a == "--") {
+            rest = true;
+        } else if (a.size() > 2 && a[0] == '-' && a[1] != '-' && letters_only(a.substr(1))) {
+            const auto it = kSpellings.find(a);
+            if (it == kSpellings.end())
+                throw CLI::ValidationError(a, "not an option of zinc" + (cmd ? " " + cmd->get_name() : std::string()) +
+                                                  " (one dash goes with one letter; for -" + a[1] + " with the value " +
+                                                  a.substr(2) + ", write -" + a[1] + " " + a.substr(2) + ")");
+            a = it->second;
+        } else if (!cmd && !a.empty() && a[0] != '-') {
+            for (CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+                if (c->get_name() == a) cmd = c;
+            if (cmd) command = a;
+            if (!cmd)
+                throw CLI::ValidationError("unknown command '" + a + "'", "the commands are " + command_list(app));
+        }
+        if (cmd && a.size() > 1 && a[0] == '-' && a.find('=') == std::string::npos) {
+            const CLI::Option* opt = cmd->get_option_no_throw(a);
+            value_next = opt && opt->get_items_expected_max() > 0;
+        }
+        out.push_back(a);
+    }
+    return out;
+}
+
+// What the command wrote to stdout must have arrived: a full disk or a closed file fails the command.
+int finish(int status) {
+    std::cout.flush();
     try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        if (!std::cout) throw std::runtime_error("cannot write to standard output");
+        zinc::cli::check_stdout();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "zinc: error: %s\n", e.what());
-        return 1;
+        return kFailed;
     }
-    return 0;
+    return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"zinc: inference engine for GGUF language models ('zinc COMMAND --help' lists a command's options)",
+                 "zinc"};
+    // A flag given twice means its last value, as in most command lines (llama.cpp's too).
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "zinc 0.1.0");
+    app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+        std::string cmd;
+        for (const CLI::App* s : a->get_subcommands()) cmd += (cmd.empty() ? "" : " ") + s->get_name();
+        return "zinc: error: " + std::string(e.what()) + "\n" + help_hint(cmd);
+    });
+    zinc::cli::register_devices(app);
+    zinc::cli::register_inspect(app);
+    zinc::cli::register_run(app);
+    zinc::cli::register_chat(app);
+    zinc::cli::register_bench(app);
+    zinc::cli::register_logits(app);
+    zinc::cli::register_tokenize(app);
+    zinc::cli::register_detokenize(app);
+    zinc::cli::register_synth(app);
+    if (argc < 2) {
+        std::cout << app.help();
+        return finish(0);
+    }
+    std::vector<std::string> args;
+    std::string command;
+    try {
+        args = normalise(app, argc, argv, command);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "zinc: error: %s\n%s", e.what(), help_hint(command).c_str());
+        return kUsage;
+    }
+    try {
+        std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+        app.parse(args);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? finish(0) : kUsage;
+    } catch (const std::exception& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "zinc: error: %s\n", e.what());
+        return kFailed;
+    }
+    return finish(0);
 }

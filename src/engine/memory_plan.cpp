@@ -13,10 +13,11 @@ std::string gib(uint64_t bytes) {
     return buf;
 }
 
-backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits) {
+backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits, ContextSize* settled) {
     backend::MemoryUse use;
     auto be = backend::make_sizing_backend(use);
     auto fam = make_family(m, *be, size);
+    if (settled) *settled = {fam->n_ctx(), fam->n_ubatch()};
     const std::vector<int32_t> ids(static_cast<size_t>(fam->n_ubatch()), 0);
     if (all_logits) {
         std::vector<float> logits;
@@ -45,9 +46,13 @@ void check_fits(const backend::MemoryUse& use, uint64_t free_bytes, const std::s
     const std::string advice = fit >= 1 ? "; --ctx-size " + std::to_string(std::min<int64_t>(fit, n_ctx)) + " would fit"
                                         : "; even a context of one token does not fit";
     throw std::runtime_error("the model does not fit in " + where + ": it needs " + gib(use.total() + headroom) +
-                             " (weights " + gib(use.weights) + ", KV cache for " + std::to_string(n_ctx) +
-                             " positions " + gib(use.cache) + ", activations and state " + gib(use.activations) +
-                             ", headroom " + gib(headroom) + ") and " + gib(free_bytes) + " are free" + advice);
+                             " (" + describe(use, n_ctx) + ", headroom " + gib(headroom) + ") and " +
+                             gib(free_bytes) + " are free" + advice);
+}
+
+std::string describe(const backend::MemoryUse& use, int n_ctx) {
+    return "weights " + gib(use.weights) + ", KV cache for " + std::to_string(n_ctx) + " positions " + gib(use.cache) +
+           ", activations and state " + gib(use.activations);
 }
 
 }  // namespace zinc::engine

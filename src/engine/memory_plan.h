@@ -13,8 +13,10 @@ namespace zinc::engine {
 
 // Weights, KV cache and activations (recurrent state included) of `m` with the context and micro-batch of `size`,
 // measured by building the model and running one full micro-batch on a sizing backend. all_logits: the logits of
-// every token are wanted (zinc logits, perplexity), else only the last token's (generation).
-backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits = false);
+// every token are wanted (zinc logits, perplexity), else only the last token's (generation). `settled`, when given,
+// receives the context and micro-batch the family settled on (defaults applied, the micro-batch cut to the context).
+backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits = false,
+                               ContextSize* settled = nullptr);
 
 // Headroom for what the plan does not see: a backend's own scratch (quantized activations, staging buffers) and
 // the runtime's allocations.
@@ -27,6 +29,9 @@ int64_t fitting_context(const backend::MemoryUse& use, uint64_t free_bytes, int 
 // Throws std::runtime_error when use.total() plus headroom exceeds free_bytes on `where` (e.g. "GPU 0 (NVIDIA
 // H200)"): the message gives the parts of the plan, what is free, and the --ctx-size that would fit.
 void check_fits(const backend::MemoryUse& use, uint64_t free_bytes, const std::string& where, int n_ctx);
+
+// "weights 1.25 GiB, KV cache for 4096 positions 0.50 GiB, activations and state 0.10 GiB"
+std::string describe(const backend::MemoryUse& use, int n_ctx);
 
 // "1.25 GiB"
 std::string gib(uint64_t bytes);

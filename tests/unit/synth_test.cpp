@@ -1,58 +1,42 @@
-// `zinc synth`: the quant-mix rules on the full-size presets, and end to end the files the built binary writes.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
+// `zinc synth`: the quant-mix rules on the full-size presets, the files the generator writes (in process), and the
+// command's own flags through the built binary.
+#include "synth/synth.h"
 
-#include <cstdio>
-#include <filesystem>
+#include <gtest/gtest.h>
+
+#include <cctype>
 #include <map>
+#include <ostream>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "gguf/split.h"
+#include "gguf_test_util.h"
 #include "model/catalog.h"
 #include "model/quant_mix.h"
+#include "small_synth.h"
+#include "zinc_binary.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using zinc::gguf::TensorType;
+using zinc::test::TempDir;
 using namespace zinc::model;
 
-// A scratch directory, in memory when /dev/shm exists (the files are large-ish and written once).
-class ScratchDir {
-public:
-    ScratchDir() {
-        const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = base / ("zinc_synth_" + std::string(info ? info->name() : "t") + "_" + std::to_string(::getpid()));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    std::string file(const std::string& n) const { return (path_ / n).string(); }
+const std::string kQwenVocab2k = ZINC_FIXTURES_DIR "/vocab/qwen3-2k";
 
-private:
-    fs::path path_;
-};
-
-int run_synth(const std::string& args, const ScratchDir& dir, std::string* err = nullptr) {
-    const std::string errf = dir.file("stderr.txt");
-    const std::string cmd = std::string("'") + ZINC_BINARY + "' synth " + args + " 2>'" + errf + "' >/dev/null";
-    const int st = std::system(cmd.c_str());
-    if (err) {
-        std::FILE* f = std::fopen(errf.c_str(), "r");
-        if (f) {
-            char buf[4096];
-            size_t n;
-            while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) err->append(buf, n);
-            std::fclose(f);
-        }
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+// Plans and writes a file; returns the last progress report.
+zinc::synth::Progress write_synth(const zinc::synth::Options& o) {
+    zinc::synth::Progress last;
+    zinc::synth::Events ev;
+    ev.progress = [&](const zinc::synth::Progress& p) {
+        EXPECT_GE(p.bytes_done, last.bytes_done);
+        EXPECT_GE(p.tensors_done, last.tensors_done);
+        last = p;
+    };
+    zinc::synth::write(zinc::synth::plan(o), ev);
+    return last;
 }
 
 std::map<std::string, TensorType> types_of(const Preset& p, QuantMix m) {
@@ -162,13 +146,18 @@ TEST(SynthMix, Qwen35HybridAndUD) {
     EXPECT_EQ(m.at("output.weight"), TensorType::Q8_0);
 }
 
-TEST(SynthCli, Qwen3_0_6B_Q4_K_M) {
-    ScratchDir dir;
-    const std::string out = dir.file("q.gguf");
-    std::string err;
-    ASSERT_EQ(run_synth("--preset qwen3-0.6b --type Q4_K_M --layers 2 --threads 2 -o '" + out + "'", dir, &err), 0)
-        << err;
-    const zinc::gguf::Model m(out);
+TEST(Synth, Qwen3_0_6B_Q4_K_M) {
+    TempDir dir;
+    zinc::synth::Options o;
+    o.preset = "qwen3-0.6b";
+    o.type = "Q4_K_M";
+    o.layers = 2;
+    o.threads = 2;
+    o.out = dir.file("q.gguf");
+    const zinc::synth::Progress done = write_synth(o);
+    EXPECT_EQ(done.tensors_done, done.n_tensors);
+    EXPECT_EQ(done.bytes_done, done.total_bytes);
+    const zinc::gguf::Model m(o.out);
     EXPECT_EQ(m.get("general.architecture").get_string(), "qwen3");
     EXPECT_EQ(m.get("general.file_type").get_u32(), 15u);
     EXPECT_EQ(m.get("general.quantization_version").get_u32(), 2u);
@@ -209,53 +198,152 @@ TEST(SynthCli, Qwen3_0_6B_Q4_K_M) {
     for (int i = 0; i < 1024; ++i) ASSERT_NEAR(v[i], 1.0f, 0.2f);
 }
 
-TEST(SynthCli, EveryPresetSmall) {
-    struct Case {
-        const char* preset;
-        int layers;
+// Small vocabularies (n_vocab) and a small mix keep each file quick; real widths.
+struct SmallPreset {
+    const char* preset;
+    int layers;
+};
+
+void PrintTo(const SmallPreset& p, std::ostream* os) { *os << p.preset << ", " << p.layers << " layers"; }
+
+class SynthEveryPreset : public ::testing::TestWithParam<SmallPreset> {};
+
+TEST_P(SynthEveryPreset, WritesTheDeclaredTensors) {
+    const SmallPreset c = GetParam();
+    TempDir dir;
+    zinc::synth::Options o;
+    o.preset = c.preset;
+    o.type = "Q4_0";
+    o.n_vocab = 4096;
+    o.threads = 2;
+    o.layers = static_cast<uint32_t>(c.layers);
+    o.out = dir.file("m.gguf");
+    write_synth(o);
+    const Preset p = with_layers(preset(c.preset), static_cast<uint32_t>(c.layers));
+    const zinc::gguf::Model m(o.out);
+    EXPECT_EQ(m.get("general.architecture").get_string(), p.arch);
+    EXPECT_EQ(m.get(p.arch + ".block_count").get_u32(), static_cast<uint32_t>(c.layers));
+    EXPECT_EQ(m.get(p.arch + ".embedding_length").get_u32(), p.n_embd);
+    EXPECT_EQ(m.get("general.file_type").get_u32(), 2u);
+    EXPECT_EQ(m.get("tokenizer.ggml.tokens").size(), 4096u);
+    Preset pv = p;
+    pv.n_vocab = 4096;
+    const auto specs = tensor_list(pv);
+    const auto types = choose_types(pv, specs, QuantMix::Q4_0);
+    ASSERT_EQ(m.tensors().size(), specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+        const auto* t = m.find_tensor(specs[i].name);
+        ASSERT_NE(t, nullptr) << specs[i].name;
+        EXPECT_EQ(t->info->type, types[i]) << specs[i].name;
+        for (size_t d = 0; d < specs[i].ne.size(); ++d) EXPECT_EQ(t->info->ne[d], specs[i].ne[d]) << specs[i].name;
+    }
+    if (p.arch == "gemma4") {
+        EXPECT_EQ(m.get("tokenizer.ggml.model").get_string(), "gemma4");
+        EXPECT_EQ(m.get("tokenizer.ggml.tokens").get_string_array()[2], "<bos>");
+        const auto& rf = *m.tensor("rope_freqs.weight").info;
+        const float* f = reinterpret_cast<const float*>(rf.data);
+        EXPECT_EQ(f[0], 1.0f);
+        EXPECT_EQ(f[63], 1.0f);
+        EXPECT_EQ(f[64], 1e30f);
+    }
+    if (p.arch == "gpt-oss") {
+        EXPECT_EQ(m.tensor("blk.0.ffn_up_exps.weight").info->type, TensorType::MXFP4);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, SynthEveryPreset,
+                         ::testing::Values(SmallPreset{"qwen3-8b", 1}, SmallPreset{"qwen3.5-9b", 2},
+                                           SmallPreset{"qwen3.6-27b", 1}, SmallPreset{"qwen3.6-35b-a3b", 1},
+                                           SmallPreset{"gemma-4-31b", 1}, SmallPreset{"gemma-4-26b-a4b", 1},
+                                           SmallPreset{"gpt-oss-20b", 1}),
+                         [](const auto& info) {
+                             std::string n = info.param.preset;
+                             for (char& ch : n)
+                                 if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                             return n;
+                         });
+
+// The same seed gives the same bytes; another seed other weights.
+TEST(Synth, SeedDecidesTheWeights) {
+    TempDir dir;
+    zinc::synth::Options o = zinc::test::small_synth_options(dir.file("a.gguf"));
+    write_synth(o);
+    o.out = dir.file("b.gguf");
+    write_synth(o);
+    o.seed = 99;
+    o.out = dir.file("c.gguf");
+    write_synth(o);
+    EXPECT_EQ(zinc::test::read_bytes(dir.file("a.gguf")), zinc::test::read_bytes(dir.file("b.gguf")));
+    EXPECT_NE(zinc::test::read_bytes(dir.file("a.gguf")), zinc::test::read_bytes(dir.file("c.gguf")));
+}
+
+TEST(Synth, PlanRefusesBadOptions) {
+    TempDir dir;
+    auto refusal = [](const zinc::synth::Options& o) -> std::string {
+        try {
+            zinc::synth::plan(o);
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "";
     };
-    // Small vocabularies (--n-vocab) and a small mix keep this quick; real widths.
-    const Case cases[] = {{"qwen3-8b", 1},    {"qwen3.5-9b", 2},  {"qwen3.6-27b", 1},     {"qwen3.6-35b-a3b", 1},
-                          {"gemma-4-31b", 1}, {"gemma-4-26b-a4b", 1}, {"gpt-oss-20b", 1}};
-    for (const Case& c : cases) {
-        SCOPED_TRACE(c.preset);
-        ScratchDir dir;
-        const std::string out = dir.file("m.gguf");
-        std::string err;
-        ASSERT_EQ(run_synth(std::string("--preset ") + c.preset + " --type Q4_0 --n-vocab 4096 --threads 2 --layers " +
-                                std::to_string(c.layers) + " -o '" + out + "'",
-                            dir, &err),
-                  0)
-            << err;
-        const Preset p = with_layers(preset(c.preset), static_cast<uint32_t>(c.layers));
-        const zinc::gguf::Model m(out);
-        EXPECT_EQ(m.get("general.architecture").get_string(), p.arch);
-        EXPECT_EQ(m.get(p.arch + ".block_count").get_u32(), static_cast<uint32_t>(c.layers));
-        EXPECT_EQ(m.get(p.arch + ".embedding_length").get_u32(), p.n_embd);
-        EXPECT_EQ(m.get("general.file_type").get_u32(), 2u);
-        EXPECT_EQ(m.get("tokenizer.ggml.tokens").size(), 4096u);
-        Preset pv = p;
-        pv.n_vocab = 4096;
-        const auto specs = tensor_list(pv);
-        const auto types = choose_types(pv, specs, QuantMix::Q4_0);
-        ASSERT_EQ(m.tensors().size(), specs.size());
-        for (size_t i = 0; i < specs.size(); ++i) {
-            const auto* t = m.find_tensor(specs[i].name);
-            ASSERT_NE(t, nullptr) << specs[i].name;
-            EXPECT_EQ(t->info->type, types[i]) << specs[i].name;
-            for (size_t d = 0; d < specs[i].ne.size(); ++d) EXPECT_EQ(t->info->ne[d], specs[i].ne[d]) << specs[i].name;
-        }
-        if (p.arch == "gemma4") {
-            EXPECT_EQ(m.get("tokenizer.ggml.model").get_string(), "gemma4");
-            EXPECT_EQ(m.get("tokenizer.ggml.tokens").get_string_array()[2], "<bos>");
-            const auto& rf = *m.tensor("rope_freqs.weight").info;
-            const float* f = reinterpret_cast<const float*>(rf.data);
-            EXPECT_EQ(f[0], 1.0f);
-            EXPECT_EQ(f[63], 1.0f);
-            EXPECT_EQ(f[64], 1e30f);
-        }
-        if (p.arch == "gpt-oss") {
-            EXPECT_EQ(m.tensor("blk.0.ffn_up_exps.weight").info->type, TensorType::MXFP4);
-        }
+    const zinc::synth::Options o = zinc::test::small_synth_options(dir.file("x.gguf"));
+    EXPECT_EQ(refusal(o), "");
+    zinc::synth::Options bad = o;
+    bad.preset = "qwen9";
+    EXPECT_NE(refusal(bad).find("unknown preset 'qwen9' (one of qwen3-0.6b"), std::string::npos) << refusal(bad);
+    bad = o;
+    bad.type = "Q3_K_XL";
+    EXPECT_NE(refusal(bad), "");
+    bad = o;
+    bad.vocab = "llama";
+    EXPECT_NE(refusal(bad).find("unknown vocabulary 'llama'"), std::string::npos) << refusal(bad);
+    bad = o;
+    bad.out.clear();
+    EXPECT_NE(refusal(bad).find("no output file"), std::string::npos);
+    bad = o;
+    bad.tokenizer_dir = dir.file("empty");
+    EXPECT_NE(refusal(bad).find("no tokenizer.json(.xz) in"), std::string::npos) << refusal(bad);
+    bad = o;
+    bad.out = dir.file("");  // the directory itself
+    EXPECT_NE(refusal(bad).find("is not a regular file"), std::string::npos) << refusal(bad);
+}
+
+// The command itself: flags in, a file and a progress report out.
+TEST(SynthCli, WritesTheFile) {
+    TempDir dir;
+    const std::string out = dir.file("s.gguf");
+    const auto r = zinc::test::run_zinc("synth --preset qwen3-0.6b --type Q8_0 --layers 1 --n-vocab 512 -t 2 "
+                                        "--tokenizer-dir " + zinc::test::shell_word(kQwenVocab2k) + " -o " +
+                                        zinc::test::shell_word(out));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("synth: qwen3-0.6b (qwen3, 1 layers), Q8_0"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tensors, "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("synth: wrote " + out), std::string::npos) << r.err;
+    const zinc::gguf::Model m(out);
+    EXPECT_EQ(m.get("qwen3.block_count").get_u32(), 1u);
+    EXPECT_EQ(m.get("tokenizer.ggml.tokens").size(), 512u);
+}
+
+TEST(SynthCli, RefusesBadFlags) {
+    const struct {
+        const char* args;
+        const char* message;
+    } cases[] = {
+        {"--preset nope -o x.gguf", "zinc: error: --preset: expects a preset (qwen3-0.6b, "},
+        {"--preset qwen3-8b --type Q3 -o x.gguf", "zinc: error: --type: expects a quant mix ("},
+        {"--preset qwen3-8b --layers 0 -o x.gguf", "zinc: error: --layers: expects an integer from 1 to 4096, not '0'"},
+        {"--preset qwen3-8b --n-vocab 0 -o x.gguf", "zinc: error: --n-vocab: expects an integer from 1 to 16777216"},
+        {"--preset qwen3-8b --threads 0 -o x.gguf", "zinc: error: --threads: expects an integer >= 1, not '0'"},
+        {"--preset qwen3-8b --pool-rows 0 -o x.gguf", "zinc: error: --pool-rows: expects an integer from 1 to 65536"},
+        {"--preset qwen3-8b --seed -1 -o x.gguf", "zinc: error: --seed: expects an integer >= 0, not '-1'"},
+        {"--preset qwen3-8b --vocab llama -o x.gguf", "zinc: error: --vocab: expects a vocabulary (qwen3, gemma3)"},
+        {"-o x.gguf", "zinc: error: --preset: required (one of qwen3-0.6b"},
+        {"--preset qwen3-8b", "zinc: error: -o,--output: required"},
+    };
+    for (const auto& c : cases) {
+        const auto r = zinc::test::run_zinc(std::string("synth ") + c.args);
+        EXPECT_EQ(r.status, 2) << c.args;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
     }
 }

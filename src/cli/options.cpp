@@ -1,0 +1,336 @@
+#include "cli/options.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "model/metadata.h"
+
+namespace zinc::cli {
+namespace {
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+// A whole decimal integer (an optional sign, then digits only).
+bool parse_integer(std::string_view s, int64_t& v) {
+    if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+    return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+std::string number_text(double x) {
+    std::ostringstream ss;
+    ss << x;
+    return ss.str();
+}
+
+std::string size_text(uint64_t bytes) {
+    char buf[32];
+    if (bytes >= (1ull << 30))
+        std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1ull << 30));
+    else if (bytes >= (1ull << 20))
+        std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1ull << 20));
+    else
+        std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / double(1ull << 10));
+    return buf;
+}
+
+[[noreturn]] void stdout_failed() {
+    const int err = errno;
+    throw std::runtime_error(std::string("cannot write to standard output") +
+                             (err ? ": " + std::string(std::strerror(err)) : ""));
+}
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string read_all(std::istream& in, const std::string& what) {
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw std::runtime_error("cannot read " + what);
+    // As llama.cpp reads a prompt file: one final newline (an editor's or echo's) is not part of the prompt.
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+CLI::Validator integer_in(int64_t lo, int64_t hi) {
+    const bool open_top = hi >= INT_MAX;
+    const std::string lo_s = std::to_string(lo), hi_s = std::to_string(hi);
+    const std::string range = open_top ? ">= " + lo_s : "from " + lo_s + " to " + hi_s;
+    return CLI::Validator(
+        [lo, hi, range, hi_s, open_top](std::string& s) -> std::string {
+            int64_t v = 0;
+            if (!parse_integer(s, v) || v < lo || v > hi)
+                return "expects an integer " + range + (open_top && v > hi ? " and at most " + hi_s : "") + ", not " +
+                       in_quotes(s);
+            s = std::to_string(v);
+            return "";
+        },
+        open_top ? ">= " + lo_s : "[" + lo_s + ", " + hi_s + "]");
+}
+
+CLI::Validator number_in(double lo, double hi, bool lo_open) {
+    const std::string lo_s = number_text(lo), hi_s = number_text(hi);
+    std::string range, brief;
+    if (std::isinf(lo)) {
+        brief = "finite";
+    } else if (std::isinf(hi)) {
+        range = (lo_open ? "> " : ">= ") + lo_s;
+        brief = range;
+    } else {
+        range = "from " + lo_s + " to " + hi_s;
+        brief = (lo_open ? "(" : "[") + lo_s + ", " + hi_s + "]";
+    }
+    return CLI::Validator(
+        [lo, hi, lo_open, range](std::string& s) -> std::string {
+            char* end = nullptr;
+            const double v = s.empty() ? NAN : std::strtod(s.c_str(), &end);
+            const bool whole = !s.empty() && end == s.c_str() + s.size();
+            if (!whole || !std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo))
+                return "expects a finite number" + (range.empty() ? "" : " " + range) + ", not " + in_quotes(s);
+            return "";
+        },
+        brief);
+}
+
+CLI::Validator one_of(const std::string& what, std::vector<std::string> names, bool ignore_case) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return CLI::Validator(
+        [what, names, list, ignore_case](std::string& s) -> std::string {
+            for (const auto& n : names) {
+                const bool same = ignore_case ? CLI::detail::to_lower(n) == CLI::detail::to_lower(s) : n == s;
+                if (same) return "";
+            }
+            return "expects " + what + " (" + list + "), not " + in_quotes(s);
+        },
+        "");
+}
+
+CLI::Validator thread_count() {
+    const CLI::Validator count = integer_in(1, INT_MAX);
+    return CLI::Validator(
+        [count](std::string& s) -> std::string {
+            std::string err = count(s);
+            if (!err.empty()) return err;
+            const int logical = engine::logical_cpus();
+            if (std::stoll(s) > logical)
+                std::fprintf(stderr,
+                             "zinc: warning: %s threads are more than the %d logical CPUs this process may use; they "
+                             "will take turns and run slower\n",
+                             s.c_str(), logical);
+            return "";
+        },
+        ">= 1");
+}
+
+void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
+    engine::OpenOptions& o = f.open;
+    cmd->add_option("-m,--model", o.path, "GGUF model file (the first shard of a split model)")->required();
+    if (set.context)
+        cmd->add_option("-c,--ctx-size", o.context.n_ctx,
+                        "context length in tokens (default: the model's training context, at most " +
+                            std::to_string(engine::kDefaultContext) + ")")
+            ->transform(integer_in(1, model::kMaxContext));
+    cmd->add_option("--ubatch-size", o.context.n_ubatch, "(also -ub) prompt tokens evaluated together")
+        ->capture_default_str()
+        ->transform(integer_in(1, model::kMaxContext));
+    cmd->add_option("-t,--threads", o.backend.threads, "CPU threads (default: the physical cores)")
+        ->transform(thread_count());
+    cmd->add_option("--backend", o.backend.backend, "auto (CUDA when a usable GPU is present), cpu or cuda")
+        ->capture_default_str()
+        ->check(one_of("a backend", {"auto", "cpu", "cuda"}));
+    cmd->add_option("--device", o.backend.device,
+                    "CUDA device index (default: highest compute capability, then most memory)")
+        ->transform(integer_in(0, INT_MAX));
+    cmd->add_option("--n-gpu-layers", f.gpu_layers,
+                    "(also -ngl) as llama.cpp's, for whole models only: all, -1 or at least the model's layer count "
+                    "= the GPU when there is one; 0 = the CPU")
+        ->check(CLI::Validator(
+            [](std::string& s) -> std::string {
+                int64_t v = 0;
+                if (s == "all" || (parse_integer(s, v) && v >= -1 && v <= INT_MAX)) return "";
+                return "expects all, -1 or a layer count >= 0, not " + in_quotes(s);
+            },
+            "all|N"));
+    if (set.verbose)
+        cmd->add_flag("-v,--verbose", f.verbose, "print the plan (backend, context, memory), the seed and the prompt's "
+                                                 "token count on stderr");
+}
+
+engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model> model) {
+    engine::OpenOptions o = f.open;
+    if (!f.gpu_layers.empty()) o.backend.gpu_layers = f.gpu_layers == "all" ? -1 : std::stoi(f.gpu_layers);
+    ProgressLine line("loading " + o.path, true);
+    o.on_read = [&line](uint64_t done, uint64_t total) {
+        if (total < (256ull << 20)) return;  // quick to read: no line
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%3d%% of %.2f GiB", int(100.0 * double(done) / double(total)),
+                      double(total) / double(1ull << 30));
+        line.update(buf, done == total);
+    };
+    engine::OpenedModel r = model ? engine::open_model(std::move(model), o) : engine::open_model(o);
+    line.finish();
+    if (r.plan.n_ctx > r.plan.n_ctx_train)
+        std::fprintf(stderr,
+                     "zinc: warning: the context of %d tokens is longer than the model's training context (%d)\n",
+                     r.plan.n_ctx, r.plan.n_ctx_train);
+    return r;
+}
+
+std::string describe_plan(const engine::OpenPlan& p) {
+    std::string s = "backend " + p.where;
+    if (p.threads > 0) s += " (" + std::to_string(p.threads) + (p.threads == 1 ? " thread)" : " threads)");
+    s += ", context " + std::to_string(p.n_ctx) + " (trained " + std::to_string(p.n_ctx_train) + "), micro-batch " +
+         std::to_string(p.n_ubatch);
+    s += "; memory: weights " + size_text(p.use.weights) + ", KV cache " + size_text(p.use.cache) +
+         ", activations " + size_text(p.use.activations) + ", ";
+    s += p.free_bytes > 0 ? "free " + size_text(p.free_bytes) : "free not checked";
+    return s;
+}
+
+void add_sampling_options(CLI::App* cmd, SamplingFlags& f) {
+    engine::SamplerParams& p = f.params;
+    cmd->add_option("--temp,--temperature", p.temperature, "sampling temperature; 0 = greedy")
+        ->capture_default_str()
+        ->check(number_in(0, HUGE_VAL));
+    cmd->add_option("--top-k", p.top_k, "keep the k most likely tokens; 0 = off")
+        ->capture_default_str()
+        ->transform(integer_in(0, INT_MAX));
+    cmd->add_option("--top-p", p.top_p, "keep the most likely tokens up to this total probability; 1 = off")
+        ->capture_default_str()
+        ->check(number_in(0, 1));
+    cmd->add_option("--min-p", p.min_p, "drop tokens less likely than min-p x the best one; 0 = off")
+        ->capture_default_str()
+        ->check(number_in(0, 1));
+    cmd->add_option("--repeat-penalty", p.repeat_penalty,
+                    "divides the positive logits of recent tokens (multiplies the negative ones); 1 = off")
+        ->capture_default_str()
+        ->check(number_in(0, HUGE_VAL, true));
+    cmd->add_option("--presence-penalty", p.presence_penalty, "subtracted from recent tokens' logits; 0 = off")
+        ->capture_default_str()
+        ->check(number_in(-HUGE_VAL, HUGE_VAL));
+    cmd->add_option("--frequency-penalty", p.frequency_penalty, "subtracted per occurrence of a recent token; 0 = off")
+        ->capture_default_str()
+        ->check(number_in(-HUGE_VAL, HUGE_VAL));
+    cmd->add_option("--repeat-last-n", p.penalty_last_n,
+                    "how many recent tokens the penalties see; 0 = none, -1 = the whole context")
+        ->capture_default_str()
+        ->transform(integer_in(-1, INT_MAX));
+    cmd->add_option("-s,--seed", f.seed, "random seed: the same seed gives the same text; -1 = a random one")
+        ->capture_default_str()
+        ->transform(integer_in(-1, INT64_MAX));
+}
+
+engine::SamplerParams sampler_params(const SamplingFlags& f, int n_ctx) {
+    engine::SamplerParams p = f.params;
+    if (f.seed >= 0) {
+        p.seed = static_cast<uint64_t>(f.seed);
+    } else {
+        // Kept below 2^63 so that it can be given back with --seed.
+        std::random_device rd;
+        p.seed = ((uint64_t{rd()} << 32) | rd()) & uint64_t{INT64_MAX};
+    }
+    if (p.penalty_last_n < 0) p.penalty_last_n = n_ctx;
+    return p;
+}
+
+void add_prompt_options(CLI::App* cmd, PromptFlags& f) {
+    f.text_option = cmd->add_option("-p,--prompt", f.text, "the prompt");
+    f.file_option = cmd->add_option("-f,--file", f.file,
+                                 "read the prompt from a file, '-' for standard input (without its final newline; "
+                                 "standard input is also read when neither -p nor -f is given)");
+    f.text_option->excludes(f.file_option);
+}
+
+bool stdin_is_terminal() { return isatty(STDIN_FILENO) != 0; }
+
+std::string read_prompt(const PromptFlags& f) {
+    if (f.text_option && f.text_option->count() > 0) return f.text;
+    if (f.file == "-" || (f.file.empty() && !stdin_is_terminal())) return read_all(std::cin, "standard input");
+    if (f.file.empty())
+        throw CLI::ValidationError("no prompt", "give it with -p TEXT, -f FILE or on standard input");
+    std::ifstream in(f.file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + f.file + ": " + std::strerror(errno));
+    return read_all(in, f.file);
+}
+
+std::vector<int32_t> parse_ids(const std::string& flag, std::string_view text) {
+    std::vector<int32_t> ids;
+    size_t i = 0;
+    auto separator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
+    while (i < text.size()) {
+        if (separator(text[i])) {
+            ++i;
+            continue;
+        }
+        size_t j = i;
+        while (j < text.size() && !separator(text[j])) ++j;
+        const std::string item(text.substr(i, j - i));
+        int64_t v = 0;
+        if (!parse_integer(item, v) || v < 0 || v > INT32_MAX)
+            throw CLI::ValidationError(flag, in_quotes(item) + " is not a token id");
+        ids.push_back(static_cast<int32_t>(v));
+        i = j;
+    }
+    if (ids.empty()) throw CLI::ValidationError(flag, "no token ids");
+    return ids;
+}
+
+void check_ids(const std::string& flag, const std::vector<int32_t>& ids, int64_t n_vocab) {
+    for (int32_t id : ids)
+        if (id >= n_vocab)
+            throw CLI::ValidationError(flag, std::to_string(id) + " is past the vocabulary (ids 0 to " +
+                                                 std::to_string(n_vocab - 1) + ")");
+}
+
+void write_out(std::string_view s) {
+    errno = 0;
+    if (!s.empty() && std::fwrite(s.data(), 1, s.size(), stdout) != s.size()) stdout_failed();
+    if (std::fflush(stdout) != 0) stdout_failed();
+}
+
+void check_stdout() {
+    errno = 0;
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) stdout_failed();
+}
+
+ProgressLine::ProgressLine(std::string label, bool only_terminal)
+    : label_(std::move(label)), tty_(isatty(STDERR_FILENO) != 0), quiet_(only_terminal && !tty_) {}
+
+void ProgressLine::update(const std::string& text, bool last) {
+    if (quiet_) return;
+    const double now = now_seconds();
+    if (!last && now - last_ < (tty_ ? 0.25 : 5.0)) return;
+    last_ = now;
+    if (tty_) {
+        std::fprintf(stderr, "\r%s: %s\033[K", label_.c_str(), text.c_str());
+        open_ = true;
+    } else {
+        std::fprintf(stderr, "%s: %s\n", label_.c_str(), text.c_str());
+    }
+    std::fflush(stderr);
+}
+
+void ProgressLine::finish() {
+    if (!open_) return;
+    std::fputc('\n', stderr);
+    open_ = false;
+}
+
+}  // namespace zinc::cli

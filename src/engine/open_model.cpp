@@ -1,0 +1,211 @@
+#include "engine/open_model.h"
+
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <new>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "backend/devices.h"
+#include "engine/memory_plan.h"
+#include "model/metadata.h"
+
+namespace zinc::engine {
+namespace {
+
+// Whether the backend computes in host memory on views into the mapped file: then its weights are the file's pages,
+// worth reading in before the first token, and its threads are the ones chosen here.
+// TODO: Backend::weights_are_mapped() once the backend interface has it; this is the one place that asks.
+bool weights_are_mapped(const backend::Backend& be) { return be.name() == "cpu"; }
+
+// Touches every page of every shard so the first tokens do not stall on page faults.
+void read_in(const gguf::Model& m, const std::function<void(uint64_t, uint64_t)>& on_read) {
+    const uint64_t total = m.total_size();
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    constexpr size_t kReport = size_t{64} << 20;
+    uint64_t done = 0;
+    volatile uint8_t sink = 0;
+    for (const gguf::File& f : m.files()) {
+        const auto map = f.mapping();
+        madvise(const_cast<uint8_t*>(map.data()), map.size(), MADV_WILLNEED);
+        for (size_t off = 0; off < map.size(); off += page) {
+            sink = sink + map[off];
+            if (on_read && off % kReport == 0 && off > 0) on_read(done + off, total);
+        }
+        done += map.size();
+    }
+    if (on_read) on_read(total, total);
+}
+
+// The default GPU: the highest compute capability, then the most memory; -1 when none is usable.
+int default_gpu(const backend::CudaReport& r) {
+    int best = -1;
+    for (size_t i = 0; i < r.gpus.size(); ++i) {
+        const backend::GpuInfo& g = r.gpus[i];
+        if (!g.usable) continue;
+        if (best < 0) {
+            best = static_cast<int>(i);
+            continue;
+        }
+        const backend::GpuInfo& b = r.gpus[best];
+        if (std::tie(g.cc_major, g.cc_minor, g.total_bytes) > std::tie(b.cc_major, b.cc_minor, b.total_bytes))
+            best = static_cast<int>(i);
+    }
+    return best < 0 ? -1 : r.gpus[best].index;
+}
+
+// The backend that --n-gpu-layers asks for, in zinc's terms.
+BackendChoice resolve_gpu_layers(BackendChoice c, const gguf::Model& m) {
+    if (!c.gpu_layers) return c;
+    const int n = *c.gpu_layers, layers = n_layers(m);
+    const std::string ngl = "--n-gpu-layers " + std::to_string(n);
+    if (n == 0) {
+        if (c.backend == "cuda") throw std::invalid_argument(ngl + " asks for the CPU but --backend cuda was given");
+        c.backend = "cpu";
+    } else if (n < 0 || n >= layers) {
+        if (c.backend == "cpu") throw std::invalid_argument(ngl + " asks for the GPU but --backend cpu was given");
+    } else {
+        throw std::invalid_argument(ngl + ": zinc runs all " + std::to_string(layers) +
+                                    " layers of this model on one backend; use --backend cuda (or -ngl " +
+                                    std::to_string(layers) + ") for the GPU, --backend cpu (or -ngl 0) for the CPU");
+    }
+    return c;
+}
+
+std::vector<int> affinity_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int i = 0; i < CPU_SETSIZE; ++i)
+            if (CPU_ISSET(i, &set)) cpus.push_back(i);
+    if (cpus.empty())
+        for (int i = 0; i < static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); ++i) cpus.push_back(i);
+    return cpus;
+}
+
+bool read_int(const std::string& path, long& v) {
+    std::ifstream f(path);
+    return static_cast<bool>(f >> v);
+}
+
+}  // namespace
+
+int n_layers(const gguf::Model& m) { return model::Metadata(m).count("block_count", model::kMaxLayers); }
+
+std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) {
+    const int threads = c.threads > 0 ? c.threads : physical_cores();
+    if (c.backend == "cpu") return backend::make_cpu_backend(threads);
+    if (c.backend != "auto" && c.backend != "cuda")
+        throw std::invalid_argument("unknown backend '" + c.backend + "' (auto, cpu or cuda)");
+    const backend::CudaReport r = backend::query_cuda();
+    const bool want_cuda = c.backend == "cuda" || c.device >= 0;
+    int device = c.device;
+    if (device >= 0) {
+        bool ok = false;
+        for (const auto& g : r.gpus) ok = ok || (g.index == device && g.usable);
+        if (!ok) {
+            const std::string why =
+                r.compiled ? "it is not a usable GPU (see `zinc devices`)" : "this zinc has no CUDA backend";
+            throw std::runtime_error("CUDA device " + std::to_string(device) + " cannot be used: " + why);
+        }
+    } else {
+        device = default_gpu(r);
+    }
+    if (device < 0) {
+        if (!want_cuda) return backend::make_cpu_backend(threads);
+        throw std::runtime_error(std::string("--backend cuda: ") +
+                                 (!r.compiled ? "this zinc was built without the CUDA backend"
+                                  : r.error.empty() ? "no usable GPU (see `zinc devices`)"
+                                                    : "no usable GPU: " + r.error));
+    }
+    return backend::make_cuda_backend(device);
+}
+
+OpenedModel open_model(const OpenOptions& o) { return open_model(std::make_unique<gguf::Model>(o.path), o); }
+
+OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o) {
+    OpenedModel r;
+    r.model = std::move(model);
+    BackendChoice choice = resolve_gpu_layers(o.backend, *r.model);
+    if (choice.threads <= 0) choice.threads = physical_cores();
+
+    // The plan comes first: a file that cannot be run is refused before a GPU is touched.
+    ContextSize settled;
+    OpenPlan& plan = r.plan;
+    plan.use = plan_memory(*r.model, o.context, o.all_logits, &settled);
+    plan.headroom = plan_headroom(plan.use);
+    plan.n_ctx = settled.n_ctx;
+    plan.n_ubatch = settled.n_ubatch;
+
+    r.backend = make_backend(choice);
+    const bool mapped = weights_are_mapped(*r.backend);
+    plan.backend = r.backend->name();
+    plan.where = r.backend->where();
+    plan.threads = mapped ? choice.threads : 0;
+    plan.free_bytes = o.memory_limit > 0 ? o.memory_limit : r.backend->free_memory();
+    if (plan.free_bytes > 0) check_fits(plan.use, plan.free_bytes, plan.where, plan.n_ctx);
+
+    if (mapped) read_in(*r.model, o.on_read);
+    try {
+        r.session = std::make_unique<Session>(*r.model, *r.backend, o.context);
+    } catch (const std::bad_alloc&) {
+        throw std::runtime_error("out of memory while loading the model on " + plan.where + ": it needs " +
+                                 gib(plan.use.total()) + " (" + describe(plan.use, plan.n_ctx) +
+                                 "); a smaller --ctx-size needs less");
+    }
+    plan.n_ctx_train = r.session->family().n_ctx_train();
+    return r;
+}
+
+int logical_cpus() { return static_cast<int>(affinity_cpus().size()); }
+
+int physical_cores() { return count_physical_cores("/sys/devices/system/cpu", "/proc/cpuinfo", affinity_cpus()); }
+
+int count_physical_cores(const std::string& sysfs_cpu_dir, const std::string& cpuinfo_path,
+                         const std::vector<int>& cpus) {
+    const std::set<int> wanted(cpus.begin(), cpus.end());
+    std::set<std::pair<long, long>> cores;
+    for (int cpu : wanted) {
+        const std::string dir = sysfs_cpu_dir + "/cpu" + std::to_string(cpu) + "/topology/";
+        long package = 0, core = 0;
+        if (read_int(dir + "physical_package_id", package) && read_int(dir + "core_id", core))
+            cores.insert({package, core});
+    }
+    if (cores.empty()) {
+        // /proc/cpuinfo: one block per logical CPU with "processor", "physical id" and "core id" lines.
+        std::ifstream f(cpuinfo_path);
+        std::string line;
+        long cpu = -1, package = -1, core = -1;
+        auto flush = [&] {
+            if (cpu >= 0 && core >= 0 && wanted.count(static_cast<int>(cpu))) cores.insert({package, core});
+            cpu = package = core = -1;
+        };
+        while (std::getline(f, line)) {
+            const size_t colon = line.find(':');
+            if (colon == std::string::npos) {
+                flush();
+                continue;
+            }
+            std::string key = line.substr(0, colon);
+            key.erase(key.find_last_not_of(" \t") + 1);
+            long v = -1;
+            std::istringstream(line.substr(colon + 1)) >> v;
+            if (key == "processor") cpu = v;
+            if (key == "physical id") package = v;
+            if (key == "core id") core = v;
+        }
+        flush();
+    }
+    return cores.empty() ? std::max<int>(1, static_cast<int>(wanted.size())) : static_cast<int>(cores.size());
+}
+
+}  // namespace zinc::engine

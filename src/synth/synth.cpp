@@ -1,0 +1,304 @@
+#include "synth/synth.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "gguf/writer.h"
+#include "quant/quantize.h"
+#include "synth/vocab.h"
+
+namespace zinc::synth {
+namespace {
+
+using gguf::TensorType;
+using model::TensorRole;
+using model::TensorSpec;
+
+constexpr float kWeightStd = 0.02f;  // std of every projection / embedding weight (a typical init)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Randomness: stateless hashing so that any byte range of any tensor can be produced independently (in parallel,
+// chunk by chunk while streaming).
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
+
+class Rng {
+public:
+    explicit Rng(uint64_t seed) : s_(seed) {}
+    uint64_t next() { return s_ = splitmix64(s_); }
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+    float normal(float stddev) {
+        if (have_spare_) {
+            have_spare_ = false;
+            return static_cast<float>(spare_ * stddev);
+        }
+        double u1 = uniform(), u2 = uniform();
+        if (u1 < 1e-300) u1 = 1e-300;
+        const double r = std::sqrt(-2.0 * std::log(u1)), th = 6.283185307179586 * u2;
+        spare_ = r * std::sin(th);
+        have_spare_ = true;
+        return static_cast<float>(r * std::cos(th) * stddev);
+    }
+
+private:
+    uint64_t s_;
+    double spare_ = 0;
+    bool have_spare_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Row pools: for each (type, row width) a few random N(0, 0.02) rows encoded with the reference quantizers. A
+// tensor row is assembled from units of whole quantization blocks copied from random rows and positions of the
+// pool, drawn from a hash of (seed, tensor, row, unit). Blocks are self-contained, so the result is a valid
+// encoding of a random-looking row, and almost every row of a tensor is distinct.
+
+struct Pool {
+    TensorType type;
+    int64_t ne0 = 0;
+    size_t row_bytes = 0;
+    size_t unit_bytes = 0;  // a few whole blocks (about 256 elements at most)
+    size_t n_units = 0;     // units per row
+    uint32_t n_rows = 0;
+    std::vector<uint8_t> data;  // n_rows * row_bytes
+};
+
+std::unique_ptr<Pool> make_pool(TensorType type, int64_t ne0, uint32_t n_rows, uint64_t seed, int threads) {
+    auto p = std::make_unique<Pool>();
+    p->type = type;
+    p->ne0 = ne0;
+    p->row_bytes = gguf::row_bytes(type, static_cast<size_t>(ne0));
+    const auto& tt = gguf::traits(type);
+    const size_t n_blocks = static_cast<size_t>(ne0) / tt.block_elems;
+    size_t k = std::max<size_t>(1, 256 / tt.block_elems);  // blocks per unit: a power of two dividing n_blocks
+    while (k > 1 && n_blocks % k != 0) k /= 2;
+    p->unit_bytes = k * tt.block_bytes;
+    p->n_units = n_blocks / k;
+    p->n_rows = n_rows;
+    p->data.resize(p->row_bytes * n_rows);
+    auto work = [&](uint32_t r0, uint32_t r1) {
+        std::vector<float> row(static_cast<size_t>(ne0));
+        for (uint32_t r = r0; r < r1; ++r) {
+            Rng rng(mix(seed, r));
+            for (float& v : row) v = rng.normal(kWeightStd);
+            uint8_t* dst = p->data.data() + size_t{r} * p->row_bytes;
+            if (type == TensorType::F32)
+                std::memcpy(dst, row.data(), p->row_bytes);
+            else
+                quant::quantize_row(type, row.data(), dst, row.size());
+        }
+    };
+    const uint32_t nt = static_cast<uint32_t>(std::clamp(threads, 1, static_cast<int>(n_rows)));
+    std::vector<std::thread> ts;
+    for (uint32_t t = 0; t < nt; ++t) ts.emplace_back(work, n_rows * t / nt, n_rows * (t + 1) / nt);
+    for (auto& t : ts) t.join();
+    return p;
+}
+
+// Writes bytes [a, a + n) of row `r` of a pool-filled tensor into dst: each unit (a few whole quantization blocks)
+// of the row is a unit drawn from any row and position of the pool.
+void row_segment(const Pool& pool, uint64_t tensor_key, uint64_t r, size_t a, size_t n, uint8_t* dst) {
+    const uint64_t row_seed = mix(tensor_key, r);
+    const size_t ub = pool.unit_bytes;
+    size_t j = a;
+    const size_t end = a + n;
+    while (j < end) {
+        const size_t u = j / ub, s = j - u * ub;
+        const size_t len = std::min(end - j, ub - s);
+        const uint64_t h = splitmix64(row_seed + u);
+        const uint8_t* src = pool.data.data() + (h % pool.n_rows) * pool.row_bytes + ((h >> 32) % pool.n_units) * ub;
+        std::memcpy(dst, src + s, len);
+        dst += len;
+        j += len;
+    }
+}
+
+// Small tensors, generated directly (F32).
+std::vector<float> direct_values(const model::Preset& p, const TensorSpec& t, uint64_t seed) {
+    size_t n = 1;
+    for (int64_t d : t.ne) n *= static_cast<size_t>(d);
+    std::vector<float> v(n);
+    Rng rng(seed);
+    switch (t.role) {
+    case TensorRole::Norm:
+        for (float& x : v) x = 1.0f + rng.normal(kWeightStd);
+        break;
+    case TensorRole::Scale:
+        std::fill(v.begin(), v.end(), 1.0f);
+        break;
+    case TensorRole::SsmA:  // -exp(A_log) with A_log = log(U(1, 16)), as the HF init
+        for (float& x : v) x = -static_cast<float>(1.0 + 15.0 * rng.uniform());
+        break;
+    case TensorRole::SsmDtBias:
+        for (float& x : v) x = 1.0f + rng.normal(kWeightStd);
+        break;
+    case TensorRole::SsmConv: {  // kaiming-uniform over the kernel width
+        const double bound = 1.0 / std::sqrt(static_cast<double>(t.ne[0]));
+        for (float& x : v) x = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+        break;
+    }
+    case TensorRole::RopeFreqs: {  // proportional RoPE: the first partial·d/2 pairs rotate, the rest do not
+        const size_t n_rot = static_cast<size_t>(p.rope_partial_global * static_cast<float>(p.head_dim) / 2.0f);
+        for (size_t i = 0; i < n; ++i) v[i] = i < n_rot ? 1.0f : 1e30f;
+        break;
+    }
+    case TensorRole::Sinks:
+    case TensorRole::Bias:
+    case TensorRole::Vector:
+    case TensorRole::Router:
+    case TensorRole::Matrix:
+    case TensorRole::Embedding:
+    case TensorRole::Output:
+        for (float& x : v) x = rng.normal(kWeightStd);
+        break;
+    }
+    return v;
+}
+
+// Tensors filled from the pools: everything quantized, and the big F32 matrices.
+bool pooled(const TensorSpec& t, TensorType type) {
+    return type != TensorType::F32 || t.role == TensorRole::Matrix || t.role == TensorRole::Embedding ||
+           t.role == TensorRole::Output;
+}
+
+uint64_t tensor_bytes(const TensorSpec& t, TensorType type) {
+    uint64_t nel = 1;
+    for (int64_t d : t.ne) nel *= static_cast<uint64_t>(d);
+    const auto& tt = gguf::traits(type);
+    return nel / tt.block_elems * tt.block_bytes;
+}
+
+// Counts what has been written and reports it.
+class Counter {
+public:
+    Counter(const Events& e, size_t n_tensors, uint64_t total) : events_(e) {
+        p_.n_tensors = n_tensors;
+        p_.total_bytes = total;
+    }
+    void add(uint64_t bytes, bool tensor_done) {
+        p_.bytes_done += bytes;
+        if (tensor_done) ++p_.tensors_done;
+        if (events_.progress) events_.progress(p_);
+    }
+
+private:
+    const Events& events_;
+    Progress p_;
+};
+
+}  // namespace
+
+std::string preset_names() {
+    std::string s;
+    for (const auto& p : model::presets()) s += (s.empty() ? "" : ", ") + p.name;
+    return s;
+}
+
+Plan plan(const Options& o) {
+    Plan p;
+    p.options = o;
+    const model::Preset* base = model::find_preset(o.preset);
+    if (!base) throw std::invalid_argument("unknown preset '" + o.preset + "' (one of " + preset_names() + ")");
+    p.preset = o.layers ? model::with_layers(*base, o.layers) : *base;
+    if (o.n_vocab) p.preset.n_vocab = o.n_vocab;
+    p.mix = model::parse_quant_mix(o.type);
+    if (o.out.empty()) throw std::invalid_argument("no output file");
+    if (o.pool_rows < 1) throw std::invalid_argument("the pools need at least one row");
+    if (p.options.threads <= 0) p.options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (p.options.vocab.empty()) p.options.vocab = p.preset.vocab;
+    if (std::find(std::begin(kVocabularies), std::end(kVocabularies), p.options.vocab) == std::end(kVocabularies))
+        throw std::invalid_argument("unknown vocabulary '" + p.options.vocab + "' (qwen3 or gemma3)");
+    {
+        std::error_code ec;
+        const auto st = std::filesystem::status(o.out, ec);
+        if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+            throw std::invalid_argument(o.out + " exists and is not a regular file");
+    }
+    p.tensors = model::tensor_list(p.preset);
+    p.types = model::choose_types(p.preset, p.tensors, p.mix);
+    for (size_t i = 0; i < p.tensors.size(); ++i)
+        p.tensor_bytes += tensor_bytes(p.tensors[i], p.types[i]);
+    p.tokenizer = locate_tokenizer(p.options.vocab, o.tokenizer_dir);
+    return p;
+}
+
+void write(const Plan& p, const Events& events) {
+    const Options& o = p.options;
+    const std::vector<TensorSpec>& tensors = p.tensors;
+    const std::vector<TensorType>& types = p.types;
+    const int threads = o.threads;
+
+    gguf::Writer w;
+    for (const auto& e : model::arch_metadata(p.preset)) w.add(e.key, e.value);
+    for (const auto& e : vocab_metadata(o.vocab, p.tokenizer, p.preset.n_vocab, o.n_vocab != 0, events.note))
+        w.add(e.key, e.value);
+    w.add("general.quantization_version", gguf::Value::of(uint32_t{2}));
+    w.add("general.file_type", gguf::Value::of(model::file_type(p.mix)));
+
+    // Pools, one per (type, row width) of the pool-filled tensors.
+    std::map<std::pair<uint32_t, int64_t>, std::unique_ptr<Pool>> pools;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        if (!pooled(tensors[i], types[i])) continue;
+        const auto key = std::make_pair(static_cast<uint32_t>(types[i]), tensors[i].ne[0]);
+        if (!pools.count(key))
+            pools[key] = make_pool(types[i], tensors[i].ne[0], o.pool_rows, mix(o.seed, mix(key.first, key.second)),
+                                   threads);
+    }
+
+    auto counter = std::make_shared<Counter>(events, tensors.size(), p.tensor_bytes);
+    std::deque<std::vector<float>> owned;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const TensorSpec& t = tensors[i];
+        const uint64_t tkey = mix(o.seed, 0x5eed0000ULL + i);
+        if (!pooled(t, types[i])) {
+            owned.push_back(direct_values(p.preset, t, tkey));
+            const auto& v = owned.back();
+            w.add_tensor_fill(t.name, types[i], t.ne, [&v, counter](uint64_t off, std::span<uint8_t> dst) {
+                std::memcpy(dst.data(), reinterpret_cast<const uint8_t*>(v.data()) + off, dst.size());
+                counter->add(dst.size(), off + dst.size() == v.size() * sizeof(float));
+            });
+            continue;
+        }
+        const Pool* pool = pools.at({static_cast<uint32_t>(types[i]), t.ne[0]}).get();
+        uint64_t nbytes = pool->row_bytes;
+        for (size_t d = 1; d < t.ne.size(); ++d) nbytes *= static_cast<uint64_t>(t.ne[d]);
+        auto fill = [pool, tkey, nbytes, threads, counter](uint64_t off, std::span<uint8_t> dst) {
+            const size_t rb = pool->row_bytes;
+            const uint64_t r0 = off / rb, r1 = (off + dst.size() + rb - 1) / rb;
+            auto work = [&](uint64_t ra, uint64_t rz) {
+                for (uint64_t r = ra; r < rz; ++r) {
+                    const uint64_t row_start = r * rb;
+                    const uint64_t a = std::max(off, row_start), z = std::min(off + dst.size(), row_start + rb);
+                    row_segment(*pool, tkey, r, static_cast<size_t>(a - row_start), static_cast<size_t>(z - a),
+                                dst.data() + (a - off));
+                }
+            };
+            const uint64_t nrows = r1 - r0;
+            const uint64_t nt = std::min<uint64_t>(static_cast<uint64_t>(threads), std::max<uint64_t>(1, nrows / 64));
+            if (nt <= 1) {
+                work(r0, r1);
+            } else {
+                std::vector<std::thread> ts;
+                for (uint64_t k = 0; k < nt; ++k) ts.emplace_back(work, r0 + nrows * k / nt, r0 + nrows * (k + 1) / nt);
+                for (auto& th : ts) th.join();
+            }
+            counter->add(dst.size(), off + dst.size() == nbytes);
+        };
+        w.add_tensor_fill(t.name, types[i], t.ne, fill);
+    }
+    w.write(o.out);
+}
+
+}  // namespace zinc::synth

@@ -1,0 +1,329 @@
+// The `zinc` command line end to end, through the built binary: what it refuses and how it says so, where prompts
+// come from, what -v and bench report, tokenize/detokenize/logits, and output that cannot be written.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/open_model.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "gguf_test_util.h"
+#include "zinc_binary.h"
+
+namespace {
+
+using zinc::test::run_zinc;
+using zinc::test::shell_word;
+using zinc::test::TempDir;
+
+const std::string kQwen3 = shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf");    // 2 layers, no BOS
+const std::string kGemma4 = shell_word(ZINC_FIXTURES_DIR "/gemma4/gemma4-q8_0.gguf");  // adds BOS (id 2)
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The seed `zinc run -v` reports.
+std::string reported_seed(const std::string& err) {
+    const size_t at = err.find("seed ");
+    return at == std::string::npos ? "" : err.substr(at + 5, err.find(',', at) - at - 5);
+}
+
+TEST(Cli, NoCommandPrintsTheHelp) {
+    const auto r = run_zinc("");
+    EXPECT_EQ(r.status, 0);
+    for (const char* c : {"run", "chat", "bench", "logits", "tokenize", "detokenize", "synth", "inspect", "devices"})
+        EXPECT_TRUE(has(r.out, "  " + std::string(c) + " ")) << c << " missing in:\n" << r.out;
+}
+
+TEST(Cli, UnknownCommandListsTheCommands) {
+    const auto r = run_zinc("serve -m x.gguf");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(has(r.err, "zinc: error: unknown command 'serve': the commands are devices, inspect, run, chat, bench, "
+                           "logits, tokenize, detokenize, synth"))
+        << r.err;
+    EXPECT_EQ(r.out, "");
+}
+
+// Every numeric flag: a value out of range is refused before anything runs, naming the flag and what it accepts.
+TEST(Cli, NumericFlagsAreRangeChecked) {
+    const struct {
+        std::string args, message;
+    } cases[] = {
+        {"run -n -2", "--max-tokens: expects an integer >= -1, not '-2'"},
+        {"run --n-predict x", "--max-tokens"},
+        {"run -c 0", "--ctx-size: expects an integer from 1 to 1073741824, not '0'"},
+        {"run -ub 0", "--ubatch-size: expects an integer from 1 to 1073741824, not '0'"},
+        {"run -t 0", "--threads: expects an integer >= 1, not '0'"},
+        {"run --device -1", "--device: expects an integer >= 0, not '-1'"},
+        {"run --temp nan", "--temp: expects a finite number >= 0, not 'nan'"},
+        {"run --temperature -0.5", "--temp: expects a finite number >= 0, not '-0.5'"},
+        {"run --top-k -1", "--top-k: expects an integer >= 0, not '-1'"},
+        {"run --top-p 1.5", "--top-p: expects a finite number from 0 to 1, not '1.5'"},
+        {"run --min-p -0.1", "--min-p: expects a finite number from 0 to 1, not '-0.1'"},
+        {"run --repeat-penalty 0", "--repeat-penalty: expects a finite number > 0, not '0'"},
+        {"run --presence-penalty inf", "--presence-penalty: expects a finite number, not 'inf'"},
+        {"run --frequency-penalty nan", "--frequency-penalty: expects a finite number, not 'nan'"},
+        {"run --repeat-last-n -2", "--repeat-last-n: expects an integer >= -1, not '-2'"},
+        {"run --seed -2", "--seed: expects an integer >= -1, not '-2'"},
+        {"run -ngl -2", "--n-gpu-layers: expects all, -1 or a layer count >= 0, not '-2'"},
+        {"chat -n -5", "--max-tokens: expects an integer >= -1, not '-5'"},
+        {"chat --top-p nan", "--top-p: expects a finite number from 0 to 1"},
+        {"bench -r 0", "--repetitions: expects an integer >= 1, not '0'"},
+        {"bench -p 512,-1", "--n-prompt: expects an integer from 0 to 1073741824, not '-1'"},
+        {"bench -n -5", "--n-gen: expects an integer from 0 to 1073741824, not '-5'"},
+        {"bench -ub 0", "--ubatch-size: expects an integer from 1 to 1073741824"},
+        {"logits --ids 1 -o x.npy -b 0", "--batch: expects an integer >= 1, not '0'"},
+        {"logits --ids 1 -o x.npy -c -3", "--ctx-size: expects an integer from 1 to 1073741824, not '-3'"},
+    };
+    for (const auto& c : cases) {
+        const auto r = run_zinc(c.args + " -m " + kQwen3);
+        EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+        EXPECT_TRUE(has(r.err, "zinc: error: " + c.message)) << c.args << "\n" << r.err;
+        EXPECT_EQ(r.out, "") << c.args;
+    }
+}
+
+TEST(Cli, HugeContextIsRefusedBeforeLoading) {
+    const auto r = run_zinc("run -m " + kQwen3 + " -p hi -c 2000000000");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(has(r.err, "zinc: error: --ctx-size: expects an integer from 1 to 1073741824, not '2000000000'"))
+        << r.err;
+    EXPECT_FALSE(has(r.err, "bad_alloc")) << r.err;
+    // Integers are decimal: "010" is ten (not octal eight).
+    const auto ten = run_zinc("run -m " + kQwen3 + " -p hi -n 1 -c 010 -v");
+    ASSERT_EQ(ten.status, 0) << ten.err;
+    EXPECT_TRUE(has(ten.err, "context 10 ")) << ten.err;
+}
+
+TEST(Cli, ThreadsAboveTheLogicalCpusWarn) {
+    const int n = zinc::engine::logical_cpus() + 1;
+    const auto r = run_zinc("run -m " + kQwen3 + " -p hi -n 1 -t " + std::to_string(n));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.err, "zinc: warning: " + std::to_string(n) + " threads are more than the " +
+                               std::to_string(n - 1) + " logical CPUs"))
+        << r.err;
+    EXPECT_FALSE(has(run_zinc("run -m " + kQwen3 + " -p hi -n 1 -t 1").err, "warning")) << "no warning for 1 thread";
+}
+
+TEST(Cli, TokenIdsNameTheBadElement) {
+    const struct {
+        std::string ids, message;
+    } cases[] = {
+        {"a,b", "--ids: 'a' is not a token id"},
+        {"1,2x,3", "--ids: '2x' is not a token id"},
+        {"5,-3", "--ids: '-3' is not a token id"},
+        {"1,99999999999", "--ids: '99999999999' is not a token id"},
+        {",", "--ids: no token ids"},
+        {"1,2112", "--ids: 2112 is past the vocabulary (ids 0 to 2111)"},
+    };
+    TempDir dir;
+    for (const auto& c : cases) {
+        const std::string out = dir.file("l.npy");
+        const auto r = run_zinc("logits -m " + kQwen3 + " --ids " + shell_word(c.ids) + " -o " + shell_word(out));
+        EXPECT_EQ(r.status, 2) << c.ids << "\n" << r.err;
+        EXPECT_TRUE(has(r.err, "zinc: error: " + c.message)) << c.ids << "\n" << r.err;
+        EXPECT_FALSE(std::filesystem::exists(out)) << c.ids;
+        const auto d = run_zinc("detokenize -m " + kQwen3 + " --ids " + shell_word(c.ids));
+        EXPECT_EQ(d.status, 2) << c.ids;
+        EXPECT_TRUE(has(d.err, "zinc: error: " + c.message)) << c.ids << "\n" << d.err;
+    }
+}
+
+// Output that cannot be written fails the command instead of vanishing.
+TEST(Cli, WriteErrorsFailTheCommand) {
+    if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+    for (const std::string& args : {"run -m " + kQwen3 + " -p Hello -n 4", "inspect " + kQwen3,
+                                   "tokenize -m " + kQwen3 + " -p Hello", "bench -m " + kQwen3 + " -p 4 -n 2 -r 1",
+                                   std::string("run --help")}) {
+        const auto r = run_zinc(args, "", "/dev/full");
+        EXPECT_EQ(r.status, 1) << args << "\n" << r.err;
+        EXPECT_TRUE(has(r.err, "zinc: error: cannot write to standard output"))
+            << args << "\n" << r.err;
+    }
+    TempDir dir;
+    const auto r = run_zinc("logits -m " + kQwen3 + " --ids 1,2 -o /dev/full");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(has(r.err, "zinc: error: error writing /dev/full")) << r.err;
+    const auto missing = run_zinc("logits -m " + kQwen3 + " --ids 1,2 -o " + shell_word(dir.file("no/such/dir.npy")));
+    EXPECT_EQ(missing.status, 1);
+    EXPECT_TRUE(has(missing.err, "zinc: error: cannot write ")) << missing.err;
+}
+
+TEST(Cli, PromptLongerThanTheContextIsRefusedBeforeAnyOutput) {
+    const auto r = run_zinc("run -m " + kQwen3 + " -c 4 -p " + shell_word("Hello world, this prompt is long"));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_TRUE(has(r.err, "tokens but the context holds 4; give a larger --ctx-size (the model was trained on 4096) "
+                           "or a shorter prompt"))
+        << r.err;
+}
+
+TEST(Cli, ChatOnlyFlagsNeedChat) {
+    for (const char* flag : {"--system hi", "--system-prompt hi", "-sys hi"}) {
+        const auto r = run_zinc("run -m " + kQwen3 + " -p x " + std::string(flag));
+        EXPECT_EQ(r.status, 2) << flag;
+        EXPECT_TRUE(has(r.err, "zinc: error: --system requires --chat")) << flag << "\n" << r.err;
+    }
+    const auto r = run_zinc("run -m " + kQwen3 + " -p x --no-think");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(has(r.err, "zinc: error: --no-think requires --chat")) << r.err;
+    const auto ok = run_zinc("run -m " + kQwen3 + " -p x -n 2 --chat -sys " + shell_word("Be brief.") + " --no-think");
+    EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+TEST(Cli, SeedIsRandomUnlessGiven) {
+    const std::string sample = "run -m " + kQwen3 + " -p Hello -n 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 -v";
+    const auto a = run_zinc(sample + " --seed 7"), b = run_zinc(sample + " --seed 7");
+    ASSERT_EQ(a.status, 0) << a.err;
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_EQ(reported_seed(a.err), "7") << a.err;
+    std::set<std::string> seeds;
+    for (const char* seed : {"", " --seed -1", ""}) {
+        const auto r = run_zinc(sample + seed);
+        ASSERT_EQ(r.status, 0) << r.err;
+        seeds.insert(reported_seed(r.err));
+    }
+    EXPECT_EQ(seeds.size(), 3u) << "random seeds repeat";
+    // A reported seed gives the same text again.
+    const auto c = run_zinc(sample);
+    EXPECT_EQ(run_zinc(sample + " --seed " + reported_seed(c.err)).out, c.out);
+}
+
+TEST(Cli, PromptFromStandardInputOrFile) {
+    const std::string run = "run -m " + kQwen3 + " -n 4";
+    const auto given = run_zinc(run + " -p Hello");
+    ASSERT_EQ(given.status, 0) << given.err;
+    ASSERT_TRUE(given.out.starts_with("Hello")) << given.out;
+    // A pipe (its final newline dropped, as from a file), "-f -", and a file all give the same prompt.
+    EXPECT_EQ(run_zinc(run, "Hello\n").out, given.out);
+    EXPECT_EQ(run_zinc(run + " -f -", "Hello\n").out, given.out);
+    TempDir dir;
+    std::ofstream(dir.file("p.txt")) << "Hello\n";
+    EXPECT_EQ(run_zinc(run + " --file " + shell_word(dir.file("p.txt"))).out, given.out);
+    const auto both = run_zinc(run + " -p Hello -f " + shell_word(dir.file("p.txt")));
+    EXPECT_EQ(both.status, 2);
+    EXPECT_TRUE(has(both.err, "--prompt excludes --file")) << both.err;
+    const auto missing = run_zinc(run + " -f " + shell_word(dir.file("none.txt")));
+    EXPECT_EQ(missing.status, 1);
+    EXPECT_TRUE(has(missing.err, "cannot read " + dir.file("none.txt"))) << missing.err;
+}
+
+TEST(Cli, LlamaCppSpellings) {
+    TempDir dir;
+    std::ofstream(dir.file("p.txt")) << "Hello";
+    const auto r = run_zinc("run -m " + kQwen3 + " --n-predict 2 --ctx-size 64 --temperature 0 -ub 8 --file " +
+                            shell_word(dir.file("p.txt")) + " -v");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.err, "context 64 (trained 4096), micro-batch 8")) << r.err;
+    // -ngl: every layer (the GPU when there is one) or none (the CPU); zinc does not split a model.
+    for (const char* ngl : {"-ngl 99", "-ngl 2", "-ngl all", "-ngl -1", "--n-gpu-layers 99", "-ngl 0"}) {
+        const auto g = run_zinc("run -m " + kQwen3 + " -p hi -n 1 -v " + ngl);
+        EXPECT_EQ(g.status, 0) << ngl << "\n" << g.err;
+    }
+    EXPECT_TRUE(has(run_zinc("run -m " + kQwen3 + " -p hi -n 1 -v -ngl 0").err, "backend cpu"));
+    const auto split = run_zinc("run -m " + kQwen3 + " -p hi -n 1 -ngl 1");
+    EXPECT_EQ(split.status, 1);
+    EXPECT_TRUE(has(split.err, "--n-gpu-layers 1: zinc runs all 2 layers of this model on one backend; use "
+                               "--backend cuda"))
+        << split.err;
+    // Other multi-letter single-dash words are not read as a letter and a value.
+    const auto fa = run_zinc("run -m " + kQwen3 + " -p hi -fa 1");
+    EXPECT_EQ(fa.status, 2);
+    EXPECT_TRUE(has(fa.err, "zinc: error: -fa: not an option of zinc run")) << fa.err;
+    // An option's value is never rewritten: this prompt is "-ub".
+    const auto value = run_zinc("run -m " + kQwen3 + " -n 1 -p -ub");
+    ASSERT_EQ(value.status, 0) << value.err;
+    EXPECT_TRUE(value.out.starts_with("-ub")) << value.out;
+}
+
+TEST(Cli, VerboseRunPrintsThePlan) {
+    const auto r = run_zinc("run -m " + kQwen3 + " -p Hello -n 1 -c 256 -ub 32 -t 1 --backend cpu -v --seed 3");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* part : {"backend cpu (1 thread)", "context 256 (trained 4096), micro-batch 32", "weights 1.4 MiB",
+                             "KV cache 512.0 KiB", "activations ", "free not checked", "seed 3, prompt 3 tokens"})
+        EXPECT_TRUE(has(r.err, part)) << part << " missing in:\n" << r.err;
+}
+
+TEST(Cli, BenchPrintsThePlan) {
+    const auto t = run_zinc("bench -m " + kQwen3 + " -p 8 -n 4 -r 1 -ub 4 -t 1");
+    ASSERT_EQ(t.status, 0) << t.err;
+    EXPECT_TRUE(t.out.starts_with("backend cpu (1 thread), context 8 (trained 4096), micro-batch 4; memory: weights "))
+        << t.out;
+    EXPECT_TRUE(has(t.out, "|      pp8 |")) << t.out;
+    EXPECT_TRUE(has(t.out, "|      tg4 |")) << t.out;
+    const auto j = run_zinc("bench -m " + kQwen3 + " -p 8 -n 0 -r 1 -ub 4 -t 1 --json");
+    ASSERT_EQ(j.status, 0) << j.err;
+    for (const char* field : {"\"weights_bytes\": 1416192", "\"kv_cache_bytes\": 16384", "\"activations_bytes\": ",
+                              "\"free_bytes\": ", "\"n_ctx\": 8", "\"n_ubatch\": 4", "\"n_threads\": 1",
+                              "\"test\": \"pp8\""})
+        EXPECT_TRUE(has(j.out, field)) << field << " missing in:\n" << j.out;
+    const auto none = run_zinc("bench -m " + kQwen3 + " -p 0 -n 0");
+    EXPECT_EQ(none.status, 2);
+    EXPECT_TRUE(has(none.err, "nothing to measure")) << none.err;
+}
+
+TEST(Cli, LogitsFromTextEqualLogitsFromItsIds) {
+    TempDir dir;
+    const std::string text = shell_word("Hello world");
+    const auto ids = run_zinc("tokenize -m " + kQwen3 + " --ids-only -p " + text);
+    ASSERT_EQ(ids.status, 0) << ids.err;
+    EXPECT_EQ(ids.out, "39,301,385,1879\n");
+    const auto a = run_zinc("logits -m " + kQwen3 + " -p " + text + " -o " + shell_word(dir.file("a.npy")) +
+                            " --ids-out " + shell_word(dir.file("ids.npy")));
+    ASSERT_EQ(a.status, 0) << a.err;
+    const auto b = run_zinc("logits -m " + kQwen3 + " --ids 39,301,385,1879 -o " + shell_word(dir.file("b.npy")));
+    ASSERT_EQ(b.status, 0) << b.err;
+    EXPECT_TRUE(has(a.err, "wrote logits of 4 positions x 2112")) << a.err;
+    const auto la = zinc::test::read_bytes(dir.file("a.npy")), lb = zinc::test::read_bytes(dir.file("b.npy"));
+    EXPECT_EQ(la.size(), 128 + 4 * 2112 * 4u);
+    EXPECT_EQ(la, lb);
+    EXPECT_EQ(zinc::test::read_bytes(dir.file("ids.npy")).size(), 128 + 4 * 4u);
+    // Three tokens per forward call: the same shape.
+    const auto c = run_zinc("logits -m " + kQwen3 + " --ids 39,301,385,1879 -b 3 -o " + shell_word(dir.file("c.npy")));
+    ASSERT_EQ(c.status, 0) << c.err;
+    EXPECT_EQ(zinc::test::read_bytes(dir.file("c.npy")).size(), la.size());
+    // A context that does not hold the prompt is refused before loading.
+    const auto short_ctx = run_zinc("logits -m " + kQwen3 + " --ids 1,2,3 -c 2 -o " + shell_word(dir.file("c.npy")));
+    EXPECT_EQ(short_ctx.status, 2);
+    EXPECT_TRUE(has(short_ctx.err, "--ctx-size: the prompt has 3 tokens; a context of 2 does not hold them"))
+        << short_ctx.err;
+}
+
+TEST(Cli, TokenizeAndDetokenize) {
+    const auto r = run_zinc("tokenize -m " + kQwen3 + " -p " + shell_word("Hello world<|im_start|>\n"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "39\t\"H\"\n301\t\"el\"\n385\t\"lo\"\n1879\t\" world\"\n2049\t\"<|im_start|>\"\n198\t\"\\n\"\n");
+    // Special-token text as plain text: more than one token.
+    const auto plain = run_zinc("tokenize -m " + kQwen3 + " --ids-only --no-parse-special -p '<|im_start|>'");
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    EXPECT_FALSE(has(plain.out, "2049")) << plain.out;
+    // A vocabulary that adds BOS, with and without it.
+    EXPECT_TRUE(run_zinc("tokenize -m " + kGemma4 + " --ids-only -p Hello").out.starts_with("2,"));
+    EXPECT_FALSE(run_zinc("tokenize -m " + kGemma4 + " --ids-only --no-bos -p Hello").out.starts_with("2,"));
+    // Back to text, from --ids or from standard input (as tokenize --ids-only writes them).
+    const auto text = run_zinc("detokenize -m " + kQwen3 + " --ids 39,301,385,1879,2049");
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_EQ(text.out, "Hello world<|im_start|>\n");
+    EXPECT_EQ(run_zinc("detokenize -m " + kQwen3 + " --no-special", "39,301,385,1879,2049\n").out, "Hello world\n");
+}
+
+// tokenize and detokenize need the vocabulary only: a file without a single tensor does.
+TEST(Cli, TokenizeReadsOnlyTheVocabulary) {
+    TempDir dir;
+    const zinc::gguf::File src(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf");
+    zinc::gguf::Writer w;
+    for (const auto& kv : src.metadata())
+        if (kv.key.starts_with("tokenizer.") || kv.key == "general.architecture") w.add(kv.key, kv.value);
+    const std::string path = dir.file("vocab.gguf");
+    w.write(path);
+    const auto t = run_zinc("tokenize -m " + shell_word(path) + " --ids-only -p " + shell_word("Hello world"));
+    EXPECT_EQ(t.status, 0) << t.err;
+    EXPECT_EQ(t.out, "39,301,385,1879\n");
+    EXPECT_EQ(run_zinc("detokenize -m " + shell_word(path) + " --ids 39,301,385,1879").out, "Hello world\n");
+    EXPECT_EQ(run_zinc("run -m " + shell_word(path) + " -p hi").status, 1);
+}
+
+}  // namespace
