@@ -21,37 +21,26 @@ namespace {
 
 using gguf::TensorType;
 
-void check_same_shape(const Act& a, const Act& b, const char* op) {
-    if (a.rows != b.rows || a.cols != b.cols)
-        throw std::invalid_argument(std::string(op) + ": shape mismatch");
-}
-
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(int n_threads) : pool_(n_threads) {}
 
     std::string name() const override { return "cpu"; }
 
-    Weight load_weight(const gguf::TensorInfo& t) override {
+protected:
+    const void* do_load_weight(const gguf::TensorInfo& t) override {
         if (!quant::can_dequantize(t.type))
             throw std::runtime_error("tensor " + t.name + ": type " + std::string(gguf::type_name(t.type)) +
                                      " is not supported by the CPU backend");
-        Weight w;
-        w.type = t.type;
-        w.cols = t.ne[0];
-        w.rows = t.ne[1] * t.ne[2] * t.ne[3];
-        w.data = t.data;
-        w.name = t.name;
-        for (int i = 0; i < 4; ++i) w.ne[i] = t.ne[i];
-        return w;
+        return t.data;
     }
 
-    Act alloc(int64_t rows, int64_t cols) override {
+    Act do_alloc(int64_t rows, int64_t cols) override {
         auto& buf = buffers_.emplace_back(static_cast<size_t>(rows * cols));
         return {buf.data(), rows, cols};
     }
 
-    KvLayer alloc_kv(int64_t width, int64_t capacity) override {
+    KvLayer do_alloc_kv(int64_t width, int64_t capacity) override {
         KvLayer kv;
         kv.k = buffers_.emplace_back(static_cast<size_t>(width * capacity)).data();
         kv.v = buffers_.emplace_back(static_cast<size_t>(width * capacity)).data();
@@ -60,33 +49,22 @@ public:
         return kv;
     }
 
-    void upload(Act& dst, std::span<const float> src) override {
-        if (static_cast<int64_t>(src.size()) != dst.size()) throw std::invalid_argument("upload: size mismatch");
+    void do_upload(Act& dst, std::span<const float> src) override {
         std::memcpy(dst.data, src.data(), src.size_bytes());
     }
 
-    void download(const Act& src, std::span<float> dst) override {
-        if (static_cast<int64_t>(dst.size()) != src.size()) throw std::invalid_argument("download: size mismatch");
+    void do_download(const Act& src, std::span<float> dst) override {
         std::memcpy(dst.data(), src.data, dst.size_bytes());
     }
 
-    void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override {
-        if (out.cols != table.cols || out.rows != static_cast<int64_t>(ids.size()))
-            throw std::invalid_argument("get_rows: shape mismatch");
+    void do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override {
         const size_t rb = gguf::row_bytes(table.type, table.cols);
-        for (size_t t = 0; t < ids.size(); ++t) {
-            if (ids[t] < 0 || ids[t] >= table.rows)
-                throw std::out_of_range("token id " + std::to_string(ids[t]) + " is outside the vocabulary");
+        for (size_t t = 0; t < ids.size(); ++t)
             quant::dequantize_row(table.type, static_cast<const uint8_t*>(table.data) + ids[t] * rb,
                                   out.data + t * out.cols, table.cols);
-        }
     }
 
-    void rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override {
-        check_same_shape(x, out, "rms_norm");
-        if (group <= 0 || x.cols % group != 0) throw std::invalid_argument("rms_norm: bad group");
-        if (w && (w->type != TensorType::F32 || w->cols != group))
-            throw std::invalid_argument("rms_norm: weight must be f32 of the group's length");
+    void do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override {
         const float* wd = w ? static_cast<const float*>(w->data) : nullptr;
         const int64_t n_groups = x.size() / group;
         pool_.parallel_for(n_groups, [&](int64_t b, int64_t e) {
@@ -106,9 +84,7 @@ public:
     // they are), then every output is an integer block dot product (quant::vec_dot). Output rows are handed out in
     // chunks; inside a chunk, blocks of weight rows are dotted with blocks of activation rows so that a weight row
     // stays in cache while it meets every activation row of the block.
-    void matmul(const Weight& w, const Act& x, Act& out) override {
-        if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows)
-            throw std::invalid_argument("matmul " + w.name + ": shape mismatch");
+    void do_matmul(const Weight& w, const Act& x, Act& out) override {
         if (!quant::can_vec_dot(w.type))
             throw std::invalid_argument("matmul " + w.name + ": no dot product for type " +
                                         std::string(gguf::type_name(w.type)));
@@ -134,47 +110,37 @@ public:
                     quant::vec_dot_tile(w.type), out);
     }
 
-    void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override {
+    void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override {
         cpu::rope(pool_, x, head_dim, pos, p);
     }
 
-    void add(const Act& a, const Act& b, Act& out) override {
-        check_same_shape(a, b, "add");
-        check_same_shape(a, out, "add");
+    void do_add(const Act& a, const Act& b, Act& out) override {
         for (int64_t i = 0; i < a.size(); ++i) out.data[i] = a.data[i] + b.data[i];
     }
 
-    void swiglu(const Act& gate, const Act& up, Act& out) override {
-        check_same_shape(gate, up, "swiglu");
-        check_same_shape(gate, out, "swiglu");
+    void do_swiglu(const Act& gate, const Act& up, Act& out) override {
         for (int64_t i = 0; i < gate.size(); ++i) {
             const float g = gate.data[i];
             out.data[i] = g / (1.0f + std::exp(-g)) * up.data[i];
         }
     }
 
-    void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override {
-        if (k.cols != kv.width || v.cols != kv.width || k.rows != v.rows)
-            throw std::invalid_argument("kv_write: shape mismatch");
-        if (pos0 < 0 || pos0 + k.rows > kv.capacity) throw std::out_of_range("kv_write: past the cache");
+    void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override {
         std::memcpy(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float));
         std::memcpy(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float));
     }
 
-    void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
+    void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
         cpu::attention(pool_, q, kv, pos0, p, out);
     }
 
     // Activations for gemma4 / gpt-oss: cpu_activations.cpp
-    void geglu(const Act& gate, const Act& up, Act& out) override { cpu::geglu(pool_, gate, up, out); }
-    void add_bias(Act& x, const Weight& b) override { cpu::add_bias(pool_, x, b); }
-    void scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }
-    void softcap(Act& x, float cap) override { cpu::softcap(pool_, x, cap); }
+    void do_geglu(const Act& gate, const Act& up, Act& out) override { cpu::geglu(pool_, gate, up, out); }
+    void do_add_bias(Act& x, const Weight& b) override { cpu::add_bias(pool_, x, b); }
+    void do_scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }
+    void do_softcap(Act& x, float cap) override { cpu::softcap(pool_, x, cap); }
 
-    void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override {
-        if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) ||
-            values.size() != size_t(k))
-            throw std::invalid_argument("top_k_last_row: bad k or shape");
+    void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override {
         const float* r = x.data + (x.rows - 1) * x.cols;
         std::vector<int32_t> idx(static_cast<size_t>(x.cols));
         for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(i);
@@ -186,8 +152,7 @@ public:
         }
     }
 
-    void argmax_rows(const Act& x, std::span<int32_t> out) override {
-        if (static_cast<int64_t>(out.size()) != x.rows) throw std::invalid_argument("argmax_rows: shape mismatch");
+    void do_argmax_rows(const Act& x, std::span<int32_t> out) override {
         for (int64_t t = 0; t < x.rows; ++t) {
             const float* r = x.data + t * x.cols;
             int64_t best = 0;
@@ -198,40 +163,40 @@ public:
     }
 
     // Recurrent (gated delta-net) ops: cpu_delta_net.cpp
-    void sigmoid_mul(const Act& x, const Act& gate, Act& out) override { cpu::sigmoid_mul(pool_, x, gate, out); }
-    void fill(Act& a, float value) override { cpu::fill(a, value); }
-    void slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override {
+    void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) override { cpu::sigmoid_mul(pool_, x, gate, out); }
+    void do_fill(Act& a, float value) override { cpu::fill(a, value); }
+    void do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override {
         cpu::slice_groups(pool_, src, group, offset, out);
     }
-    void l2_norm(const Act& x, float eps, int64_t group, Act& out) override { cpu::l2_norm(pool_, x, eps, group, out); }
-    void gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override {
+    void do_l2_norm(const Act& x, float eps, int64_t group, Act& out) override { cpu::l2_norm(pool_, x, eps, group, out); }
+    void do_gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override {
         cpu::gated_rms_norm(pool_, x, w, z, eps, group, out);
     }
-    void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
+    void do_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
                          Act& beta) override {
         cpu::delta_net_gates(a, b, dt_bias, ssm_a, g, beta);
     }
-    void conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) override {
+    void do_conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) override {
         cpu::conv1d_causal(pool_, x, state, w, silu, out);
     }
-    void delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+    void do_delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
                    const DeltaNetParams& p, Act& out) override {
         cpu::delta_net(pool_, q, k, v, g, beta, state, p, out);
     }
-    void delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+    void do_delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
                            const DeltaNetParams& p, int chunk, Act& out) override {
         cpu::delta_net_chunked(pool_, q, k, v, g, beta, state, p, chunk, out);
     }
 
     // Mixture-of-experts ops: cpu_moe.cpp
-    IdAct alloc_ids(int64_t rows, int64_t cols) override {
+    IdAct do_alloc_ids(int64_t rows, int64_t cols) override {
         auto& buf = id_buffers_.emplace_back(static_cast<size_t>(rows * cols));
         return {buf.data(), rows, cols};
     }
-    void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override {
+    void do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override {
         cpu::moe_route(logits, k, renormalize, ids, weights);
     }
-    void moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override {
+    void do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override {
         cpu::moe_ffn(pool_, x, ids, weights, w, out);
     }
 
