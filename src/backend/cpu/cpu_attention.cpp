@@ -1,11 +1,12 @@
-// The CPU's attention (causal, GQA, with optional sliding window, attention sinks and score soft-capping)
-// and RoPE (NeoX or adjacent pairs, partial, with optional per-pair frequency factors and YaRN);
+// The CPU's attention (causal, GQA, with optional sliding window, attention sinks and score soft-capping), the KV
+// cache it reads, and RoPE (NeoX or adjacent pairs, partial, with optional per-pair frequency factors and YaRN);
 // MODELS.md 0.2, 1.1, 1.2, 1.4, 7.4.
+#include "backend/cpu/cpu_attention.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
-
-#include "backend/cpu/cpu_ops_ext.h"
 
 namespace zinc::backend::cpu {
 namespace {
@@ -22,8 +23,12 @@ float dot(const float* a, const float* b, int64_t n) {
 
 }  // namespace
 
-void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
-                   Act& out) {
+void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
+    std::memcpy(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float));
+    std::memcpy(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float));
+}
+
+void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
     const int d = p.head_dim;
     const float* sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
     const int group = p.n_head / p.n_head_kv;

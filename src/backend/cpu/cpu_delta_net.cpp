@@ -1,11 +1,11 @@
-// CPU ops of the gated delta-net layers (Qwen3.5 / Qwen3.6, MODELS.md §4.4): the causal conv over a rolling
-// state, the gates, L2 norm, gated RMSNorm, and the gated delta rule token by token and in chunked form.
-// All arithmetic is f32 (sums of squares in double, as the RMSNorm of cpu_backend.cpp).
+// CPU ops of the gated delta-net layers (Qwen3.5 / Qwen3.6, MODELS.md §4.4): the gates and gathers around the
+// recurrence, the causal conv over a rolling state, and the gated delta rule token by token and in chunked form.
+// All arithmetic is f32. (Their L2 norm and gated RMSNorm are in cpu_norm.cpp.)
+#include "backend/cpu/cpu_delta_net.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include "backend/cpu/cpu_ops.h"
 
 namespace zinc::backend::cpu {
 namespace {
@@ -54,37 +54,6 @@ void slice_groups(ThreadPool& pool, const Act& src, int64_t group, int64_t offse
         pool.parallel_for(src.rows, body);
     else
         body(0, src.rows);
-}
-
-void l2_norm(ThreadPool& pool, const Act& x, float eps, int64_t group, Act& out) {
-    const int64_t n_groups = x.size() / group;
-    pool.parallel_for(n_groups, [&](int64_t b, int64_t e) {
-        for (int64_t gi = b; gi < e; ++gi) {
-            const float* xi = x.data + gi * group;
-            float* o = out.data + gi * group;
-            double sum = 0;
-            for (int64_t i = 0; i < group; ++i) sum += double(xi[i] * xi[i]);  // as ggml: squares in float, summed in double
-            const float scale = 1.0f / std::sqrt(float(sum) + eps);
-            for (int64_t i = 0; i < group; ++i) o[i] = xi[i] * scale;
-        }
-    });
-}
-
-void gated_rms_norm(ThreadPool& pool, const Act& x, const Weight& w, const Act& z, float eps, int64_t group,
-                    Act& out) {
-    const float* wd = static_cast<const float*>(w.data);
-    const int64_t n_groups = x.size() / group;
-    pool.parallel_for(n_groups, [&](int64_t b, int64_t e) {
-        for (int64_t gi = b; gi < e; ++gi) {
-            const float* xi = x.data + gi * group;
-            const float* zi = z.data + gi * group;
-            float* o = out.data + gi * group;
-            double sum = 0;
-            for (int64_t i = 0; i < group; ++i) sum += double(xi[i] * xi[i]);  // as ggml: squares in float, summed in double
-            const float scale = 1.0f / std::sqrt(float(sum / group) + eps);
-            for (int64_t i = 0; i < group; ++i) o[i] = xi[i] * scale * wd[i] * silu(zi[i]);
-        }
-    });
 }
 
 void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g, Act& beta_out) {

@@ -1,7 +1,9 @@
 // CPU ops of mixture-of-experts layers: routing (softmax -> top-k -> optional renormalization) and the expert FFN
-// over 3-D expert tensors {in, out, n_expert}. Matmuls compute as the dense matmul of cpu_backend.cpp (and ggml's
+// over 3-D expert tensors {in, out, n_expert}. Matmuls compute as the dense matmul of cpu_matmul.cpp (and ggml's
 // mul_mat_id): activation rows are converted to the weight type's vec-dot type and dotted with the expert's rows.
 // Tokens are grouped by expert so that each expert's weights are read once per call.
+#include "backend/cpu/cpu_moe.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_ops.h"
 #include "quant/vec_dot.h"
 
 namespace zinc::backend::cpu {

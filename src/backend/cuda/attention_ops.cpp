@@ -1,4 +1,4 @@
-// The CUDA backend's RoPE and attention ops.
+// The CUDA backend's RoPE, KV cache write and attention ops. Kernels: rope.cu, attention.cu (attention_kernels.h).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -57,6 +57,15 @@ void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, co
     if (const size_t n = cuda::attention_partial_floats(plan, q.rows, p.n_head, d); n > 0)
         partials = static_cast<float*>(scratch("attention partials", n * sizeof(float), "attention"));
     ZINC_CUDA_CHECK(cuda::attention(a, plan, partials, stream_), "attention", p.sinks ? p.sinks->name : std::string());
+}
+
+void CudaBackend::do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
+    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, stream_),
+                    "kv_write", "K");
+    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, stream_),
+                    "kv_write", "V");
 }
 
 const int32_t* CudaBackend::upload_positions(std::span<const int32_t> pos) {

@@ -1,4 +1,5 @@
-// The CUDA backend: device memory, weight upload, embeddings, matmuls and the ops of a dense llama-like layer.
+// The CUDA backend: device memory, weight upload, transfers and scratch; the ops live in one *_ops.cpp file per group,
+// next to their kernels.
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
@@ -6,10 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "backend/cuda/elementwise_kernels.h"
-#include "backend/cuda/kernels.h"
-#include "backend/cuda/norm_kernels.h"
-#include "backend/cuda/sampling_kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend {
 
@@ -137,85 +135,6 @@ cudaError_t CudaBackend::cuda_stream_synchronize() {
 cudaError_t CudaBackend::cuda_event_synchronize(cudaEvent_t e) {
     ++waits_;
     return cudaEventSynchronize(e);
-}
-
-void CudaBackend::do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
-    const int32_t* d_ids = upload_ints("get_rows ids", ids, "get_rows");
-    ZINC_CUDA_CHECK(cuda::get_rows(int(table.type), table.data, gguf::row_bytes(table.type, table.cols), table.cols,
-                                   d_ids, out.rows, out.data, stream_),
-                    "get_rows", table.name);
-}
-
-void CudaBackend::do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) {
-    ZINC_CUDA_CHECK(cuda::rms_norm(x.data, w ? static_cast<const float*>(w->data) : nullptr, eps, group,
-                                   x.size() / group, out.data, stream_),
-                    "rms_norm", w ? w->name : std::string());
-}
-
-void CudaBackend::do_matmul(const Weight& w, const Act& x, Act& out) {
-    const int type = int(w.type);
-    if (!cuda::can_dequantize(type))
-        throw std::invalid_argument("matmul " + w.name + ": type " + std::string(gguf::type_name(w.type)) +
-                                    " is not implemented on the CUDA backend yet");
-    const size_t rb = gguf::row_bytes(w.type, w.cols);
-    if (x.rows == 1 && cuda::has_dp4a_matvec(type)) {
-        // Decode: Q8_1 activations and integer dot products.
-        const size_t need = static_cast<size_t>(x.rows * (x.cols / 32)) * sizeof(cuda::BlockQ8_1f);
-        auto* xq = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "matmul"));
-        ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, x.rows, x.cols, xq, stream_), "matmul: quantize_q8_1", w.name);
-        ZINC_CUDA_CHECK(cuda::matvec_q(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols, stream_),
-                        "matmul: matvec_q", w.name);
-    } else if (x.rows == 1) {
-        ZINC_CUDA_CHECK(
-            cuda::matvec_f(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),
-            "matmul: matvec_f", w.name);
-    } else {
-        if (x.rows > 65535 * 64) throw std::invalid_argument("matmul " + w.name + ": too many rows");
-        ZINC_CUDA_CHECK(
-            cuda::matmul_tiled(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),
-            "matmul: matmul_tiled", w.name);
-    }
-}
-
-void CudaBackend::do_add(const Act& a, const Act& b, Act& out) {
-    ZINC_CUDA_CHECK(cuda::add(a.data, b.data, out.data, a.size(), stream_), "add", "");
-}
-
-void CudaBackend::do_swiglu(const Act& gate, const Act& up, Act& out) {
-    ZINC_CUDA_CHECK(cuda::swiglu(gate.data, up.data, out.data, gate.size(), stream_), "swiglu", "");
-}
-
-void CudaBackend::do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream_),
-                    "kv_write", "K");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream_),
-                    "kv_write", "V");
-}
-
-void CudaBackend::do_argmax_rows(const Act& x, std::span<int32_t> out) {
-    auto* d_out = static_cast<int32_t*>(scratch("argmax ids", std::max<size_t>(out.size_bytes(), 4), "argmax_rows"));
-    ZINC_CUDA_CHECK(cuda::argmax_rows(x.data, x.rows, x.cols, d_out, stream_), "argmax_rows", "");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(out.data(), d_out, out.size_bytes(), cudaMemcpyDeviceToHost, stream_),
-                    "argmax_rows", "");
-    // The one wait of a greedy decoding step; it also reports a failure of any kernel queued before it.
-    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "argmax_rows (or a kernel queued before it)", "");
-}
-
-void CudaBackend::do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) {
-    const float* row = x.data + (x.rows - 1) * x.cols;
-    void* work = scratch("top-k candidates", cuda::topk_scratch_bytes(x.cols, k), "top_k_last_row");
-    auto* out = static_cast<uint8_t*>(scratch("top-k result", size_t(k) * 8, "top_k_last_row"));
-    auto* d_ids = reinterpret_cast<int32_t*>(out);
-    auto* d_values = reinterpret_cast<float*>(out + size_t(k) * 4);
-    ZINC_CUDA_CHECK(cuda::top_k(row, x.cols, k, work, d_ids, d_values, stream_), "top_k_last_row", "");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(ids.data(), d_ids, ids.size_bytes(), cudaMemcpyDeviceToHost, stream_),
-                    "top_k_last_row", "");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(values.data(), d_values, values.size_bytes(), cudaMemcpyDeviceToHost, stream_),
-                    "top_k_last_row", "");
-    // The one wait of a sampled decoding step.
-    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "top_k_last_row (or a kernel queued before it)", "");
 }
 
 void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what) {

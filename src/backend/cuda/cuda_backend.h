@@ -1,9 +1,10 @@
-// The CUDA backend's class, shared by the files that implement its ops (one file per group of ops:
-// cuda_backend.cpp for memory, embeddings, matmuls and the dense-model basics; attention_ops.cpp,
-// delta_net_ops.cpp and moe_ops.cpp for the rest). One GPU and one stream. Weights are copied to device memory
+// The CUDA backend's class, shared by the files that implement it: cuda_backend.cpp for memory, transfers and scratch,
+// and one <group>_ops.cpp per group of ops next to the group's kernels (<group>.cu and <group>_kernels.h; the matmul
+// group's kernels are get_rows.cu, matvec_q.cu and matmul.cu, the attention group's rope.cu and attention.cu): matmul,
+// norm, elementwise, attention, delta_net, moe, sampling. One GPU and one stream. Weights are copied to device memory
 // through two bounded pinned staging buffers; activations and the KV cache live in device memory.
-// upload/download/load_weight synchronize; every other op only enqueues work on the stream. Every CUDA call is
-// checked, and a failure names the call, the op and the tensor.
+// upload/download/load_weight and the sampling ops wait for the stream; every other op only enqueues work on it.
+// Every CUDA call is checked, and a failure names the call, the op and the tensor.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -55,26 +56,32 @@ protected:
     void do_upload(Act& dst, std::span<const float> src) override;
     void do_download(const Act& src, std::span<float> dst) override;
 
-    // cuda_backend.cpp
+    // matmul_ops.cpp
     void do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override;
-    void do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override;
     void do_matmul(const Weight& w, const Act& x, Act& out) override;
+
+    // norm_ops.cpp
+    void do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override;
+    void do_l2_norm(const Act& x, float eps, int64_t group, Act& out) override;
+    void do_gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override;
+
+    // elementwise_ops.cpp
     void do_add(const Act& a, const Act& b, Act& out) override;
     void do_swiglu(const Act& gate, const Act& up, Act& out) override;
-    void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
-    void do_argmax_rows(const Act& x, std::span<int32_t> out) override;
-    void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override;
+    void do_geglu(const Act& gate, const Act& up, Act& out) override;
+    void do_add_bias(Act& x, const Weight& b) override;
+    void do_scale(const Act& x, float s, Act& out) override;
+    void do_softcap(Act& x, float cap) override;
 
     // attention_ops.cpp
     void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override;
+    void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
     void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override;
 
     // delta_net_ops.cpp
     void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) override;
     void do_fill(Act& a, float value) override;
     void do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override;
-    void do_l2_norm(const Act& x, float eps, int64_t group, Act& out) override;
-    void do_gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override;
     void do_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
                             Act& beta_out) override;
     void do_conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) override;
@@ -86,10 +93,10 @@ protected:
     // moe_ops.cpp
     void do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override;
     void do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override;
-    void do_geglu(const Act& gate, const Act& up, Act& out) override;
-    void do_add_bias(Act& x, const Weight& b) override;
-    void do_scale(const Act& x, float s, Act& out) override;
-    void do_softcap(Act& x, float cap) override;
+
+    // sampling_ops.cpp
+    void do_argmax_rows(const Act& x, std::span<int32_t> out) override;
+    void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override;
 
 private:
     // Every wait of the host for the GPU goes through these two, which count them (host_waits).

@@ -6,7 +6,6 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/delta_net_kernels.h"
-#include "backend/cuda/norm_kernels.h"
 
 namespace zinc::backend {
 namespace {
@@ -51,17 +50,6 @@ void CudaBackend::do_fill(Act& a, float value) {
 void CudaBackend::do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) {
     ZINC_CUDA_CHECK(cuda::slice_groups(src.data, src.rows, src.cols, group, offset, out.data, out.cols, stream_),
                     "slice_groups", "");
-}
-
-void CudaBackend::do_l2_norm(const Act& x, float eps, int64_t group, Act& out) {
-    ZINC_CUDA_CHECK(cuda::l2_norm(x.data, eps, group, x.size() / group, out.data, stream_), "l2_norm", "");
-}
-
-void CudaBackend::do_gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group,
-                                    Act& out) {
-    ZINC_CUDA_CHECK(cuda::gated_rms_norm(x.data, static_cast<const float*>(w.data), z.data, eps, group,
-                                         x.size() / group, out.data, stream_),
-                    "gated_rms_norm", w.name);
 }
 
 void CudaBackend::do_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,

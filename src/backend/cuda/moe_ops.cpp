@@ -1,4 +1,4 @@
-// The CUDA backend's mixture-of-experts ops and the activations of gemma4 / gpt-oss.
+// The CUDA backend's mixture-of-experts ops. Kernels: moe.cu (moe_kernels.h) and the expert matvecs of matvec_q.cu.
 //
 // moe_ffn works on (token, slot) pairs without a host round trip, since the expert ids exist only on the device:
 // per pass over whole tokens, the gate and up (or merged gate_up) expert matvecs write [gate | up] rows per pair,
@@ -13,8 +13,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/elementwise_kernels.h"
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 #include "backend/cuda/moe_kernels.h"
 
 namespace zinc::backend {
@@ -148,23 +147,6 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
                                           out.data + t0 * n_out, stream_),
                         "moe_ffn: moe_combine", down.w->name);
     }
-}
-
-void CudaBackend::do_geglu(const Act& gate, const Act& up, Act& out) {
-    ZINC_CUDA_CHECK(cuda::geglu(gate.data, up.data, out.data, gate.size(), stream_), "geglu", "");
-}
-
-void CudaBackend::do_add_bias(Act& x, const Weight& b) {
-    ZINC_CUDA_CHECK(cuda::add_bias(x.data, static_cast<const float*>(b.data), x.rows, x.cols, stream_), "add_bias",
-                    b.name);
-}
-
-void CudaBackend::do_scale(const Act& x, float s, Act& out) {
-    ZINC_CUDA_CHECK(cuda::scale(x.data, s, out.data, x.size(), stream_), "scale", "");
-}
-
-void CudaBackend::do_softcap(Act& x, float cap) {
-    ZINC_CUDA_CHECK(cuda::softcap(x.data, cap, x.size(), stream_), "softcap", "");
 }
 
 }  // namespace zinc::backend

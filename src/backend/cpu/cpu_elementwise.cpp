@@ -1,7 +1,8 @@
-// Element-wise ops for gemma4 / gpt-oss: GeGLU (tanh GELU in f32), row-broadcast bias, scale, soft-cap.
-#include <cmath>
+// Element-wise ops: the residual add and SwiGLU of every family, and for gemma4 / gpt-oss GeGLU (tanh GELU in f32),
+// row-broadcast bias, scale, soft-cap.
+#include "backend/cpu/cpu_elementwise.h"
 
-#include "backend/cpu/cpu_ops_ext.h"
+#include <cmath>
 
 namespace zinc::backend::cpu {
 namespace {
@@ -16,6 +17,17 @@ void for_rows(ThreadPool& pool, const Act& a, Fn&& fn) {
 }
 
 }  // namespace
+
+void add(const Act& a, const Act& b, Act& out) {
+    for (int64_t i = 0; i < a.size(); ++i) out.data[i] = a.data[i] + b.data[i];
+}
+
+void swiglu(const Act& gate, const Act& up, Act& out) {
+    for (int64_t i = 0; i < gate.size(); ++i) {
+        const float g = gate.data[i];
+        out.data[i] = g / (1.0f + std::exp(-g)) * up.data[i];
+    }
+}
 
 void geglu(ThreadPool& pool, const Act& gate, const Act& up, Act& out) {
     // transformers' gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in f32. (llama.cpp's CPU
