@@ -1,0 +1,138 @@
+// The Backend interface itself, on the backends that run here (the CPU and the sizing backend): the op checks are
+// made once for every backend, with the same messages.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/sizing_backend.h"
+
+namespace {
+
+using zinc::backend::Act;
+using zinc::backend::AttentionParams;
+using zinc::backend::Backend;
+using zinc::backend::IdAct;
+using zinc::backend::MemoryUse;
+using zinc::backend::MoeWeights;
+using zinc::backend::Weight;
+using zinc::gguf::TensorType;
+
+// An f32 weight {ne0, ne1, ne2} over host data (never read by the sizing backend).
+Weight f32_weight(const std::vector<float>& v, const std::string& name, int64_t ne0, int64_t ne1 = 1,
+                  int64_t ne2 = 1) {
+    Weight w;
+    w.type = TensorType::F32;
+    w.cols = ne0;
+    w.rows = ne1 * ne2;
+    w.data = v.data();
+    w.name = name;
+    w.ne[0] = ne0;
+    w.ne[1] = ne1;
+    w.ne[2] = ne2;
+    return w;
+}
+
+// What `f` threw: "invalid_argument: <message>", "out_of_range: <message>", or "" when it returned.
+std::string thrown_by(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::out_of_range& e) {
+        return std::string("out_of_range: ") + e.what();
+    } catch (const std::invalid_argument& e) {
+        return std::string("invalid_argument: ") + e.what();
+    }
+    return "";
+}
+
+// Bad calls of several ops on `be`, each with what it threw.
+std::vector<std::string> bad_calls(Backend& be) {
+    const std::vector<float> host(4096, 0.5f);
+    const Weight w = f32_weight(host, "blk.0.attn_q.weight", 64, 32);
+    const Weight norm = f32_weight(host, "blk.0.attn_norm.weight", 64);
+    const Weight sinks = f32_weight(host, "blk.0.attn_sinks.weight", 3);
+    const Weight table = f32_weight(host, "token_embd.weight", 64, 10);
+    Act x = be.alloc(2, 64), x48 = be.alloc(2, 48), out = be.alloc(2, 32), out64 = be.alloc(2, 64);
+    zinc::backend::KvLayer kv = be.alloc_kv(64, 4);
+    std::vector<std::string> r;
+    r.push_back(thrown_by([&] { be.matmul(w, x48, out); }));
+    r.push_back(thrown_by([&] { be.matmul(w, x, out64); }));
+    r.push_back(thrown_by([&] { be.rms_norm(x, &norm, 1e-6f, 64, out); }));
+    r.push_back(thrown_by([&] { be.rms_norm(x, &norm, 1e-6f, 32, out64); }));
+    r.push_back(thrown_by([&] { be.add(x, x48, out64); }));
+    r.push_back(thrown_by([&] { be.kv_write(kv, x, x, 3); }));
+    AttentionParams ap{2, 2, 32, 1.0f};
+    ap.sinks = &sinks;
+    r.push_back(thrown_by([&] { be.attention(x, kv, 0, ap, out64); }));
+    r.push_back(thrown_by([&] { be.attention(x, kv, 3, AttentionParams{2, 2, 32, 1.0f}, out64); }));
+    const std::vector<int32_t> ids{1, 10};
+    r.push_back(thrown_by([&] { be.get_rows(table, ids, out64); }));
+    r.push_back(thrown_by([&] { be.slice_groups(x, 64, 0, x); }));
+    r.push_back(thrown_by([&] { be.softcap(x, 0.0f); }));
+    // A MoE layer whose up experts do not match its gate experts.
+    const Weight gate = f32_weight(host, "blk.0.ffn_gate_exps.weight", 64, 8, 4);
+    const Weight up = f32_weight(host, "blk.0.ffn_up_exps.weight", 64, 16, 4);
+    const Weight down = f32_weight(host, "blk.0.ffn_down_exps.weight", 8, 64, 4);
+    MoeWeights mw;
+    mw.gate = &gate;
+    mw.up = &up;
+    mw.down = &down;
+    IdAct route_ids = be.alloc_ids(2, 2);
+    Act route_w = be.alloc(2, 2);
+    r.push_back(thrown_by([&] { be.moe_ffn(x, route_ids, route_w, mw, out64); }));
+    Act logits = be.alloc(2, 4);
+    r.push_back(thrown_by([&] { be.moe_route(logits, 5, true, route_ids, route_w); }));
+    return r;
+}
+
+TEST(BackendChecks, EveryBackendRejectsTheSameCallsWithTheSameMessages) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    MemoryUse use;
+    auto sizing = zinc::backend::make_sizing_backend(use);
+    const auto on_cpu = bad_calls(*cpu), on_sizing = bad_calls(*sizing);
+    ASSERT_EQ(on_cpu.size(), on_sizing.size());
+    for (size_t i = 0; i < on_cpu.size(); ++i) {
+        EXPECT_FALSE(on_cpu[i].empty()) << "call " << i << " was accepted";
+        EXPECT_EQ(on_cpu[i], on_sizing[i]) << "call " << i;
+    }
+    // What the messages say: the op, the weight where there is one, and what is wrong.
+    const std::vector<std::string> want = {
+        "invalid_argument: matmul blk.0.attn_q.weight: shape mismatch",
+        "invalid_argument: matmul blk.0.attn_q.weight: shape mismatch",
+        "invalid_argument: rms_norm blk.0.attn_norm.weight: shape mismatch",
+        "invalid_argument: rms_norm: weight blk.0.attn_norm.weight must be f32 with 32 values",
+        "invalid_argument: add: shape mismatch",
+        "out_of_range: kv_write: past the cache",
+        "invalid_argument: attention: sinks blk.0.attn_sinks.weight must be f32 with 2 values",
+        "out_of_range: attention: past the cache",
+        "out_of_range: token id 10 is outside the vocabulary",
+        "invalid_argument: slice_groups: out must not alias src",
+        "invalid_argument: softcap: the cap must be positive",
+        "invalid_argument: moe_ffn: expert tensors blk.0.ffn_gate_exps.weight, blk.0.ffn_down_exps.weight have "
+        "inconsistent shapes",
+        "invalid_argument: moe_route: k must be in [1, n_expert]",
+    };
+    EXPECT_EQ(on_cpu, want);
+}
+
+TEST(BackendChecks, SizingBackendChecksShapesOfViews) {
+    MemoryUse use;
+    auto be = zinc::backend::make_sizing_backend(use);
+    // Views of one buffer overlap as they would on a real backend; separate buffers do not.
+    Act x = be->alloc(4, 16), other = be->alloc(4, 16), state = be->alloc(2, 16);
+    const std::vector<float> host(48, 0.0f);
+    const Weight w = f32_weight(host, "blk.0.ssm_conv1d.weight", 3, 16);
+    EXPECT_NO_THROW(be->conv1d_causal(x, state, w, true, x));
+    EXPECT_NO_THROW(be->conv1d_causal(x, state, w, true, other));
+    Act shifted = Backend::rows_of(x, 1, 3), x3 = Backend::rows_of(x, 0, 3);
+    EXPECT_NE(thrown_by([&] { be->conv1d_causal(x3, state, w, true, shifted); }).find("out overlaps x"),
+              std::string::npos);
+    Act state_in_x = Backend::rows_of(x, 2, 2);
+    EXPECT_NE(thrown_by([&] { be->conv1d_causal(x, state_in_x, w, true, other); }).find("state overlaps"),
+              std::string::npos);
+}
+
+}  // namespace
