@@ -112,6 +112,9 @@ public:
     // Bytes the backend can still allocate, or 0 when it does not limit them itself (the CPU maps the weights from
     // the file and leaves memory to the operating system).
     virtual uint64_t free_memory() const { return 0; }
+    // Whether load_weight's weights are views of the file's mapping (the CPU's), so that reading the file in ahead of
+    // time pays; false when they are copied into backend memory.
+    virtual bool weights_are_mapped() const { return false; }
 
     // Makes a GGUF tensor usable by the ops. The CPU backend keeps a view into the mapping.
     Weight load_weight(const gguf::TensorInfo& t);

@@ -1,5 +1,5 @@
 // The Backend interface itself, on the backends that run here (the CPU and the sizing backend): the op checks are
-// made once for every backend, with the same messages.
+// made once for every backend, with the same messages; the capability queries say what each backend is.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -133,6 +133,12 @@ TEST(BackendChecks, SizingBackendChecksShapesOfViews) {
     Act state_in_x = Backend::rows_of(x, 2, 2);
     EXPECT_NE(thrown_by([&] { be->conv1d_causal(x, state_in_x, w, true, other); }).find("state overlaps"),
               std::string::npos);
+}
+
+TEST(BackendCapabilities, OnlyTheCpuMapsItsWeights) {
+    EXPECT_TRUE(zinc::backend::make_cpu_backend(1)->weights_are_mapped());
+    MemoryUse use;
+    EXPECT_FALSE(zinc::backend::make_sizing_backend(use)->weights_are_mapped());
 }
 
 }  // namespace

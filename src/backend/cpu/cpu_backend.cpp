@@ -26,6 +26,7 @@ public:
     explicit CpuBackend(int n_threads) : pool_(n_threads) {}
 
     std::string name() const override { return "cpu"; }
+    bool weights_are_mapped() const override { return true; }
 
 protected:
     const void* do_load_weight(const gguf::TensorInfo& t) override {
