@@ -148,6 +148,24 @@ IdAct Backend::alloc_ids(int64_t rows, int64_t cols) {
     return do_alloc_ids(rows, cols);
 }
 
+void Backend::free(Act& a) {
+    if (!a.data) return;
+    if (!do_free(a.data)) fail("free", "the activation was not allocated by the " + name() + " backend");
+    a = {};
+}
+
+void Backend::free(KvLayer& kv) {
+    for (const float* p : {kv.k, kv.v})
+        if (p && !do_free(p)) fail("free", "the KV cache was not allocated by the " + name() + " backend");
+    kv = {};
+}
+
+void Backend::free(IdAct& ids) {
+    if (!ids.data) return;
+    if (!do_free(ids.data)) fail("free", "the ids were not allocated by the " + name() + " backend");
+    ids = {};
+}
+
 void Backend::upload(Act& dst, std::span<const float> src) {
     if (static_cast<int64_t>(src.size()) != dst.size()) fail("upload", "size mismatch");
     do_upload(dst, src);

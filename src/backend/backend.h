@@ -118,10 +118,16 @@ public:
 
     // Makes a GGUF tensor usable by the ops. The CPU backend keeps a view into the mapping.
     Weight load_weight(const gguf::TensorInfo& t);
-    // Activation and cache memory; owned by the backend until it is destroyed.
+    // Activation and cache memory, zero-filled; owned by the backend until free() or until the backend is destroyed.
     Act alloc(int64_t rows, int64_t cols);
     KvLayer alloc_kv(int64_t width, int64_t capacity);
     IdAct alloc_ids(int64_t rows, int64_t cols);
+    // Releases what alloc, alloc_kv or alloc_ids returned and resets the handle; views of it become invalid. Freeing
+    // an empty handle does nothing; freeing memory this backend did not allocate (a view that does not start it,
+    // another backend's) throws std::invalid_argument.
+    void free(Act& a);
+    void free(KvLayer& kv);
+    void free(IdAct& ids);
     // Views of `rows` consecutive rows starting at `row` share the memory of `a`.
     static Act rows_of(const Act& a, int64_t row, int64_t rows) { return {a.data + row * a.cols, rows, a.cols}; }
 
@@ -225,6 +231,9 @@ protected:
     virtual Act do_alloc(int64_t rows, int64_t cols) = 0;
     virtual KvLayer do_alloc_kv(int64_t width, int64_t capacity) = 0;
     virtual IdAct do_alloc_ids(int64_t rows, int64_t cols) = 0;
+    // Releases the allocation that starts at `data` (an Act's, an IdAct's, or one of a KvLayer's two); false when
+    // the backend has none there.
+    virtual bool do_free(const void* data) = 0;
     virtual void do_upload(Act& dst, std::span<const float> src) = 0;
     virtual void do_download(const Act& src, std::span<float> dst) = 0;
     virtual void do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 
 namespace zinc::backend {
 namespace {
@@ -17,20 +18,22 @@ protected:
         return nullptr;
     }
     Act do_alloc(int64_t rows, int64_t cols) override {
-        const uint64_t bytes = uint64_t(rows * cols) * sizeof(float);
-        use_.activations += bytes;
-        return {static_cast<float*>(address(bytes)), rows, cols};
+        return {static_cast<float*>(take(uint64_t(rows * cols) * sizeof(float), false)), rows, cols};
     }
     KvLayer do_alloc_kv(int64_t width, int64_t capacity) override {
         const uint64_t bytes = uint64_t(width * capacity) * sizeof(float);
-        use_.cache += 2 * bytes;
-        auto* k = static_cast<float*>(address(bytes));
-        return {k, static_cast<float*>(address(bytes)), width, capacity};
+        auto* k = static_cast<float*>(take(bytes, true));
+        return {k, static_cast<float*>(take(bytes, true)), width, capacity};
     }
     IdAct do_alloc_ids(int64_t rows, int64_t cols) override {
-        const uint64_t bytes = uint64_t(rows * cols) * sizeof(int32_t);
-        use_.activations += bytes;
-        return {static_cast<int32_t*>(address(bytes)), rows, cols};
+        return {static_cast<int32_t*>(take(uint64_t(rows * cols) * sizeof(int32_t), false)), rows, cols};
+    }
+    bool do_free(const void* data) override {
+        const auto it = held_.find(reinterpret_cast<uintptr_t>(data));
+        if (it == held_.end()) return false;
+        (it->second.cache ? use_.cache : use_.activations) -= it->second.bytes;
+        held_.erase(it);
+        return true;
     }
     void do_upload(Act&, std::span<const float>) override {}
     void do_download(const Act&, std::span<float> dst) override { std::fill(dst.begin(), dst.end(), 0.0f); }
@@ -67,17 +70,31 @@ protected:
     void do_softcap(Act&, float) override {}
 
 private:
-    // Where a buffer of `bytes` would start. Nothing is allocated and nothing is ever read or written through these
-    // addresses; they only have to differ between buffers as real ones do, so that the op checks (out not aliasing
-    // src, conv1d's state overlapping nothing) see the same layout as on a real backend.
-    void* address(uint64_t bytes) {
+    // Counts a buffer of `bytes` (KV cache or activations) and returns where it would start. Nothing is allocated and
+    // nothing is ever read or written through these addresses; they only have to differ between buffers as real ones
+    // do, so that the op checks (out not aliasing src, conv1d's state overlapping nothing) and free() see the same
+    // layout as on a real backend.
+    void* take(uint64_t bytes, bool cache) {
         const uintptr_t at = next_;
         next_ += (std::max<uint64_t>(bytes, 1) + 255) & ~uint64_t(255);
+        held_[at] = {bytes, cache};
+        if (cache) {
+            use_.cache += bytes;
+        } else {
+            use_.activations += bytes;
+            use_.peak_activations = std::max(use_.peak_activations, use_.activations);
+        }
         return reinterpret_cast<void*>(at);
     }
 
+    struct Held {
+        uint64_t bytes = 0;
+        bool cache = false;
+    };
+
     MemoryUse& use_;
     uintptr_t next_ = uintptr_t(1) << 32;
+    std::unordered_map<uintptr_t, Held> held_;  // the buffers not freed, by address
 };
 
 }  // namespace

@@ -135,6 +135,87 @@ TEST(BackendChecks, SizingBackendChecksShapesOfViews) {
               std::string::npos);
 }
 
+// free() on a backend releases what it allocated and resets the handle; an empty handle is a no-op; a view that does
+// not start an allocation, memory already freed, or another backend's memory is refused.
+void check_free(Backend& be, Backend& other) {
+    Act a = be.alloc(3, 5);
+    const Act copy = a;
+    const Act view = Backend::rows_of(a, 1, 2);
+    Act v = view;
+    EXPECT_NE(thrown_by([&] { be.free(v); }).find("free: the activation was not allocated by the " + be.name()),
+              std::string::npos);
+    be.free(a);
+    EXPECT_EQ(a.data, nullptr);
+    EXPECT_EQ(a.size(), 0);
+    EXPECT_NO_THROW(be.free(a));  // empty
+    Act again = copy;
+    EXPECT_FALSE(thrown_by([&] { be.free(again); }).empty()) << "freed twice";
+    Act foreign = other.alloc(1, 4);
+    Act foreign_copy = foreign;
+    EXPECT_FALSE(thrown_by([&] { be.free(foreign_copy); }).empty()) << "freed another backend's memory";
+    other.free(foreign);
+
+    zinc::backend::KvLayer kv = be.alloc_kv(8, 16);
+    be.free(kv);
+    EXPECT_EQ(kv.k, nullptr);
+    EXPECT_EQ(kv.v, nullptr);
+    EXPECT_EQ(kv.capacity, 0);
+    EXPECT_NO_THROW(be.free(kv));
+    IdAct ids = be.alloc_ids(2, 4);
+    be.free(ids);
+    EXPECT_EQ(ids.data, nullptr);
+    EXPECT_NO_THROW(be.free(ids));
+}
+
+TEST(BackendFree, CpuReleasesWhatItAllocated) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    MemoryUse use;
+    auto sizing = zinc::backend::make_sizing_backend(use);
+    check_free(*cpu, *sizing);
+    // Memory freed and allocated again works as new memory.
+    Act a = cpu->alloc(4, 1000);
+    cpu->free(a);
+    Act b = cpu->alloc(2, 3);
+    const std::vector<float> v{1, 2, 3, 4, 5, 6};
+    cpu->upload(b, v);
+    std::vector<float> back(6);
+    cpu->download(b, back);
+    EXPECT_EQ(back, v);
+}
+
+TEST(BackendFree, SizingBackendKeepsThePeak) {
+    MemoryUse use;
+    auto sizing = zinc::backend::make_sizing_backend(use);
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    check_free(*sizing, *cpu);
+    EXPECT_EQ(use.activations, 0u);
+    EXPECT_EQ(use.cache, 0u);
+
+    MemoryUse u;
+    auto be = zinc::backend::make_sizing_backend(u);
+    Act small = be->alloc(2, 100);  // 800 bytes
+    Act large = be->alloc(10, 100);  // 4000 bytes
+    IdAct ids = be->alloc_ids(2, 8);  // 64 bytes
+    zinc::backend::KvLayer kv = be->alloc_kv(16, 32);  // 2 x 2048 bytes
+    EXPECT_EQ(u.activations, 4864u);
+    EXPECT_EQ(u.peak_activations, 4864u);
+    EXPECT_EQ(u.cache, 4096u);
+    be->free(large);
+    be->free(ids);
+    EXPECT_EQ(u.activations, 800u);      // what is held now drops
+    EXPECT_EQ(u.peak_activations, 4864u);  // the most ever held stays
+    EXPECT_EQ(u.total(), 4096u + 4864u);   // and is what must fit
+    Act replacement = be->alloc(5, 100);  // 2000 bytes: less than the peak
+    EXPECT_EQ(u.activations, 2800u);
+    EXPECT_EQ(u.peak_activations, 4864u);
+    be->free(kv);
+    EXPECT_EQ(u.cache, 0u);
+    be->free(small);
+    be->free(replacement);
+    EXPECT_EQ(u.activations, 0u);
+    EXPECT_EQ(u.total(), 4864u);
+}
+
 TEST(BackendCapabilities, OnlyTheCpuMapsItsWeights) {
     EXPECT_TRUE(zinc::backend::make_cpu_backend(1)->weights_are_mapped());
     MemoryUse use;

@@ -1,10 +1,11 @@
 // The CPU backend: the numerical reference. Plain loops with f32 accumulation, split across threads by output rows;
 // the ops live in one file per kind (cpu_matmul, cpu_norm, cpu_elementwise, cpu_attention, cpu_delta_net, cpu_moe,
 // cpu_sampling) and this class holds the memory and hands each op its thread pool.
+#include <algorithm>
 #include <cstring>
-#include <deque>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -36,24 +37,22 @@ protected:
         return t.data;
     }
 
-    Act do_alloc(int64_t rows, int64_t cols) override {
-        auto& buf = buffers_.emplace_back(static_cast<size_t>(rows * cols));
-        return {buf.data(), rows, cols};
-    }
+    Act do_alloc(int64_t rows, int64_t cols) override { return {new_buffer(buffers_, rows * cols), rows, cols}; }
 
     KvLayer do_alloc_kv(int64_t width, int64_t capacity) override {
         KvLayer kv;
-        kv.k = buffers_.emplace_back(static_cast<size_t>(width * capacity)).data();
-        kv.v = buffers_.emplace_back(static_cast<size_t>(width * capacity)).data();
+        kv.k = new_buffer(buffers_, width * capacity);
+        kv.v = new_buffer(buffers_, width * capacity);
         kv.width = width;
         kv.capacity = capacity;
         return kv;
     }
 
     IdAct do_alloc_ids(int64_t rows, int64_t cols) override {
-        auto& buf = id_buffers_.emplace_back(static_cast<size_t>(rows * cols));
-        return {buf.data(), rows, cols};
+        return {new_buffer(id_buffers_, rows * cols), rows, cols};
     }
+
+    bool do_free(const void* data) override { return buffers_.erase(data) + id_buffers_.erase(data) > 0; }
 
     void do_upload(Act& dst, std::span<const float> src) override {
         std::memcpy(dst.data, src.data(), src.size_bytes());
@@ -133,10 +132,23 @@ protected:
     }
 
 private:
+    // Allocations by the address of their first element: moving a vector into the map keeps its storage, and nothing
+    // moves it afterwards. At least one element each, so that every allocation has its own address.
+    template <class T>
+    using Buffers = std::unordered_map<const void*, std::vector<T>>;
+
+    template <class T>
+    static T* new_buffer(Buffers<T>& buffers, int64_t n) {
+        std::vector<T> buf(static_cast<size_t>(std::max<int64_t>(n, 1)));
+        T* p = buf.data();
+        buffers.emplace(p, std::move(buf));
+        return p;
+    }
+
     cpu::ThreadPool pool_;
     std::vector<uint8_t> act_q_;  // the activation rows of the current matmul, in the vec-dot type
-    std::deque<std::vector<float>> buffers_;  // deque: growing it never moves earlier buffers
-    std::deque<std::vector<int32_t>> id_buffers_;
+    Buffers<float> buffers_;
+    Buffers<int32_t> id_buffers_;
 };
 
 }  // namespace

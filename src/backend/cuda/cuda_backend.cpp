@@ -88,7 +88,7 @@ const void* CudaBackend::do_load_weight(const gguf::TensorInfo& t) {
 
 Act CudaBackend::do_alloc(int64_t rows, int64_t cols) {
     const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(float);
-    auto* p = static_cast<float*>(device_alloc(bytes, "alloc", "activation"));
+    auto* p = static_cast<float*>(device_alloc(bytes, "alloc", "activation", true));
     ZINC_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_), "alloc", "activation");
     return {p, rows, cols};
 }
@@ -96,8 +96,8 @@ Act CudaBackend::do_alloc(int64_t rows, int64_t cols) {
 KvLayer CudaBackend::do_alloc_kv(int64_t width, int64_t capacity) {
     const size_t bytes = static_cast<size_t>(width * capacity) * sizeof(float);
     KvLayer kv;
-    kv.k = static_cast<float*>(device_alloc(bytes, "alloc_kv", "K cache"));
-    kv.v = static_cast<float*>(device_alloc(bytes, "alloc_kv", "V cache"));
+    kv.k = static_cast<float*>(device_alloc(bytes, "alloc_kv", "K cache", true));
+    kv.v = static_cast<float*>(device_alloc(bytes, "alloc_kv", "V cache", true));
     ZINC_CUDA_CHECK(cudaMemsetAsync(kv.k, 0, bytes, stream_), "alloc_kv", "K cache");
     ZINC_CUDA_CHECK(cudaMemsetAsync(kv.v, 0, bytes, stream_), "alloc_kv", "V cache");
     kv.width = width;
@@ -107,7 +107,7 @@ KvLayer CudaBackend::do_alloc_kv(int64_t width, int64_t capacity) {
 
 IdAct CudaBackend::do_alloc_ids(int64_t rows, int64_t cols) {
     const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(int32_t);
-    auto* p = static_cast<int32_t*>(device_alloc(bytes, "alloc_ids", "ids"));
+    auto* p = static_cast<int32_t*>(device_alloc(bytes, "alloc_ids", "ids", true));
     ZINC_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_), "alloc_ids", "ids");
     return {p, rows, cols};
 }
@@ -137,7 +137,7 @@ cudaError_t CudaBackend::cuda_event_synchronize(cudaEvent_t e) {
     return cudaEventSynchronize(e);
 }
 
-void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what) {
+void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what, bool freeable) {
     void* p = nullptr;
     if (cudaError_t e = cudaMalloc(&p, std::max<size_t>(bytes, 1)); e != cudaSuccess) {
         cudaGetLastError();
@@ -148,8 +148,26 @@ void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string&
                                  std::to_string(free_b >> 20) + " MiB free of " + std::to_string(total_b >> 20) +
                                  " MiB on " + device_name_ + ")");
     }
-    allocations_.push_back(p);
+    allocations_.insert(p);
+    if (freeable) freeable_.insert(p);
     return p;
+}
+
+// Every kernel and copy that can touch the buffer was queued on the backend's one stream, and some may not have run
+// yet. cudaFree makes no promise to wait for work queued on a non-blocking stream, and once the memory is released
+// the next cudaMalloc may hand it out again while such a kernel still reads or writes it. Waiting for the stream
+// first leaves no queued work that can touch the buffer, so releasing it then is safe. The wait costs one host
+// synchronization (counted in host_waits); buffers are freed when they are replaced (a larger batch, a new cache),
+// not inside a decoding step.
+bool CudaBackend::do_free(const void* data) {
+    const auto it = freeable_.find(data);
+    if (it == freeable_.end()) return false;
+    void* p = const_cast<void*>(data);
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "free", "");
+    ZINC_CUDA_CHECK(cudaFree(p), "free", "");
+    freeable_.erase(it);
+    allocations_.erase(p);
+    return true;
 }
 
 void* CudaBackend::scratch(const std::string& key, size_t bytes, const char* op) {

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.h"
@@ -44,8 +45,9 @@ public:
     // Copies host ints to the scratch buffer `key` through pinned memory, without waiting for the stream; the caller's
     // span may go away at once, and the stream orders the copy before the kernels that read it.
     const int32_t* upload_ints(const std::string& key, std::span<const int32_t> v, const char* op);
-    // Device memory that lives as long as the backend (cudaMalloc with an error that says how much was free).
-    void* device_alloc(size_t bytes, const char* op, const std::string& what);
+    // Device memory that lives as long as the backend, or until do_free when `freeable` (cudaMalloc with an error
+    // that says how much was free).
+    void* device_alloc(size_t bytes, const char* op, const std::string& what, bool freeable = false);
 
 protected:
     // cuda_backend.cpp: memory and transfers
@@ -53,6 +55,7 @@ protected:
     Act do_alloc(int64_t rows, int64_t cols) override;
     KvLayer do_alloc_kv(int64_t width, int64_t capacity) override;
     IdAct do_alloc_ids(int64_t rows, int64_t cols) override;
+    bool do_free(const void* data) override;
     void do_upload(Act& dst, std::span<const float> src) override;
     void do_download(const Act& src, std::span<float> dst) override;
 
@@ -121,7 +124,8 @@ private:
     int ring_ = 0;              // the staging buffer upload_ints fills
     size_t ring_offset_ = 0;    // its first free byte
     uint64_t waits_ = 0;
-    std::vector<void*> allocations_;
+    std::unordered_set<void*> allocations_;  // every device allocation but scratch, freed by the destructor
+    std::unordered_set<const void*> freeable_;  // those of them alloc, alloc_kv and alloc_ids returned
     std::map<std::string, DevBuf> scratch_;
     std::vector<int32_t> last_pos_;
     bool pos_valid_ = false;
