@@ -109,8 +109,9 @@ public:
     virtual std::string name() const = 0;
     // Where the backend's memory lives, for messages ("CPU", "GPU 0 (NVIDIA H200)").
     virtual std::string where() const { return name(); }
-    // Bytes the backend can still allocate, or 0 when it does not limit them itself (the CPU maps the weights from
-    // the file and leaves memory to the operating system).
+    // Bytes the backend can still allocate: free device memory on a GPU, what the operating system can still give
+    // without swapping on the CPU (MemAvailable); 0 when the backend cannot say (the sizing backend, which allocates
+    // nothing).
     virtual uint64_t free_memory() const { return 0; }
     // Whether load_weight's weights are views of the file's mapping (the CPU's), so that reading the file in ahead of
     // time pays; false when they are copied into backend memory.

@@ -1,6 +1,7 @@
 // The Backend interface itself, on the backends that run here (the CPU and the sizing backend): the op checks are
 // made once for every backend, with the same messages; the capability queries say what each backend is.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <functional>
 #include <stdexcept>
@@ -214,6 +215,14 @@ TEST(BackendFree, SizingBackendKeepsThePeak) {
     be->free(replacement);
     EXPECT_EQ(u.activations, 0u);
     EXPECT_EQ(u.total(), 4864u);
+}
+
+TEST(BackendCapabilities, CpuReportsTheMemoryLeft) {
+    const uint64_t free_bytes = zinc::backend::make_cpu_backend(1)->free_memory();
+    EXPECT_GT(free_bytes, 0u);
+    // No more than the machine has.
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    EXPECT_LE(free_bytes, uint64_t(pages) * uint64_t(page_size));
 }
 
 TEST(BackendCapabilities, OnlyTheCpuMapsItsWeights) {

@@ -1,8 +1,11 @@
 // The CPU backend: the numerical reference. Plain loops with f32 accumulation, split across threads by output rows;
 // the ops live in one file per kind (cpu_matmul, cpu_norm, cpu_elementwise, cpu_attention, cpu_delta_net, cpu_moe,
 // cpu_sampling) and this class holds the memory and hands each op its thread pool.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -28,6 +31,20 @@ public:
 
     std::string name() const override { return "cpu"; }
     bool weights_are_mapped() const override { return true; }
+
+    // MemAvailable: what the kernel estimates it can give without swapping, page cache it may drop included. Where
+    // /proc/meminfo is missing, the free physical pages.
+    uint64_t free_memory() const override {
+        std::ifstream meminfo("/proc/meminfo");
+        std::string key, rest;
+        uint64_t kib = 0;
+        while (meminfo >> key >> kib) {
+            if (key == "MemAvailable:") return kib * 1024;
+            std::getline(meminfo, rest);
+        }
+        const long pages = sysconf(_SC_AVPHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+        return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+    }
 
 protected:
     const void* do_load_weight(const gguf::TensorInfo& t) override {
