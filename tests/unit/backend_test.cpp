@@ -1,15 +1,25 @@
 // The Backend interface itself, on the backends that run here (the CPU and the sizing backend): the op checks are
-// made once for every backend, with the same messages; the capability queries say what each backend is.
+// made once for every backend, with the same messages; free() releases memory (and the sizing backend keeps the peak);
+// the capability queries say what each backend is; a weight misaligned in its file is copied aligned.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/sizing_backend.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "quant/quantize.h"
 
 namespace {
 
@@ -229,6 +239,65 @@ TEST(BackendCapabilities, OnlyTheCpuMapsItsWeights) {
     EXPECT_TRUE(zinc::backend::make_cpu_backend(1)->weights_are_mapped());
     MemoryUse use;
     EXPECT_FALSE(zinc::backend::make_sizing_backend(use)->weights_are_mapped());
+}
+
+// general.alignment = 1 lets a tensor start at any byte. The CPU backend copies such a tensor into aligned memory
+// (reading its block structs in place would be misaligned loads), and computes with it exactly as with the same bytes
+// aligned.
+TEST(CpuBackend, MisalignedWeightIsCopiedAligned) {
+    const int64_t cols = 512, rows = 8;  // Q6_K: two blocks of 256 per row
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> values(size_t(rows * cols));
+    for (float& v : values) v = nd(rng);
+    const size_t rb = zinc::gguf::row_bytes(TensorType::Q6_K, cols);
+    std::vector<uint8_t> q6(rb * rows);
+    for (int64_t r = 0; r < rows; ++r)
+        zinc::quant::quantize_row(TensorType::Q6_K, values.data() + r * cols, q6.data() + r * rb, cols);
+
+    zinc::gguf::Writer writer(1);
+    writer.set("general.architecture", "test");
+    writer.add_tensor("blk.0.ffn_down.weight", TensorType::Q6_K, {cols, rows}, q6);
+    const std::vector<uint8_t> file = writer.to_bytes();
+    const uint64_t at = zinc::gguf::File::from_memory(file).tensor("blk.0.ffn_down.weight").file_offset;
+    // The file's bytes placed so that the tensor starts at an odd address.
+    std::vector<uint8_t> memory(file.size() + 1);
+    const size_t shift = (reinterpret_cast<uintptr_t>(memory.data()) + at) % 2 == 0 ? 1 : 0;
+    std::copy(file.begin(), file.end(), memory.begin() + shift);
+    const auto mapped = zinc::gguf::File::from_memory(std::span<const uint8_t>(memory.data() + shift, file.size()));
+    const zinc::gguf::TensorInfo& t = mapped.tensor("blk.0.ffn_down.weight");
+    ASSERT_EQ(mapped.alignment(), 1u);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(t.data) % 2, 1u);
+
+    auto cpu = zinc::backend::make_cpu_backend(2);
+    const Weight misaligned = cpu->load_weight(t);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(misaligned.data) % alignof(std::max_align_t), 0u);
+    EXPECT_EQ(std::memcmp(misaligned.data, t.data, t.nbytes), 0);
+    zinc::gguf::TensorInfo in_place = t;
+    in_place.data = q6.data();
+    const Weight aligned = cpu->load_weight(in_place);
+    EXPECT_EQ(aligned.data, q6.data()) << "an aligned tensor is used in place";
+
+    Act x = cpu->alloc(3, cols);
+    std::vector<float> xv(size_t(3 * cols));
+    for (float& v : xv) v = nd(rng);
+    cpu->upload(x, xv);
+    Act out_misaligned = cpu->alloc(3, rows), out_aligned = cpu->alloc(3, rows);
+    cpu->matmul(misaligned, x, out_misaligned);
+    cpu->matmul(aligned, x, out_aligned);
+    std::vector<float> a(3 * rows), b(3 * rows);
+    cpu->download(out_misaligned, a);
+    cpu->download(out_aligned, b);
+    EXPECT_EQ(a, b);
+    // The rows decode to the same values too.
+    const std::vector<int32_t> ids{0, 5, 7};
+    Act ra = cpu->alloc(3, cols), rb_ = cpu->alloc(3, cols);
+    cpu->get_rows(misaligned, ids, ra);
+    cpu->get_rows(aligned, ids, rb_);
+    std::vector<float> da(3 * cols), db(3 * cols);
+    cpu->download(ra, da);
+    cpu->download(rb_, db);
+    EXPECT_EQ(da, db);
 }
 
 }  // namespace

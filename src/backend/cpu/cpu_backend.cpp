@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -47,11 +50,19 @@ public:
     }
 
 protected:
+    // A view into the mapping when the tensor's bytes are aligned for its block structs. A valid file may set
+    // general.alignment to 1, so a tensor may start at any byte, and reading a block struct with a 2- or 4-byte field
+    // (BlockQ6_K's scale, an f32) from there is undefined behaviour: such a tensor is copied into an aligned buffer
+    // the backend owns. Only those files pay the memory.
     const void* do_load_weight(const gguf::TensorInfo& t) override {
         if (!quant::can_dequantize(t.type))
             throw std::runtime_error("tensor " + t.name + ": type " + std::string(gguf::type_name(t.type)) +
                                      " is not supported by the CPU backend");
-        return t.data;
+        if (reinterpret_cast<uintptr_t>(t.data) % alignof(std::max_align_t) == 0) return t.data;
+        const size_t n = static_cast<size_t>(t.nbytes);
+        auto& copy = aligned_weights_.emplace_back((n + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+        std::memcpy(copy.data(), t.data, n);
+        return copy.data();
     }
 
     Act do_alloc(int64_t rows, int64_t cols) override { return {new_buffer(buffers_, rows * cols), rows, cols}; }
@@ -166,6 +177,7 @@ private:
     std::vector<uint8_t> act_q_;  // the activation rows of the current matmul, in the vec-dot type
     Buffers<float> buffers_;
     Buffers<int32_t> id_buffers_;
+    std::deque<std::vector<std::max_align_t>> aligned_weights_;  // copies of misaligned tensors (do_load_weight)
 };
 
 }  // namespace
