@@ -97,114 +97,178 @@ struct AttentionParams {
     float softcap = 0.0f;           // scores -> softcap * tanh(scores / softcap) after scaling; 0 = off
 };
 
+// Every public op checks its arguments once, here in the interface (backend.cpp: shapes, groups, f32 vectors, k
+// ranges, cache positions, the consistency of a MoE weight set), and throws std::invalid_argument (std::out_of_range
+// for a position past the cache or a token id outside the vocabulary) with a message naming the op and, where there is
+// one, the weight. It then calls the backend's implementation, the protected do_<op> of the same arguments, which may
+// assume valid arguments and rejects only what the backend itself cannot do (a weight type without a kernel, a head
+// wider than its kernels take).
 class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;
     // Where the backend's memory lives, for messages ("CPU", "GPU 0 (NVIDIA H200)").
     virtual std::string where() const { return name(); }
-    // Bytes the backend can still allocate, or 0 when it does not limit them itself (the CPU maps the weights from
-    // the file and leaves memory to the operating system).
+    // Bytes the backend can still allocate: free device memory on a GPU, what the operating system can still give
+    // without swapping on the CPU (MemAvailable); 0 when the backend cannot say (the sizing backend, which allocates
+    // nothing).
     virtual uint64_t free_memory() const { return 0; }
+    // Whether load_weight's weights are views of the file's mapping (the CPU's, but for tensors misaligned in the
+    // file, which it copies), so that reading the file in ahead of time pays; false when they are copied into backend
+    // memory.
+    virtual bool weights_are_mapped() const { return false; }
 
-    // Makes a GGUF tensor usable by the ops. The CPU backend keeps a view into the mapping.
-    virtual Weight load_weight(const gguf::TensorInfo& t) = 0;
-    // Activation and cache memory; owned by the backend until it is destroyed.
-    virtual Act alloc(int64_t rows, int64_t cols) = 0;
-    virtual KvLayer alloc_kv(int64_t width, int64_t capacity) = 0;
-    void free(Act& a) { a = {}; }  // TEMPORARY
+    // Makes a GGUF tensor usable by the ops. The CPU backend keeps a view into the mapping (an aligned copy of a
+    // tensor that its file leaves misaligned).
+    Weight load_weight(const gguf::TensorInfo& t);
+    // Activation and cache memory, zero-filled; owned by the backend until free() or until the backend is destroyed.
+    Act alloc(int64_t rows, int64_t cols);
+    KvLayer alloc_kv(int64_t width, int64_t capacity);
+    IdAct alloc_ids(int64_t rows, int64_t cols);
+    // Releases what alloc, alloc_kv or alloc_ids returned and resets the handle; views of it become invalid. Freeing
+    // an empty handle does nothing; freeing memory this backend did not allocate (a view that does not start it,
+    // another backend's) throws std::invalid_argument.
+    void free(Act& a);
+    void free(KvLayer& kv);
+    void free(IdAct& ids);
     // Views of `rows` consecutive rows starting at `row` share the memory of `a`.
     static Act rows_of(const Act& a, int64_t row, int64_t rows) { return {a.data + row * a.cols, rows, a.cols}; }
 
-    virtual void upload(Act& dst, std::span<const float> src) = 0;
-    virtual void download(const Act& src, std::span<float> dst) = 0;
+    void upload(Act& dst, std::span<const float> src);
+    void download(const Act& src, std::span<float> dst);
 
     // out[t] = dequantized row ids[t] of table.
-    virtual void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) = 0;
+    void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out);
     // out = x / rms(x) * w over each group of `group` values (group = x.cols for a plain norm,
-    // head_dim for per-head norms); w (length group) may be null.
-    virtual void rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) = 0;
+    // head_dim for per-head norms); w (f32, length group) may be null.
+    void rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out);
     // out[t][o] = sum_i W[o][i] * x[t][i]
-    virtual void matmul(const Weight& w, const Act& x, Act& out) = 0;
+    void matmul(const Weight& w, const Act& x, Act& out);
     // Rotates each head of width head_dim in x in place; pos[t] is the position of row t.
-    virtual void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) = 0;
-    virtual void add(const Act& a, const Act& b, Act& out) = 0;
+    void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p);
+    void add(const Act& a, const Act& b, Act& out);
     // out = SiLU(gate) * up
-    virtual void swiglu(const Act& gate, const Act& up, Act& out) = 0;
+    void swiglu(const Act& gate, const Act& up, Act& out);
     // Stores k and v rows (one per token) at cache positions pos0, pos0+1, ...
-    virtual void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) = 0;
+    void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0);
     // Causal attention of q (rows at positions pos0, pos0+1, ...) over cache positions [0, pos0 + q.rows).
-    virtual void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) = 0;
+    void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out);
 
     // Recurrent (gated delta-net) ops
     // out[t] = x[t] * sigmoid(gate[t]) element-wise; gate has x's shape, or one column (one gate per row).
-    virtual void sigmoid_mul(const Act& x, const Act& gate, Act& out) = 0;
+    void sigmoid_mul(const Act& x, const Act& gate, Act& out);
     // a = fill value everywhere (resets recurrent state).
-    virtual void fill(Act& a, float value) = 0;
+    void fill(Act& a, float value);
     // Column gather: src rows are groups of `group` values; from each group, out takes the out.cols /
     // (src.cols / group) values starting at `offset`. group = src.cols: a plain column slice; group =
-    // 2*head_dim, offset 0 / head_dim: the query / gate halves of per-head packed [q | gate] rows.
-    virtual void slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) = 0;
+    // 2*head_dim, offset 0 / head_dim: the query / gate halves of per-head packed [q | gate] rows. out must not
+    // be src.
+    void slice_groups(const Act& src, int64_t group, int64_t offset, Act& out);
     // out = x / sqrt(sum(x^2) + eps) over each group of `group` values (transformers' l2norm).
-    virtual void l2_norm(const Act& x, float eps, int64_t group, Act& out) = 0;
+    void l2_norm(const Act& x, float eps, int64_t group, Act& out);
     // out = rms_norm(x) * w * SiLU(z) over each group of `group` values; w (f32, length group) shared.
-    virtual void gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) = 0;
+    void gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out);
     // Delta-net gates from the alpha/beta projections (rows of n_v values): beta_out = sigmoid(b),
     // g = softplus(a + dt_bias) * ssm_a (ssm_a = -exp(A_log) < 0, so exp(g) is the decay). dt_bias and
     // ssm_a are f32 {n_v}.
-    virtual void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
-                                 Act& beta_out) = 0;
+    void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
+                         Act& beta_out);
     // Causal depthwise conv over time for the rows of x (tokens in order) with a rolling state of the
     // previous K-1 input rows (state: K-1 rows of x.cols, oldest first; zeros at sequence start):
     // out[t][c] = sum_j w[c][j] * x(t - K + 1 + j)[c], w = {K, channels} f32; SiLU applied when `silu`.
-    // The state is updated to the last K-1 inputs. One token (decode) or a whole prompt.
-    virtual void conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) = 0;
+    // The state is updated to the last K-1 inputs. One token (decode) or a whole prompt. out may be x itself but
+    // no other view overlapping it; the state overlaps neither.
+    void conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out);
     // Gated delta rule, token by token. q, k: rows of n_k*d_k; v, out: rows of n_v*d_v; g, beta: rows of n_v.
     // state: n_v rows of d_k*d_v (S[h][i*d_v + j], i key dim, j value dim), updated in place. Per token and
     // value head h (key head kh): S *= exp(g); d = beta * (v - S^T k); S += k d^T; out = scale * S^T q.
-    virtual void delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
-                           const DeltaNetParams& p, Act& out) = 0;
+    void delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                   const DeltaNetParams& p, Act& out);
     // The same recurrence in the chunked (WY) form for prefill: chunks of `chunk` tokens handled with
     // matrix products; equal to delta_net up to float rounding.
-    virtual void delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta,
-                                   Act& state, const DeltaNetParams& p, int chunk, Act& out) = 0;
+    void delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                           const DeltaNetParams& p, int chunk, Act& out);
 
     // Mixture-of-experts ops
-    virtual IdAct alloc_ids(int64_t rows, int64_t cols) = 0;
     // Router: per row of `logits` (rows of n_expert), softmax over all experts, then the k largest
     // (ids[t][0..k) in descending order, weights[t][0..k) their probabilities), renormalized to sum 1
     // when `renormalize` (= softmax over the k selected logits, gpt-oss's top-k-then-softmax). ids and
     // weights have logits.rows rows of k.
-    virtual void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) = 0;
+    void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights);
     // out[t] = sum_s weights[t][s] * expert_{ids[t][s]}(x[t]) (summed in slot order) where
     // expert_e(x) = P_down(act(P_gate(x), P_up(x))) and P(x) = scale_e * (W_e x) + bias_e (MoeWeights).
-    // x: rows of `in`; out (rows of the down projection's out) is overwritten.
-    virtual void moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) = 0;
+    // x: rows of `in`; out (rows of the down projection's out) is overwritten. The ids live in backend memory, so
+    // the backend, not this interface, checks that they are below n_expert.
+    void moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out);
 
     // Attention variants and activations for gemma4 / gpt-oss.
     // (attention() also honours AttentionParams::window/sinks/softcap, rope() RopeParams::freq_factors and YaRN.)
     // out = GELU_tanh(gate) * up, evaluated in f32 (transformers' gelu_pytorch_tanh).
-    virtual void geglu(const Act& gate, const Act& up, Act& out) = 0;
+    void geglu(const Act& gate, const Act& up, Act& out);
     // x[t][i] += b[i] for every row t; b is f32 of length x.cols.
-    virtual void add_bias(Act& x, const Weight& b) = 0;
+    void add_bias(Act& x, const Weight& b);
     // out = x * s
-    virtual void scale(const Act& x, float s, Act& out) = 0;
-    // x = cap * tanh(x / cap), element-wise (final logit soft-capping).
-    virtual void softcap(Act& x, float cap) = 0;
+    void scale(const Act& x, float s, Act& out);
+    // x = cap * tanh(x / cap), element-wise (final logit soft-capping); cap > 0.
+    void softcap(Act& x, float cap);
 
     // out[t] = the index of the largest value in row t of x, the first one on ties (as torch.argmax and the
     // greedy sampler); waits for the result, which is all the host needs of greedy decoding's logits.
-    virtual void argmax_rows(const Act& x, std::span<int32_t> out) = 0;
+    void argmax_rows(const Act& x, std::span<int32_t> out);
     // The k largest values of the last row of x and their indices, ordered by value (descending) and then index
     // (ascending), as the sampler orders candidates; waits for the result. k <= kMaxTopK and k <= x.cols.
     static constexpr int kMaxTopK = 128;
-    virtual void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) = 0;
+    void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values);
 
     // Waits for queued work (no-op on the CPU).
     virtual void synchronize() {}
     // How many times the host has waited for queued work so far (0 on the CPU, which never queues): a decode step
     // should cost exactly one wait, for its result.
     virtual uint64_t host_waits() const { return 0; }
+
+protected:
+    // The implementations of the public ops above, called with checked arguments.
+    // The backend memory holding t's bytes (t is readable; its data is non-null unless it has no bytes).
+    virtual const void* do_load_weight(const gguf::TensorInfo& t) = 0;
+    // Memory of the given (non-negative) size.
+    virtual Act do_alloc(int64_t rows, int64_t cols) = 0;
+    virtual KvLayer do_alloc_kv(int64_t width, int64_t capacity) = 0;
+    virtual IdAct do_alloc_ids(int64_t rows, int64_t cols) = 0;
+    // Releases the allocation that starts at `data` (an Act's, an IdAct's, or one of a KvLayer's two); false when
+    // the backend has none there.
+    virtual bool do_free(const void* data) = 0;
+    virtual void do_upload(Act& dst, std::span<const float> src) = 0;
+    virtual void do_download(const Act& src, std::span<float> dst) = 0;
+    virtual void do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) = 0;
+    virtual void do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) = 0;
+    virtual void do_matmul(const Weight& w, const Act& x, Act& out) = 0;
+    virtual void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) = 0;
+    virtual void do_add(const Act& a, const Act& b, Act& out) = 0;
+    virtual void do_swiglu(const Act& gate, const Act& up, Act& out) = 0;
+    virtual void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) = 0;
+    virtual void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
+                              Act& out) = 0;
+    virtual void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) = 0;
+    virtual void do_fill(Act& a, float value) = 0;
+    virtual void do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) = 0;
+    virtual void do_l2_norm(const Act& x, float eps, int64_t group, Act& out) = 0;
+    virtual void do_gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group,
+                                   Act& out) = 0;
+    virtual void do_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
+                                    Act& beta_out) = 0;
+    virtual void do_conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) = 0;
+    virtual void do_delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                              const DeltaNetParams& p, Act& out) = 0;
+    virtual void do_delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta,
+                                      Act& state, const DeltaNetParams& p, int chunk, Act& out) = 0;
+    virtual void do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) = 0;
+    virtual void do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) = 0;
+    virtual void do_geglu(const Act& gate, const Act& up, Act& out) = 0;
+    virtual void do_add_bias(Act& x, const Weight& b) = 0;
+    virtual void do_scale(const Act& x, float s, Act& out) = 0;
+    virtual void do_softcap(Act& x, float cap) = 0;
+    virtual void do_argmax_rows(const Act& x, std::span<int32_t> out) = 0;
+    virtual void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads);

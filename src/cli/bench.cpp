@@ -84,7 +84,7 @@ void run(const Options& o) {
             j.push_back({{"model", name}, {"size_bytes", size}, {"backend", plan.backend}, {"device", plan.where},
                          {"n_threads", plan.threads}, {"n_ctx", plan.n_ctx}, {"n_ubatch", plan.n_ubatch},
                          {"weights_bytes", plan.use.weights}, {"kv_cache_bytes", plan.use.cache},
-                         {"activations_bytes", plan.use.activations}, {"free_bytes", plan.free_bytes},
+                         {"activations_bytes", plan.use.activations_at_peak()}, {"free_bytes", plan.free_bytes},
                          {"test", r.test}, {"n_tokens", r.n}, {"reps", o.reps}, {"avg_ts", r.mean},
                          {"stddev_ts", r.sd}});
         std::printf("%s\n", j.dump(2).c_str());

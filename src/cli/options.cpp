@@ -199,7 +199,7 @@ std::string describe_plan(const engine::OpenPlan& p) {
     s += ", context " + std::to_string(p.n_ctx) + " (trained " + std::to_string(p.n_ctx_train) + "), micro-batch " +
          std::to_string(p.n_ubatch);
     s += "; memory: weights " + size_text(p.use.weights) + ", KV cache " + size_text(p.use.cache) +
-         ", activations " + size_text(p.use.activations) + ", ";
+         ", activations " + size_text(p.use.activations_at_peak()) + ", ";
     s += p.free_bytes > 0 ? "free " + size_text(p.free_bytes) : "free not checked";
     return s;
 }

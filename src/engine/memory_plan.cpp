@@ -34,7 +34,7 @@ int64_t fitting_context(const backend::MemoryUse& use, uint64_t free_bytes, int 
     if (n_ctx <= 0 || use.cache == 0) return 0;
     // The headroom grows with the plan by 2%: count it on every part.
     const double per_position = double(use.cache) / n_ctx * 1.02;
-    const double fixed = (512ull << 20) + double(use.weights + use.activations) * 1.02;
+    const double fixed = (512ull << 20) + double(use.weights + use.activations_at_peak()) * 1.02;
     const double left = double(free_bytes) - fixed;
     return left < per_position ? 0 : static_cast<int64_t>(left / per_position);
 }
@@ -52,7 +52,7 @@ void check_fits(const backend::MemoryUse& use, uint64_t free_bytes, const std::s
 
 std::string describe(const backend::MemoryUse& use, int n_ctx) {
     return "weights " + gib(use.weights) + ", KV cache for " + std::to_string(n_ctx) + " positions " + gib(use.cache) +
-           ", activations and state " + gib(use.activations);
+           ", activations and state " + gib(use.activations_at_peak());
 }
 
 }  // namespace zinc::engine

@@ -21,11 +21,6 @@
 namespace zinc::engine {
 namespace {
 
-// Whether the backend computes in host memory on views into the mapped file: then its weights are the file's pages,
-// worth reading in before the first token, and its threads are the ones chosen here.
-// TODO: Backend::weights_are_mapped() once the backend interface has it; this is the one place that asks.
-bool weights_are_mapped(const backend::Backend& be) { return be.name() == "cpu"; }
-
 // Touches every page of every shard so the first tokens do not stall on page faults.
 void read_in(const gguf::Model& m, const std::function<void(uint64_t, uint64_t)>& on_read) {
     const uint64_t total = m.total_size();
@@ -147,7 +142,9 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     plan.n_ubatch = settled.n_ubatch;
 
     r.backend = make_backend(choice);
-    const bool mapped = weights_are_mapped(*r.backend);
+    // A backend computing on views of the mapped file has the file's pages as its weights: worth reading in before
+    // the first token; its threads are the ones chosen here.
+    const bool mapped = r.backend->weights_are_mapped();
     plan.backend = r.backend->name();
     plan.where = r.backend->where();
     plan.threads = mapped ? choice.threads : 0;

@@ -259,4 +259,39 @@ TEST(CudaOps, UncomputableWeightTypeSaysSo) {
     }
 }
 
+// ---------------------------------------------------------------- free
+
+// free() gives device memory back once the work queued on the buffer is done (one wait for the stream), resets the
+// handle, and refuses memory that alloc did not return (a weight, a view).
+TEST(CudaMemory, FreeReleasesDeviceMemory) {
+    ZINC_REQUIRE_GPU();
+    auto gpu = zinc::backend::make_cuda_backend(0);
+    const uint64_t before = gpu->free_memory();
+    Act big = gpu->alloc(1024, 256 * 1024);  // 1 GiB
+    gpu->fill(big, 1.0f);                    // queued work that writes the buffer
+    EXPECT_LT(gpu->free_memory(), before - (900ull << 20));
+    const uint64_t waits = gpu->host_waits();
+    gpu->free(big);
+    EXPECT_EQ(big.data, nullptr);
+    EXPECT_EQ(gpu->host_waits(), waits + 1);
+    EXPECT_GT(gpu->free_memory(), before - (100ull << 20));
+    EXPECT_NO_THROW(gpu->free(big));  // empty
+
+    const auto t = random_tensor(TensorType::F32, 64, 4, "blk.0.ffn_up.weight");
+    const Weight w = gpu->load_weight(t->info);
+    Act not_alloc{const_cast<float*>(static_cast<const float*>(w.data)), 4, 64};
+    EXPECT_THROW(gpu->free(not_alloc), std::invalid_argument);
+    Act a = gpu->alloc(4, 64);
+    Act view = Backend::rows_of(a, 1, 3);
+    EXPECT_THROW(gpu->free(view), std::invalid_argument);
+    auto kv = gpu->alloc_kv(128, 64);
+    auto ids = gpu->alloc_ids(4, 8);
+    gpu->free(kv);
+    gpu->free(ids);
+    gpu->free(a);
+    EXPECT_EQ(kv.k, nullptr);
+    EXPECT_EQ(ids.data, nullptr);
+    EXPECT_EQ(a.data, nullptr);
+}
+
 }  // namespace

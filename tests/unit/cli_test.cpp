@@ -243,8 +243,9 @@ TEST(Cli, VerboseRunPrintsThePlan) {
     const auto r = run_zinc("run -m " + kQwen3 + " -p Hello -n 1 -c 256 -ub 32 -t 1 --backend cpu -v --seed 3");
     ASSERT_EQ(r.status, 0) << r.err;
     for (const char* part : {"backend cpu (1 thread)", "context 256 (trained 4096), micro-batch 32", "weights 1.4 MiB",
-                             "KV cache 512.0 KiB", "activations ", "free not checked", "seed 3, prompt 3 tokens"})
+                             "KV cache 512.0 KiB", "activations ", ", free ", "seed 3, prompt 3 tokens"})
         EXPECT_TRUE(has(r.err, part)) << part << " missing in:\n" << r.err;
+    EXPECT_FALSE(has(r.err, "not checked")) << "the CPU reports its available memory:\n" << r.err;
 }
 
 TEST(Cli, BenchPrintsThePlan) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "engine/family.h"
 #include "engine/memory_plan.h"
 #include "gguf/split.h"
 #include "gguf/writer.h"
@@ -25,13 +26,13 @@ TEST(MemoryPlan, CountsWeightsCacheAndActivations) {
     EXPECT_EQ(a.weights, file_tensors);
     // qwen3 fixture: 2 layers, 2 KV heads of 64, f32 K and V.
     EXPECT_EQ(a.cache, 2ull * 2 * 256 * (2 * 64) * 4);
-    EXPECT_GT(a.activations, 0u);
+    EXPECT_GT(a.activations_at_peak(), 0u);
     // A longer context grows the cache only; a larger batch grows the activations only.
     const auto b = zinc::engine::plan_memory(m, {512, 16});
     EXPECT_EQ(b.cache, 2 * a.cache);
-    EXPECT_EQ(b.activations, a.activations);
+    EXPECT_EQ(b.activations_at_peak(), a.activations_at_peak());
     const auto c = zinc::engine::plan_memory(m, {256, 64});
-    EXPECT_GT(c.activations, a.activations);
+    EXPECT_GT(c.activations_at_peak(), a.activations_at_peak());
     EXPECT_EQ(c.cache, a.cache);
 }
 
@@ -41,7 +42,7 @@ TEST(MemoryPlan, EveryFamilyCanBePlanned) {
         const auto u = zinc::engine::plan_memory(m, {128, 32});
         EXPECT_GT(u.weights, 0u) << fam;
         EXPECT_GT(u.cache, 0u) << fam;
-        EXPECT_GT(u.activations, 0u) << fam;
+        EXPECT_GT(u.activations_at_peak(), 0u) << fam;
     }
 }
 
@@ -77,14 +78,30 @@ TEST(MemoryPlan, LogitsAndActivationsAreBoundedByTheMicroBatch) {
     const std::string path = qwen3_vocab_model();
     const zinc::gguf::Model m(path);
     const auto gen = zinc::engine::plan_memory(m, {4096});
-    EXPECT_LT(gen.activations, 16ull << 20) << zinc::engine::gib(gen.activations);
-    EXPECT_EQ(zinc::engine::plan_memory(m, {32768}).activations, gen.activations);
+    EXPECT_LT(gen.activations_at_peak(), 16ull << 20) << zinc::engine::gib(gen.activations_at_peak());
+    EXPECT_EQ(zinc::engine::plan_memory(m, {32768}).activations_at_peak(), gen.activations_at_peak());
     // All logits (zinc logits, perplexity): one micro-batch of rows at a time, whatever the context.
     const auto all = zinc::engine::plan_memory(m, {4096, 64}, true);
-    EXPECT_GE(all.activations, 64ull * 151936 * 4);
-    EXPECT_LT(all.activations, 64ull * 151936 * 4 + (16ull << 20));
-    EXPECT_EQ(zinc::engine::plan_memory(m, {32768, 64}, true).activations, all.activations);
+    EXPECT_GE(all.activations_at_peak(), 64ull * 151936 * 4);
+    EXPECT_LT(all.activations_at_peak(), 64ull * 151936 * 4 + (16ull << 20));
+    EXPECT_EQ(zinc::engine::plan_memory(m, {32768, 64}, true).activations_at_peak(), all.activations_at_peak());
     std::remove(path.c_str());
+}
+
+// The head's logits buffer grows when more rows are wanted; the smaller one it replaces is freed.
+TEST(MemoryPlan, ReplacedBuffersAreFreed) {
+    const zinc::gguf::Model m(kFixtures + "qwen3/qwen3-f32.gguf");
+    zinc::backend::MemoryUse use;
+    auto be = zinc::backend::make_sizing_backend(use);
+    auto f = zinc::engine::make_family(m, *be, {64, 16});
+    const std::vector<int32_t> ids(16, 1);
+    f->forward_argmax(ids, 0);
+    const uint64_t one_row = use.activations;
+    std::vector<float> logits;
+    f->forward(ids, 0, true, logits);
+    const uint64_t row_bytes = uint64_t(f->n_vocab()) * sizeof(float);
+    EXPECT_EQ(use.activations, one_row + 15 * row_bytes);  // 16 rows held, the 1-row buffer released
+    EXPECT_EQ(use.peak_activations, use.activations);  // the old buffer goes before the new one comes
 }
 
 std::string refusal(const zinc::backend::MemoryUse& u, uint64_t free_bytes) {

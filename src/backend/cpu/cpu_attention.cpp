@@ -1,13 +1,12 @@
-// The CPU's attention (causal, GQA, with optional sliding window, attention sinks and score soft-capping)
-// and RoPE (NeoX or adjacent pairs, partial, with optional per-pair frequency factors and YaRN);
+// The CPU's attention (causal, GQA, with optional sliding window, attention sinks and score soft-capping), the KV
+// cache it reads, and RoPE (NeoX or adjacent pairs, partial, with optional per-pair frequency factors and YaRN);
 // MODELS.md 0.2, 1.1, 1.2, 1.4, 7.4.
+#include "backend/cpu/cpu_attention.h"
+
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
-#include <string>
+#include <cstring>
 #include <vector>
-
-#include "backend/cpu/cpu_ops_ext.h"
 
 namespace zinc::backend::cpu {
 namespace {
@@ -22,23 +21,16 @@ float dot(const float* a, const float* b, int64_t n) {
     return r;
 }
 
-const float* f32_vector(const Weight& w, int64_t n, const char* what) {
-    if (w.type != gguf::TensorType::F32 || w.cols * w.rows != n)
-        throw std::invalid_argument(std::string(what) + " " + w.name + ": expected " + std::to_string(n) +
-                                    " f32 values");
-    return static_cast<const float*>(w.data);
-}
-
 }  // namespace
 
-void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
-                   Act& out) {
+void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
+    std::memcpy(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float));
+    std::memcpy(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float));
+}
+
+void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
     const int d = p.head_dim;
-    if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
-        kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
-        throw std::invalid_argument("attention: shape mismatch");
-    if (pos0 < 0 || pos0 + q.rows > kv.capacity) throw std::out_of_range("attention: past the cache");
-    const float* sinks = p.sinks ? f32_vector(*p.sinks, p.n_head, "attention sinks") : nullptr;
+    const float* sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
     const int group = p.n_head / p.n_head_kv;
     pool.parallel_for(q.rows * p.n_head, [&](int64_t b, int64_t e) {
         std::vector<float> scores;
@@ -78,12 +70,9 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
 }
 
 void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
-    if (head_dim <= 0 || x.cols % head_dim != 0 || static_cast<int64_t>(pos.size()) != x.rows || p.n_rot > head_dim ||
-        p.n_rot <= 0 || p.n_rot % 2 != 0)
-        throw std::invalid_argument("rope: bad shape");
     const int64_t heads = x.cols / head_dim;
     const int half = p.n_rot / 2;
-    const float* ff = p.freq_factors ? f32_vector(*p.freq_factors, half, "rope frequency factors") : nullptr;
+    const float* ff = p.freq_factors ? static_cast<const float*>(p.freq_factors->data) : nullptr;
     // Angles as ggml's CPU backend computes them: the position times theta_scale^i by repeated
     // multiplication, divided by the frequency factor, then YaRN's blend of the interpolated
     // (freq_scale * theta) and extrapolated (theta) angle. Matching ggml's rounding keeps quantized

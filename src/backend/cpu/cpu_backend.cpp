@@ -1,287 +1,183 @@
-// The CPU backend: the numerical reference. Plain loops with f32 accumulation, split across
-// threads by output rows. Matmuls compute as ggml's CPU backend does: activations are quantized to
-// the weight type's vec-dot type and dotted with the weight rows by integer block dot products
-// (quant/vec_dot.h), so logits agree with llama.cpp's CPU backend up to float summation order.
+// The CPU backend: the numerical reference. Plain loops with f32 accumulation, split across threads by output rows;
+// the ops live in one file per kind (cpu_matmul, cpu_norm, cpu_elementwise, cpu_attention, cpu_delta_net, cpu_moe,
+// cpu_sampling) and this class holds the memory and hands each op its thread pool.
+#include <unistd.h>
+
 #include <algorithm>
-#include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_ops_ext.h"
-#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_attention.h"
+#include "backend/cpu/cpu_delta_net.h"
+#include "backend/cpu/cpu_elementwise.h"
+#include "backend/cpu/cpu_matmul.h"
+#include "backend/cpu/cpu_moe.h"
+#include "backend/cpu/cpu_norm.h"
+#include "backend/cpu/cpu_sampling.h"
 #include "backend/cpu/thread_pool.h"
 #include "quant/dequantize.h"
-#include "quant/vec_dot.h"
 
 namespace zinc::backend {
 namespace {
-
-using gguf::TensorType;
-
-void check_same_shape(const Act& a, const Act& b, const char* op) {
-    if (a.rows != b.rows || a.cols != b.cols)
-        throw std::invalid_argument(std::string(op) + ": shape mismatch");
-}
 
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(int n_threads) : pool_(n_threads) {}
 
     std::string name() const override { return "cpu"; }
+    bool weights_are_mapped() const override { return true; }
 
-    Weight load_weight(const gguf::TensorInfo& t) override {
+    // MemAvailable: what the kernel estimates it can give without swapping, page cache it may drop included. Where
+    // /proc/meminfo is missing, the free physical pages.
+    uint64_t free_memory() const override {
+        std::ifstream meminfo("/proc/meminfo");
+        std::string key, rest;
+        uint64_t kib = 0;
+        while (meminfo >> key >> kib) {
+            if (key == "MemAvailable:") return kib * 1024;
+            std::getline(meminfo, rest);
+        }
+        const long pages = sysconf(_SC_AVPHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+        return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+    }
+
+protected:
+    // A view into the mapping when the tensor's bytes are aligned for its block structs. A valid file may set
+    // general.alignment to 1, so a tensor may start at any byte, and reading a block struct with a 2- or 4-byte field
+    // (BlockQ6_K's scale, an f32) from there is undefined behaviour: such a tensor is copied into an aligned buffer
+    // the backend owns. Only those files pay the memory.
+    const void* do_load_weight(const gguf::TensorInfo& t) override {
         if (!quant::can_dequantize(t.type))
             throw std::runtime_error("tensor " + t.name + ": type " + std::string(gguf::type_name(t.type)) +
                                      " is not supported by the CPU backend");
-        Weight w;
-        w.type = t.type;
-        w.cols = t.ne[0];
-        w.rows = t.ne[1] * t.ne[2] * t.ne[3];
-        w.data = t.data;
-        w.name = t.name;
-        for (int i = 0; i < 4; ++i) w.ne[i] = t.ne[i];
-        return w;
+        if (reinterpret_cast<uintptr_t>(t.data) % alignof(std::max_align_t) == 0) return t.data;
+        const size_t n = static_cast<size_t>(t.nbytes);
+        auto& copy = aligned_weights_.emplace_back((n + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+        std::memcpy(copy.data(), t.data, n);
+        return copy.data();
     }
 
-    Act alloc(int64_t rows, int64_t cols) override {
-        auto& buf = buffers_.emplace_back(static_cast<size_t>(rows * cols));
-        return {buf.data(), rows, cols};
-    }
+    Act do_alloc(int64_t rows, int64_t cols) override { return {new_buffer(buffers_, rows * cols), rows, cols}; }
 
-    KvLayer alloc_kv(int64_t width, int64_t capacity) override {
+    KvLayer do_alloc_kv(int64_t width, int64_t capacity) override {
         KvLayer kv;
-        kv.k = buffers_.emplace_back(static_cast<size_t>(width * capacity)).data();
-        kv.v = buffers_.emplace_back(static_cast<size_t>(width * capacity)).data();
+        kv.k = new_buffer(buffers_, width * capacity);
+        kv.v = new_buffer(buffers_, width * capacity);
         kv.width = width;
         kv.capacity = capacity;
         return kv;
     }
 
-    void upload(Act& dst, std::span<const float> src) override {
-        if (static_cast<int64_t>(src.size()) != dst.size()) throw std::invalid_argument("upload: size mismatch");
-        std::memcpy(dst.data, src.data(), src.size_bytes());
+    IdAct do_alloc_ids(int64_t rows, int64_t cols) override {
+        return {new_buffer(id_buffers_, rows * cols), rows, cols};
     }
 
-    void download(const Act& src, std::span<float> dst) override {
-        if (static_cast<int64_t>(dst.size()) != src.size()) throw std::invalid_argument("download: size mismatch");
+    bool do_free(const void* data) override { return buffers_.erase(data) + id_buffers_.erase(data) > 0; }
+
+    void do_upload(Act& dst, std::span<const float> src) override {
+        std::memcpy(dst.data, src.data(), src.size_bytes());
+    }
+    void do_download(const Act& src, std::span<float> dst) override {
         std::memcpy(dst.data(), src.data, dst.size_bytes());
     }
 
-    void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override {
-        if (out.cols != table.cols || out.rows != static_cast<int64_t>(ids.size()))
-            throw std::invalid_argument("get_rows: shape mismatch");
-        const size_t rb = gguf::row_bytes(table.type, table.cols);
-        for (size_t t = 0; t < ids.size(); ++t) {
-            if (ids[t] < 0 || ids[t] >= table.rows)
-                throw std::out_of_range("token id " + std::to_string(ids[t]) + " is outside the vocabulary");
-            quant::dequantize_row(table.type, static_cast<const uint8_t*>(table.data) + ids[t] * rb,
-                                  out.data + t * out.cols, table.cols);
-        }
+    // Products with weights: cpu_matmul.cpp
+    void do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override {
+        cpu::get_rows(table, ids, out);
+    }
+    void do_matmul(const Weight& w, const Act& x, Act& out) override { cpu::matmul(pool_, w, x, out, act_q_); }
+
+    // Normalizations: cpu_norm.cpp
+    void do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override {
+        cpu::rms_norm(pool_, x, w, eps, group, out);
+    }
+    void do_l2_norm(const Act& x, float eps, int64_t group, Act& out) override {
+        cpu::l2_norm(pool_, x, eps, group, out);
+    }
+    void do_gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override {
+        cpu::gated_rms_norm(pool_, x, w, z, eps, group, out);
     }
 
-    void rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override {
-        check_same_shape(x, out, "rms_norm");
-        if (group <= 0 || x.cols % group != 0) throw std::invalid_argument("rms_norm: bad group");
-        if (w && (w->type != TensorType::F32 || w->cols != group))
-            throw std::invalid_argument("rms_norm: weight must be f32 of the group's length");
-        const float* wd = w ? static_cast<const float*>(w->data) : nullptr;
-        const int64_t n_groups = x.size() / group;
-        pool_.parallel_for(n_groups, [&](int64_t b, int64_t e) {
-            for (int64_t g = b; g < e; ++g) {
-                const float* xi = x.data + g * group;
-                float* yo = out.data + g * group;
-                double sum = 0;  // as ggml: squares in float, summed in double
-                for (int64_t i = 0; i < group; ++i) sum += double(xi[i] * xi[i]);
-                const float scale = 1.0f / std::sqrt(float(sum / group) + eps);
-                for (int64_t i = 0; i < group; ++i) yo[i] = xi[i] * scale * (wd ? wd[i] : 1.0f);
-            }
-        });
-    }
+    // Element-wise ops: cpu_elementwise.cpp
+    void do_add(const Act& a, const Act& b, Act& out) override { cpu::add(a, b, out); }
+    void do_swiglu(const Act& gate, const Act& up, Act& out) override { cpu::swiglu(gate, up, out); }
+    void do_geglu(const Act& gate, const Act& up, Act& out) override { cpu::geglu(pool_, gate, up, out); }
+    void do_add_bias(Act& x, const Weight& b) override { cpu::add_bias(pool_, x, b); }
+    void do_scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }
+    void do_softcap(Act& x, float cap) override { cpu::softcap(pool_, x, cap); }
 
-    // As ggml's CPU backend (FORMATS.md §2.8, §3): each activation row is converted once per call to the weight
-    // type's vec-dot type (8-bit blocks for quantized weights, f16/bf16 for f16/bf16 weights; f32 rows are used as
-    // they are), then every output is an integer block dot product (quant::vec_dot). Output rows are handed out in
-    // chunks; inside a chunk, blocks of weight rows are dotted with blocks of activation rows so that a weight row
-    // stays in cache while it meets every activation row of the block.
-    void matmul(const Weight& w, const Act& x, Act& out) override {
-        if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows)
-            throw std::invalid_argument("matmul " + w.name + ": shape mismatch");
-        if (!quant::can_vec_dot(w.type))
-            throw std::invalid_argument("matmul " + w.name + ": no dot product for type " +
-                                        std::string(gguf::type_name(w.type)));
-        const TensorType at = quant::vec_dot_type(w.type);
-        const quant::VecDotFn dot_fn = quant::vec_dot_fn(w.type);
-        const size_t wrb = gguf::row_bytes(w.type, w.cols);
-        const uint8_t* act = reinterpret_cast<const uint8_t*>(x.data);
-        size_t arb = static_cast<size_t>(x.cols) * sizeof(float);
-        if (at != TensorType::F32) {
-            arb = gguf::row_bytes(at, x.cols);
-            if (act_q_.size() < arb * x.rows) act_q_.resize(arb * x.rows);
-            uint8_t* q = act_q_.data();
-            const auto convert = [&](int64_t b, int64_t e) {
-                for (int64_t t = b; t < e; ++t) quant::quantize_activation(at, x.data + t * x.cols, q + t * arb, x.cols);
-            };
-            if (x.rows >= 8)
-                pool_.parallel_for(x.rows, convert);
-            else
-                convert(0, x.rows);
-            act = q;
-        }
-        matmul_rows(static_cast<const uint8_t*>(w.data), wrb, w.rows, act, arb, x.rows, w.cols, dot_fn,
-                    quant::vec_dot_tile(w.type), out);
-    }
-
-    void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override {
+    // Attention and RoPE: cpu_attention.cpp
+    void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override {
         cpu::rope(pool_, x, head_dim, pos, p);
     }
-
-    void add(const Act& a, const Act& b, Act& out) override {
-        check_same_shape(a, b, "add");
-        check_same_shape(a, out, "add");
-        for (int64_t i = 0; i < a.size(); ++i) out.data[i] = a.data[i] + b.data[i];
-    }
-
-    void swiglu(const Act& gate, const Act& up, Act& out) override {
-        check_same_shape(gate, up, "swiglu");
-        check_same_shape(gate, out, "swiglu");
-        for (int64_t i = 0; i < gate.size(); ++i) {
-            const float g = gate.data[i];
-            out.data[i] = g / (1.0f + std::exp(-g)) * up.data[i];
-        }
-    }
-
-    void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override {
-        if (k.cols != kv.width || v.cols != kv.width || k.rows != v.rows)
-            throw std::invalid_argument("kv_write: shape mismatch");
-        if (pos0 < 0 || pos0 + k.rows > kv.capacity) throw std::out_of_range("kv_write: past the cache");
-        std::memcpy(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float));
-        std::memcpy(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float));
-    }
-
-    void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
+    void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override { cpu::kv_write(kv, k, v, pos0); }
+    void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
         cpu::attention(pool_, q, kv, pos0, p, out);
     }
 
-    // Activations for gemma4 / gpt-oss: cpu_activations.cpp
-    void geglu(const Act& gate, const Act& up, Act& out) override { cpu::geglu(pool_, gate, up, out); }
-    void add_bias(Act& x, const Weight& b) override { cpu::add_bias(pool_, x, b); }
-    void scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }
-    void softcap(Act& x, float cap) override { cpu::softcap(pool_, x, cap); }
-
-    void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override {
-        if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) ||
-            values.size() != size_t(k))
-            throw std::invalid_argument("top_k_last_row: bad k or shape");
-        const float* r = x.data + (x.rows - 1) * x.cols;
-        std::vector<int32_t> idx(static_cast<size_t>(x.cols));
-        for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(i);
-        std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                          [&](int32_t a, int32_t b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
-        for (int i = 0; i < k; ++i) {
-            ids[i] = idx[i];
-            values[i] = r[idx[i]];
-        }
-    }
-
-    void argmax_rows(const Act& x, std::span<int32_t> out) override {
-        if (static_cast<int64_t>(out.size()) != x.rows) throw std::invalid_argument("argmax_rows: shape mismatch");
-        for (int64_t t = 0; t < x.rows; ++t) {
-            const float* r = x.data + t * x.cols;
-            int64_t best = 0;
-            for (int64_t i = 1; i < x.cols; ++i)
-                if (r[i] > r[best]) best = i;
-            out[t] = static_cast<int32_t>(best);
-        }
-    }
-
     // Recurrent (gated delta-net) ops: cpu_delta_net.cpp
-    void sigmoid_mul(const Act& x, const Act& gate, Act& out) override { cpu::sigmoid_mul(pool_, x, gate, out); }
-    void fill(Act& a, float value) override { cpu::fill(a, value); }
-    void slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override {
+    void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) override { cpu::sigmoid_mul(pool_, x, gate, out); }
+    void do_fill(Act& a, float value) override { cpu::fill(a, value); }
+    void do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override {
         cpu::slice_groups(pool_, src, group, offset, out);
     }
-    void l2_norm(const Act& x, float eps, int64_t group, Act& out) override { cpu::l2_norm(pool_, x, eps, group, out); }
-    void gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override {
-        cpu::gated_rms_norm(pool_, x, w, z, eps, group, out);
-    }
-    void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
-                         Act& beta) override {
+    void do_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
+                            Act& beta) override {
         cpu::delta_net_gates(a, b, dt_bias, ssm_a, g, beta);
     }
-    void conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) override {
+    void do_conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) override {
         cpu::conv1d_causal(pool_, x, state, w, silu, out);
     }
-    void delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
-                   const DeltaNetParams& p, Act& out) override {
+    void do_delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                      const DeltaNetParams& p, Act& out) override {
         cpu::delta_net(pool_, q, k, v, g, beta, state, p, out);
     }
-    void delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
-                           const DeltaNetParams& p, int chunk, Act& out) override {
+    void do_delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                              const DeltaNetParams& p, int chunk, Act& out) override {
         cpu::delta_net_chunked(pool_, q, k, v, g, beta, state, p, chunk, out);
     }
 
     // Mixture-of-experts ops: cpu_moe.cpp
-    IdAct alloc_ids(int64_t rows, int64_t cols) override {
-        auto& buf = id_buffers_.emplace_back(static_cast<size_t>(rows * cols));
-        return {buf.data(), rows, cols};
-    }
-    void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override {
+    void do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override {
         cpu::moe_route(logits, k, renormalize, ids, weights);
     }
-    void moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override {
+    void do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override {
         cpu::moe_ffn(pool_, x, ids, weights, w, out);
     }
 
+    // Selection from logits: cpu_sampling.cpp
+    void do_argmax_rows(const Act& x, std::span<int32_t> out) override { cpu::argmax_rows(x, out); }
+    void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override {
+        cpu::top_k_last_row(x, k, ids, values);
+    }
+
 private:
-    // out[t][o] = dot(weight row o, activation row t) for all o < n_out, t < n_act.
-    void matmul_rows(const uint8_t* wdata, size_t wrb, int64_t n_out, const uint8_t* act, size_t arb, int64_t n_act,
-                     int64_t cols, quant::VecDotFn dot_fn, quant::VecDotTile tile, Act& out) {
-        constexpr int64_t kOutBlock = 16;  // weight rows reused across an activation block
-        constexpr int64_t kActBlock = 64;  // activation rows reused across a weight block
-        // Enough chunks for the threads to balance (cores here are shared), few enough to keep the hand-out cheap.
-        const int64_t grain = std::clamp<int64_t>(n_out / (8 * pool_.size()) / kOutBlock * kOutBlock, kOutBlock, 512);
-        const int64_t n = cols;
-        float* o_data = out.data;
-        const int64_t o_cols = out.cols;
-        pool_.parallel_chunks(n_out, grain, [&](int64_t b, int64_t e) {
-            if (n_act == 1) {
-                for (int64_t o = b; o < e; ++o) o_data[o] = dot_fn(wdata + o * wrb, act, n);
-                return;
-            }
-            for (int64_t o0 = b; o0 < e; o0 += kOutBlock) {
-                const int64_t o1 = std::min(e, o0 + kOutBlock);
-                for (int64_t t0 = 0; t0 < n_act; t0 += kActBlock) {
-                    const int64_t t1 = std::min(n_act, t0 + kActBlock);
-                    int64_t o = o0;
-                    if (tile.fn) {
-                        // Whole tiles first; the rows and columns they leave over go pair by pair below.
-                        const int64_t tw = tile.rows_w, ta = tile.rows_a;
-                        const int64_t t_end = t0 + (t1 - t0) / ta * ta;
-                        for (; o + tw <= o1 && t_end > t0; o += tw) {
-                            const uint8_t* wr = wdata + o * wrb;
-                            for (int64_t t = t0; t < t_end; t += ta)
-                                tile.fn(wr, wrb, act + t * arb, arb, n, o_data + t * o_cols + o, o_cols);
-                            for (int64_t i = o; i < o + tw; ++i)
-                                for (int64_t t = t_end; t < t1; ++t)
-                                    o_data[t * o_cols + i] = dot_fn(wdata + i * wrb, act + t * arb, n);
-                        }
-                    }
-                    for (; o < o1; ++o) {
-                        const uint8_t* wr = wdata + o * wrb;
-                        for (int64_t t = t0; t < t1; ++t) o_data[t * o_cols + o] = dot_fn(wr, act + t * arb, n);
-                    }
-                }
-            }
-        });
+    // Allocations by the address of their first element: moving a vector into the map keeps its storage, and nothing
+    // moves it afterwards. At least one element each, so that every allocation has its own address.
+    template <class T>
+    using Buffers = std::unordered_map<const void*, std::vector<T>>;
+
+    template <class T>
+    static T* new_buffer(Buffers<T>& buffers, int64_t n) {
+        std::vector<T> buf(static_cast<size_t>(std::max<int64_t>(n, 1)));
+        T* p = buf.data();
+        buffers.emplace(p, std::move(buf));
+        return p;
     }
 
     cpu::ThreadPool pool_;
     std::vector<uint8_t> act_q_;  // the activation rows of the current matmul, in the vec-dot type
-    std::deque<std::vector<float>> buffers_;  // deque: growing it never moves earlier buffers
-    std::deque<std::vector<int32_t>> id_buffers_;
+    Buffers<float> buffers_;
+    Buffers<int32_t> id_buffers_;
+    std::deque<std::vector<std::max_align_t>> aligned_weights_;  // copies of misaligned tensors (do_load_weight)
 };
 
 }  // namespace

@@ -1,57 +1,24 @@
-// CPU ops of the gated delta-net layers (Qwen3.5 / Qwen3.6, MODELS.md §4.4): the causal conv over a rolling
-// state, the gates, L2 norm, gated RMSNorm, and the gated delta rule token by token and in chunked form.
-// All arithmetic is f32 (sums of squares in double, as the RMSNorm of cpu_backend.cpp).
+// CPU ops of the gated delta-net layers (Qwen3.5 / Qwen3.6, MODELS.md §4.4): the gates and gathers around the
+// recurrence, the causal conv over a rolling state, and the gated delta rule token by token and in chunked form.
+// All arithmetic is f32. (Their L2 norm and gated RMSNorm are in cpu_norm.cpp.)
+#include "backend/cpu/cpu_delta_net.h"
+
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
-#include <string>
 #include <vector>
-
-#include "backend/cpu/cpu_ops.h"
 
 namespace zinc::backend::cpu {
 namespace {
 
-void check_shape(const Act& a, int64_t rows, int64_t cols, const char* op, const char* what) {
-    if (a.rows != rows || a.cols != cols)
-        throw std::invalid_argument(std::string(op) + ": " + what + " has shape " + std::to_string(a.rows) + "x" +
-                                    std::to_string(a.cols) + ", expected " + std::to_string(rows) + "x" +
-                                    std::to_string(cols));
-}
-
-const float* f32_data(const Weight& w, int64_t n, const char* op) {
-    if (w.type != gguf::TensorType::F32 || w.cols * w.rows != n)
-        throw std::invalid_argument(std::string(op) + ": " + w.name + " must be f32 with " + std::to_string(n) +
-                                    " values");
-    return static_cast<const float*>(w.data);
-}
-
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch's threshold
-
-void check_delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, const Act& state,
-                     const DeltaNetParams& p, const Act& out, const char* op) {
-    if (p.n_k <= 0 || p.n_v <= 0 || p.d_k <= 0 || p.d_v <= 0 || p.n_v % p.n_k != 0)
-        throw std::invalid_argument(std::string(op) + ": bad head counts");
-    const int64_t T = q.rows;
-    check_shape(q, T, int64_t(p.n_k) * p.d_k, op, "q");
-    check_shape(k, T, int64_t(p.n_k) * p.d_k, op, "k");
-    check_shape(v, T, int64_t(p.n_v) * p.d_v, op, "v");
-    check_shape(g, T, p.n_v, op, "g");
-    check_shape(beta, T, p.n_v, op, "beta");
-    check_shape(state, p.n_v, int64_t(p.d_k) * p.d_v, op, "state");
-    check_shape(out, T, int64_t(p.n_v) * p.d_v, op, "out");
-}
 
 int key_head(const DeltaNetParams& p, int h) { return p.tiled ? h % p.n_k : h / (p.n_v / p.n_k); }
 
 }  // namespace
 
 void sigmoid_mul(ThreadPool& pool, const Act& x, const Act& gate, Act& out) {
-    check_shape(out, x.rows, x.cols, "sigmoid_mul", "out");
-    if (gate.rows != x.rows || (gate.cols != x.cols && gate.cols != 1))
-        throw std::invalid_argument("sigmoid_mul: gate must have x's shape or one column");
     const bool per_row = gate.cols == 1 && x.cols != 1;
     pool.parallel_for(x.rows, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
@@ -73,13 +40,8 @@ void fill(Act& a, float value) {
 }
 
 void slice_groups(ThreadPool& pool, const Act& src, int64_t group, int64_t offset, Act& out) {
-    if (group <= 0 || src.cols % group != 0 || out.rows != src.rows)
-        throw std::invalid_argument("slice_groups: bad group or rows");
     const int64_t n_groups = src.cols / group;
-    if (out.cols % n_groups != 0) throw std::invalid_argument("slice_groups: out width is not a whole per group");
     const int64_t width = out.cols / n_groups;
-    if (offset < 0 || offset + width > group) throw std::invalid_argument("slice_groups: slice outside the group");
-    if (src.data == out.data) throw std::invalid_argument("slice_groups: out must not alias src");
     const auto body = [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t)
             for (int64_t gi = 0; gi < n_groups; ++gi) {
@@ -94,49 +56,10 @@ void slice_groups(ThreadPool& pool, const Act& src, int64_t group, int64_t offse
         body(0, src.rows);
 }
 
-void l2_norm(ThreadPool& pool, const Act& x, float eps, int64_t group, Act& out) {
-    check_shape(out, x.rows, x.cols, "l2_norm", "out");
-    if (group <= 0 || x.cols % group != 0) throw std::invalid_argument("l2_norm: bad group");
-    const int64_t n_groups = x.size() / group;
-    pool.parallel_for(n_groups, [&](int64_t b, int64_t e) {
-        for (int64_t gi = b; gi < e; ++gi) {
-            const float* xi = x.data + gi * group;
-            float* o = out.data + gi * group;
-            double sum = 0;
-            for (int64_t i = 0; i < group; ++i) sum += double(xi[i] * xi[i]);  // as ggml: squares in float, summed in double
-            const float scale = 1.0f / std::sqrt(float(sum) + eps);
-            for (int64_t i = 0; i < group; ++i) o[i] = xi[i] * scale;
-        }
-    });
-}
-
-void gated_rms_norm(ThreadPool& pool, const Act& x, const Weight& w, const Act& z, float eps, int64_t group,
-                    Act& out) {
-    check_shape(out, x.rows, x.cols, "gated_rms_norm", "out");
-    check_shape(z, x.rows, x.cols, "gated_rms_norm", "z");
-    if (group <= 0 || x.cols % group != 0) throw std::invalid_argument("gated_rms_norm: bad group");
-    const float* wd = f32_data(w, group, "gated_rms_norm");
-    const int64_t n_groups = x.size() / group;
-    pool.parallel_for(n_groups, [&](int64_t b, int64_t e) {
-        for (int64_t gi = b; gi < e; ++gi) {
-            const float* xi = x.data + gi * group;
-            const float* zi = z.data + gi * group;
-            float* o = out.data + gi * group;
-            double sum = 0;
-            for (int64_t i = 0; i < group; ++i) sum += double(xi[i] * xi[i]);  // as ggml: squares in float, summed in double
-            const float scale = 1.0f / std::sqrt(float(sum / group) + eps);
-            for (int64_t i = 0; i < group; ++i) o[i] = xi[i] * scale * wd[i] * silu(zi[i]);
-        }
-    });
-}
-
 void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g, Act& beta_out) {
     const int64_t n = a.cols;
-    check_shape(b, a.rows, n, "delta_net_gates", "b");
-    check_shape(g, a.rows, n, "delta_net_gates", "g");
-    check_shape(beta_out, a.rows, n, "delta_net_gates", "beta");
-    const float* dt = f32_data(dt_bias, n, "delta_net_gates");
-    const float* A = f32_data(ssm_a, n, "delta_net_gates");
+    const float* dt = static_cast<const float*>(dt_bias.data);
+    const float* A = static_cast<const float*>(ssm_a.data);
     for (int64_t t = 0; t < a.rows; ++t)
         for (int64_t h = 0; h < n; ++h) {
             const int64_t i = t * n + h;
@@ -148,11 +71,7 @@ void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const We
 
 void conv1d_causal(ThreadPool& pool, const Act& x, Act& state, const Weight& w, bool silu_out, Act& out) {
     const int64_t C = x.cols, T = x.rows;
-    if (w.type != gguf::TensorType::F32 || w.rows != C || w.cols < 1)
-        throw std::invalid_argument("conv1d_causal: " + w.name + " must be f32 {K, channels}");
     const int64_t K = w.cols;
-    check_shape(state, K - 1, C, "conv1d_causal", "state");
-    check_shape(out, T, C, "conv1d_causal", "out");
     const float* wd = static_cast<const float*>(w.data);
     // Channels are independent; each thread reads a channel's whole input column before writing its outputs,
     // so out may alias x.
@@ -174,7 +93,6 @@ void conv1d_causal(ThreadPool& pool, const Act& x, Act& state, const Weight& w, 
 
 void delta_net(ThreadPool& pool, const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
                const DeltaNetParams& p, Act& out) {
-    check_delta_net(q, k, v, g, beta, state, p, out, "delta_net");
     const int dk = p.d_k, dv = p.d_v;
     pool.parallel_for(p.n_v, [&](int64_t hb, int64_t he) {
         std::vector<float> m(static_cast<size_t>(dv));
@@ -220,8 +138,6 @@ void delta_net(ThreadPool& pool, const Act& q, const Act& k, const Act& v, const
 // which is the token-by-token recurrence unrolled (the WY / UT-transform form of the chunked kernels).
 void delta_net_chunked(ThreadPool& pool, const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta,
                        Act& state, const DeltaNetParams& p, int chunk, Act& out) {
-    check_delta_net(q, k, v, g, beta, state, p, out, "delta_net_chunked");
-    if (chunk <= 0) throw std::invalid_argument("delta_net_chunked: chunk must be positive");
     const int dk = p.d_k, dv = p.d_v;
     const int64_t T = q.rows;
     pool.parallel_for(p.n_v, [&](int64_t hb, int64_t he) {

@@ -1,7 +1,9 @@
 // CPU ops of mixture-of-experts layers: routing (softmax -> top-k -> optional renormalization) and the expert FFN
-// over 3-D expert tensors {in, out, n_expert}. Matmuls compute as the dense matmul of cpu_backend.cpp (and ggml's
+// over 3-D expert tensors {in, out, n_expert}. Matmuls compute as the dense matmul of cpu_matmul.cpp (and ggml's
 // mul_mat_id): activation rows are converted to the weight type's vec-dot type and dotted with the expert's rows.
 // Tokens are grouped by expert so that each expert's weights are read once per call.
+#include "backend/cpu/cpu_moe.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_ops.h"
 #include "quant/vec_dot.h"
 
 namespace zinc::backend::cpu {
@@ -26,13 +27,10 @@ struct Proj {
     quant::VecDotFn fn = nullptr;
     size_t arb = 0;  // bytes per converted activation row
 
-    Proj(const Weight* w_, const char* what) : w(w_) {
-        if (!w) throw std::invalid_argument(std::string("moe_ffn: missing ") + what + " weight");
+    explicit Proj(const Weight* w_) : w(w_) {
         in = w->ne[0];
         out = w->ne[1];
         n_exp = w->ne[2];
-        if (w->ne[3] != 1 || in != w->cols || out * n_exp != w->rows)
-            throw std::invalid_argument("moe_ffn: " + w->name + " is not a 3-D expert tensor");
         if (!quant::can_vec_dot(w->type))
             throw std::invalid_argument("moe_ffn: " + w->name + ": no dot product for type " +
                                         std::string(gguf::type_name(w->type)));
@@ -71,13 +69,7 @@ struct Proj {
     }
 };
 
-const float* f32_extra(const Weight* w, int64_t cols, int64_t rows, const char* what) {
-    if (!w) return nullptr;
-    if (w->type != TensorType::F32 || w->cols * w->rows != cols * rows)
-        throw std::invalid_argument(std::string("moe_ffn: ") + what + " " + w->name + " must be f32 with " +
-                                    std::to_string(cols * rows) + " values");
-    return static_cast<const float*>(w->data);
-}
+const float* f32_data(const Weight* w) { return w ? static_cast<const float*>(w->data) : nullptr; }
 
 // x[o] = x[o] * scale[e] + bias[e][o]
 void scale_bias(float* x, int64_t n, int64_t e, const float* scale, const float* bias) {
@@ -107,9 +99,6 @@ float activate(MoeActivation act, float g, float u, float alpha, float limit) {
 
 void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) {
     const int64_t n_exp = logits.cols, T = logits.rows;
-    if (k <= 0 || k > n_exp) throw std::invalid_argument("moe_route: k must be in [1, n_expert]");
-    if (ids.rows != T || ids.cols != k || weights.rows != T || weights.cols != k)
-        throw std::invalid_argument("moe_route: ids and weights must be rows x k");
     std::vector<float> p(static_cast<size_t>(n_exp));
     std::vector<int32_t> order(static_cast<size_t>(n_exp));
     for (int64_t t = 0; t < T; ++t) {
@@ -138,33 +127,22 @@ void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weig
 
 void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& mw, Act& out) {
     const bool merged = mw.gate_up != nullptr;
-    if (merged == (mw.gate != nullptr || mw.up != nullptr))
-        throw std::invalid_argument("moe_ffn: give either gate and up, or gate_up");
-    const Proj down(mw.down, "down");
-    const Proj first(merged ? mw.gate_up : mw.gate, merged ? "gate_up" : "gate");
+    const Proj down(mw.down);
+    const Proj first(merged ? mw.gate_up : mw.gate);
     const Proj* up = nullptr;
-    Proj up_storage = merged ? first : Proj(mw.up, "up");
+    Proj up_storage = merged ? first : Proj(mw.up);
     if (!merged) up = &up_storage;
-    const int64_t n_exp = first.n_exp, in = first.in;
+    const int64_t n_exp = first.n_exp;
     const int64_t n_ff = merged ? first.out / 2 : first.out;
     const int64_t n_out = down.out;
-    if ((merged && first.out % 2 != 0) || (up && (up->in != in || up->out != n_ff || up->n_exp != n_exp)) ||
-        down.in != n_ff || down.n_exp != n_exp)
-        throw std::invalid_argument("moe_ffn: expert tensors " + first.w->name + ", " + down.w->name +
-                                    " have inconsistent shapes");
     const int64_t T = x.rows, K = ids.cols;
-    if (x.cols != in || ids.rows != T || weights.rows != T || weights.cols != K || out.rows != T ||
-        out.cols != n_out)
-        throw std::invalid_argument("moe_ffn: activation shapes do not match " + first.w->name);
-    const float* gate_s = f32_extra(mw.gate_scale, 1, n_exp, "gate scale");
-    const float* up_s = f32_extra(mw.up_scale, 1, n_exp, "up scale");
-    const float* down_s = f32_extra(mw.down_scale, 1, n_exp, "down scale");
-    const float* gate_b = f32_extra(mw.gate_bias, n_ff, n_exp, "gate bias");
-    const float* up_b = f32_extra(mw.up_bias, n_ff, n_exp, "up bias");
-    const float* gate_up_b = f32_extra(mw.gate_up_bias, 2 * n_ff, n_exp, "gate_up bias");
-    const float* down_b = f32_extra(mw.down_bias, n_out, n_exp, "down bias");
-    if (merged && (gate_s || gate_b || up_b)) throw std::invalid_argument("moe_ffn: gate_up takes up_scale, gate_up_bias");
-    if (!merged && gate_up_b) throw std::invalid_argument("moe_ffn: gate_up_bias needs gate_up");
+    const float* gate_s = f32_data(mw.gate_scale);
+    const float* up_s = f32_data(mw.up_scale);
+    const float* down_s = f32_data(mw.down_scale);
+    const float* gate_b = f32_data(mw.gate_bias);
+    const float* up_b = f32_data(mw.up_bias);
+    const float* gate_up_b = f32_data(mw.gate_up_bias);
+    const float* down_b = f32_data(mw.down_bias);
 
     // Slots (t * K + s) grouped by expert.
     std::vector<std::vector<int64_t>> slots(static_cast<size_t>(n_exp));

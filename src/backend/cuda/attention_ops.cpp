@@ -1,4 +1,4 @@
-// The CUDA backend's RoPE and attention ops.
+// The CUDA backend's RoPE, KV cache write and attention ops. Kernels: rope.cu, attention.cu (attention_kernels.h).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -10,12 +10,8 @@
 
 namespace zinc::backend {
 
-void CudaBackend::rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
-    if (head_dim <= 0 || x.cols % head_dim != 0 || static_cast<int64_t>(pos.size()) != x.rows || p.n_rot > head_dim ||
-        p.n_rot <= 0 || p.n_rot % 2 != 0)
-        throw std::invalid_argument("rope: bad shape");
+void CudaBackend::do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
     if (x.rows > INT_MAX) throw std::invalid_argument("rope: more than 2^31 - 1 rows");
-    if (p.freq_factors) check_f32_vector(*p.freq_factors, p.n_rot / 2, "rope");
     if (x.rows == 0) return;
     cuda::RopeArgs a;
     a.n_rot = p.n_rot;
@@ -33,17 +29,13 @@ void CudaBackend::rope(Act& x, int head_dim, std::span<const int32_t> pos, const
                     p.freq_factors ? p.freq_factors->name : std::string());
 }
 
-void CudaBackend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
+void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
+                               Act& out) {
     const int d = p.head_dim;
-    if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
-        kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
-        throw std::invalid_argument("attention: shape mismatch");
-    if (pos0 < 0 || pos0 + q.rows > kv.capacity) throw std::out_of_range("attention: past the cache");
     if (d > cuda::kMaxHeadDim)
         throw std::invalid_argument("attention: head_dim " + std::to_string(d) + " is above the CUDA backend's " +
                                     std::to_string(cuda::kMaxHeadDim));
     if (q.rows * p.n_head > INT_MAX) throw std::invalid_argument("attention: more than 2^31 - 1 (row, head) pairs");
-    if (p.sinks) check_f32_vector(*p.sinks, p.n_head, "attention");
     if (q.rows == 0 || p.n_head == 0) return;
     cuda::AttentionArgs a;
     a.q = q.data;
@@ -65,6 +57,15 @@ void CudaBackend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const
     if (const size_t n = cuda::attention_partial_floats(plan, q.rows, p.n_head, d); n > 0)
         partials = static_cast<float*>(scratch("attention partials", n * sizeof(float), "attention"));
     ZINC_CUDA_CHECK(cuda::attention(a, plan, partials, stream_), "attention", p.sinks ? p.sinks->name : std::string());
+}
+
+void CudaBackend::do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
+    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, stream_),
+                    "kv_write", "K");
+    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, stream_),
+                    "kv_write", "V");
 }
 
 const int32_t* CudaBackend::upload_positions(std::span<const int32_t> pos) {

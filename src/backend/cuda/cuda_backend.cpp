@@ -1,4 +1,5 @@
-// The CUDA backend: device memory, weight upload, embeddings, matmuls and the ops of a dense llama-like layer.
+// The CUDA backend: device memory, weight upload, transfers and scratch; the ops live in one *_ops.cpp file per group,
+// next to their kernels.
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
@@ -6,10 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "backend/cuda/elementwise_kernels.h"
-#include "backend/cuda/kernels.h"
-#include "backend/cuda/norm_kernels.h"
-#include "backend/cuda/sampling_kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend {
 
@@ -22,16 +20,6 @@ void check_cuda(cudaError_t e, const char* call, std::string_view op, std::strin
     if (!tensor.empty()) msg += " (" + std::string(tensor) + ")";
     msg += ": " + std::string(call) + " failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
     throw std::runtime_error(msg);
-}
-
-void check_same_shape(const Act& a, const Act& b, const char* op) {
-    if (a.rows != b.rows || a.cols != b.cols) throw std::invalid_argument(std::string(op) + ": shape mismatch");
-}
-
-void check_f32_vector(const Weight& w, int64_t n, const char* op) {
-    if (w.type != TensorType::F32 || w.cols * w.rows != n)
-        throw std::invalid_argument(std::string(op) + ": " + w.name + " must be f32 with " + std::to_string(n) +
-                                    " values");
 }
 
 CudaBackend::CudaBackend(int device) : device_(device) {
@@ -72,19 +60,12 @@ uint64_t CudaBackend::free_memory() const {
     return free_b;
 }
 
-Weight CudaBackend::load_weight(const gguf::TensorInfo& t) {
+const void* CudaBackend::do_load_weight(const gguf::TensorInfo& t) {
     if (!cuda::can_dequantize(int(t.type)))
         throw std::runtime_error("tensor " + t.name + ": type " + std::string(gguf::type_name(t.type)) +
                                  " is not supported by the CUDA backend yet");
-    Weight w;
-    w.type = t.type;
-    w.cols = t.ne[0];
-    w.rows = t.ne[1] * t.ne[2] * t.ne[3];
-    w.name = t.name;
-    for (int i = 0; i < 4; ++i) w.ne[i] = t.ne[i];
     const size_t n = static_cast<size_t>(t.nbytes);
-    if (n == 0) return w;
-    if (!t.data) throw std::runtime_error("tensor " + t.name + ": no data in the file");
+    if (n == 0) return nullptr;
     void* dev = device_alloc(n, "load_weight", t.name);
     // The staging buffers also carry small uploads (upload_ints): let those copies finish before reusing them.
     ZINC_CUDA_CHECK(cuda_stream_synchronize(), "load_weight", t.name);
@@ -102,22 +83,21 @@ Weight CudaBackend::load_weight(const gguf::TensorInfo& t) {
         ZINC_CUDA_CHECK(cudaEventRecord(staged_[b], stream_), "load_weight", t.name);
     }
     ZINC_CUDA_CHECK(cuda_stream_synchronize(), "load_weight", t.name);
-    w.data = dev;
-    return w;
+    return dev;
 }
 
-Act CudaBackend::alloc(int64_t rows, int64_t cols) {
+Act CudaBackend::do_alloc(int64_t rows, int64_t cols) {
     const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(float);
-    auto* p = static_cast<float*>(device_alloc(bytes, "alloc", "activation"));
+    auto* p = static_cast<float*>(device_alloc(bytes, "alloc", "activation", true));
     ZINC_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_), "alloc", "activation");
     return {p, rows, cols};
 }
 
-KvLayer CudaBackend::alloc_kv(int64_t width, int64_t capacity) {
+KvLayer CudaBackend::do_alloc_kv(int64_t width, int64_t capacity) {
     const size_t bytes = static_cast<size_t>(width * capacity) * sizeof(float);
     KvLayer kv;
-    kv.k = static_cast<float*>(device_alloc(bytes, "alloc_kv", "K cache"));
-    kv.v = static_cast<float*>(device_alloc(bytes, "alloc_kv", "V cache"));
+    kv.k = static_cast<float*>(device_alloc(bytes, "alloc_kv", "K cache", true));
+    kv.v = static_cast<float*>(device_alloc(bytes, "alloc_kv", "V cache", true));
     ZINC_CUDA_CHECK(cudaMemsetAsync(kv.k, 0, bytes, stream_), "alloc_kv", "K cache");
     ZINC_CUDA_CHECK(cudaMemsetAsync(kv.v, 0, bytes, stream_), "alloc_kv", "V cache");
     kv.width = width;
@@ -125,22 +105,20 @@ KvLayer CudaBackend::alloc_kv(int64_t width, int64_t capacity) {
     return kv;
 }
 
-IdAct CudaBackend::alloc_ids(int64_t rows, int64_t cols) {
+IdAct CudaBackend::do_alloc_ids(int64_t rows, int64_t cols) {
     const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(int32_t);
-    auto* p = static_cast<int32_t*>(device_alloc(bytes, "alloc_ids", "ids"));
+    auto* p = static_cast<int32_t*>(device_alloc(bytes, "alloc_ids", "ids", true));
     ZINC_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_), "alloc_ids", "ids");
     return {p, rows, cols};
 }
 
-void CudaBackend::upload(Act& dst, std::span<const float> src) {
-    if (static_cast<int64_t>(src.size()) != dst.size()) throw std::invalid_argument("upload: size mismatch");
+void CudaBackend::do_upload(Act& dst, std::span<const float> src) {
     ZINC_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data(), src.size_bytes(), cudaMemcpyHostToDevice, stream_), "upload",
                     "");
     ZINC_CUDA_CHECK(cuda_stream_synchronize(), "upload", "");
 }
 
-void CudaBackend::download(const Act& src, std::span<float> dst) {
-    if (static_cast<int64_t>(dst.size()) != src.size()) throw std::invalid_argument("download: size mismatch");
+void CudaBackend::do_download(const Act& src, std::span<float> dst) {
     ZINC_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data, dst.size_bytes(), cudaMemcpyDeviceToHost, stream_),
                     "download", "");
     // Also reports a failure of any kernel queued since the last synchronization.
@@ -159,108 +137,7 @@ cudaError_t CudaBackend::cuda_event_synchronize(cudaEvent_t e) {
     return cudaEventSynchronize(e);
 }
 
-void CudaBackend::get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
-    if (out.cols != table.cols || out.rows != static_cast<int64_t>(ids.size()))
-        throw std::invalid_argument("get_rows: shape mismatch");
-    for (int32_t id : ids)
-        if (id < 0 || id >= table.rows)
-            throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary");
-    const int32_t* d_ids = upload_ints("get_rows ids", ids, "get_rows");
-    ZINC_CUDA_CHECK(cuda::get_rows(int(table.type), table.data, gguf::row_bytes(table.type, table.cols), table.cols,
-                                   d_ids, out.rows, out.data, stream_),
-                    "get_rows", table.name);
-}
-
-void CudaBackend::rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) {
-    check_same_shape(x, out, "rms_norm");
-    if (group <= 0 || x.cols % group != 0) throw std::invalid_argument("rms_norm: bad group");
-    if (w && (w->type != TensorType::F32 || w->cols != group))
-        throw std::invalid_argument("rms_norm: weight must be f32 of the group's length");
-    ZINC_CUDA_CHECK(cuda::rms_norm(x.data, w ? static_cast<const float*>(w->data) : nullptr, eps, group,
-                                   x.size() / group, out.data, stream_),
-                    "rms_norm", w ? w->name : std::string());
-}
-
-void CudaBackend::matmul(const Weight& w, const Act& x, Act& out) {
-    if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows)
-        throw std::invalid_argument("matmul " + w.name + ": shape mismatch");
-    const int type = int(w.type);
-    if (!cuda::can_dequantize(type))
-        throw std::invalid_argument("matmul " + w.name + ": type " + std::string(gguf::type_name(w.type)) +
-                                    " is not implemented on the CUDA backend yet");
-    const size_t rb = gguf::row_bytes(w.type, w.cols);
-    if (x.rows == 1 && cuda::has_dp4a_matvec(type)) {
-        // Decode: Q8_1 activations and integer dot products.
-        const size_t need = static_cast<size_t>(x.rows * (x.cols / 32)) * sizeof(cuda::BlockQ8_1f);
-        auto* xq = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "matmul"));
-        ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, x.rows, x.cols, xq, stream_), "matmul: quantize_q8_1", w.name);
-        ZINC_CUDA_CHECK(cuda::matvec_q(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols, stream_),
-                        "matmul: matvec_q", w.name);
-    } else if (x.rows == 1) {
-        ZINC_CUDA_CHECK(
-            cuda::matvec_f(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),
-            "matmul: matvec_f", w.name);
-    } else {
-        if (x.rows > 65535 * 64) throw std::invalid_argument("matmul " + w.name + ": too many rows");
-        ZINC_CUDA_CHECK(
-            cuda::matmul_tiled(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),
-            "matmul: matmul_tiled", w.name);
-    }
-}
-
-void CudaBackend::add(const Act& a, const Act& b, Act& out) {
-    check_same_shape(a, b, "add");
-    check_same_shape(a, out, "add");
-    ZINC_CUDA_CHECK(cuda::add(a.data, b.data, out.data, a.size(), stream_), "add", "");
-}
-
-void CudaBackend::swiglu(const Act& gate, const Act& up, Act& out) {
-    check_same_shape(gate, up, "swiglu");
-    check_same_shape(gate, out, "swiglu");
-    ZINC_CUDA_CHECK(cuda::swiglu(gate.data, up.data, out.data, gate.size(), stream_), "swiglu", "");
-}
-
-void CudaBackend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
-    if (k.cols != kv.width || v.cols != kv.width || k.rows != v.rows)
-        throw std::invalid_argument("kv_write: shape mismatch");
-    if (pos0 < 0 || pos0 + k.rows > kv.capacity) throw std::out_of_range("kv_write: past the cache");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream_),
-                    "kv_write", "K");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream_),
-                    "kv_write", "V");
-}
-
-void CudaBackend::argmax_rows(const Act& x, std::span<int32_t> out) {
-    if (static_cast<int64_t>(out.size()) != x.rows || x.cols <= 0)
-        throw std::invalid_argument("argmax_rows: shape mismatch");
-    auto* d_out = static_cast<int32_t*>(scratch("argmax ids", std::max<size_t>(out.size_bytes(), 4), "argmax_rows"));
-    ZINC_CUDA_CHECK(cuda::argmax_rows(x.data, x.rows, x.cols, d_out, stream_), "argmax_rows", "");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(out.data(), d_out, out.size_bytes(), cudaMemcpyDeviceToHost, stream_),
-                    "argmax_rows", "");
-    // The one wait of a greedy decoding step; it also reports a failure of any kernel queued before it.
-    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "argmax_rows (or a kernel queued before it)", "");
-}
-
-void CudaBackend::top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) {
-    if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) || values.size() != size_t(k))
-        throw std::invalid_argument("top_k_last_row: bad k or shape");
-    const float* row = x.data + (x.rows - 1) * x.cols;
-    void* work = scratch("top-k candidates", cuda::topk_scratch_bytes(x.cols, k), "top_k_last_row");
-    auto* out = static_cast<uint8_t*>(scratch("top-k result", size_t(k) * 8, "top_k_last_row"));
-    auto* d_ids = reinterpret_cast<int32_t*>(out);
-    auto* d_values = reinterpret_cast<float*>(out + size_t(k) * 4);
-    ZINC_CUDA_CHECK(cuda::top_k(row, x.cols, k, work, d_ids, d_values, stream_), "top_k_last_row", "");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(ids.data(), d_ids, ids.size_bytes(), cudaMemcpyDeviceToHost, stream_),
-                    "top_k_last_row", "");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(values.data(), d_values, values.size_bytes(), cudaMemcpyDeviceToHost, stream_),
-                    "top_k_last_row", "");
-    // The one wait of a sampled decoding step.
-    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "top_k_last_row (or a kernel queued before it)", "");
-}
-
-void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what) {
+void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what, bool freeable) {
     void* p = nullptr;
     if (cudaError_t e = cudaMalloc(&p, std::max<size_t>(bytes, 1)); e != cudaSuccess) {
         cudaGetLastError();
@@ -271,8 +148,26 @@ void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string&
                                  std::to_string(free_b >> 20) + " MiB free of " + std::to_string(total_b >> 20) +
                                  " MiB on " + device_name_ + ")");
     }
-    allocations_.push_back(p);
+    allocations_.insert(p);
+    if (freeable) freeable_.insert(p);
     return p;
+}
+
+// Every kernel and copy that can touch the buffer was queued on the backend's one stream, and some may not have run
+// yet. cudaFree makes no promise to wait for work queued on a non-blocking stream, and once the memory is released
+// the next cudaMalloc may hand it out again while such a kernel still reads or writes it. Waiting for the stream
+// first leaves no queued work that can touch the buffer, so releasing it then is safe. The wait costs one host
+// synchronization (counted in host_waits); buffers are freed when they are replaced (a larger batch, a new cache),
+// not inside a decoding step.
+bool CudaBackend::do_free(const void* data) {
+    const auto it = freeable_.find(data);
+    if (it == freeable_.end()) return false;
+    void* p = const_cast<void*>(data);
+    ZINC_CUDA_CHECK(cuda_stream_synchronize(), "free", "");
+    ZINC_CUDA_CHECK(cudaFree(p), "free", "");
+    freeable_.erase(it);
+    allocations_.erase(p);
+    return true;
 }
 
 void* CudaBackend::scratch(const std::string& key, size_t bytes, const char* op) {

@@ -1,9 +1,10 @@
-// The CUDA backend's class, shared by the files that implement its ops (one file per group of ops:
-// cuda_backend.cpp for memory, embeddings, matmuls and the dense-model basics; attention_ops.cpp,
-// delta_net_ops.cpp and moe_ops.cpp for the rest). One GPU and one stream. Weights are copied to device memory
+// The CUDA backend's class, shared by the files that implement it: cuda_backend.cpp for memory, transfers and scratch,
+// and one <group>_ops.cpp per group of ops next to the group's kernels (<group>.cu and <group>_kernels.h; the matmul
+// group's kernels are get_rows.cu, matvec_q.cu and matmul.cu, the attention group's rope.cu and attention.cu): matmul,
+// norm, elementwise, attention, delta_net, moe, sampling. One GPU and one stream. Weights are copied to device memory
 // through two bounded pinned staging buffers; activations and the KV cache live in device memory.
-// upload/download/load_weight synchronize; every other op only enqueues work on the stream. Every CUDA call is
-// checked, and a failure names the call, the op and the tensor.
+// upload/download/load_weight and the sampling ops wait for the stream; every other op only enqueues work on it.
+// Every CUDA call is checked, and a failure names the call, the op and the tensor.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.h"
@@ -24,12 +26,6 @@ void check_cuda(cudaError_t e, const char* call, std::string_view op, std::strin
 // Checks a CUDA runtime call or kernel launch; `op` and `tensor` say what it was for.
 #define ZINC_CUDA_CHECK(call, op, tensor) ::zinc::backend::check_cuda((call), #call, (op), (tensor))
 
-// Throws std::invalid_argument("<op>: shape mismatch") unless a and b have the same shape.
-void check_same_shape(const Act& a, const Act& b, const char* op);
-
-// Throws std::invalid_argument unless w is an f32 tensor of n values.
-void check_f32_vector(const Weight& w, int64_t n, const char* op);
-
 class CudaBackend final : public Backend {
 public:
     explicit CudaBackend(int device);
@@ -38,50 +34,8 @@ public:
     std::string name() const override { return "cuda"; }
     std::string where() const override;
     uint64_t free_memory() const override;
-    Weight load_weight(const gguf::TensorInfo& t) override;
-    Act alloc(int64_t rows, int64_t cols) override;
-    KvLayer alloc_kv(int64_t width, int64_t capacity) override;
-    IdAct alloc_ids(int64_t rows, int64_t cols) override;
-    void upload(Act& dst, std::span<const float> src) override;
-    void download(const Act& src, std::span<float> dst) override;
     void synchronize() override;
     uint64_t host_waits() const override { return waits_; }
-
-    // cuda_backend.cpp
-    void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override;
-    void rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override;
-    void matmul(const Weight& w, const Act& x, Act& out) override;
-    void add(const Act& a, const Act& b, Act& out) override;
-    void swiglu(const Act& gate, const Act& up, Act& out) override;
-    void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
-    void argmax_rows(const Act& x, std::span<int32_t> out) override;
-    void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override;
-
-    // attention_ops.cpp
-    void rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override;
-    void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override;
-
-    // delta_net_ops.cpp
-    void sigmoid_mul(const Act& x, const Act& gate, Act& out) override;
-    void fill(Act& a, float value) override;
-    void slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override;
-    void l2_norm(const Act& x, float eps, int64_t group, Act& out) override;
-    void gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override;
-    void delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
-                         Act& beta_out) override;
-    void conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) override;
-    void delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
-                   const DeltaNetParams& p, Act& out) override;
-    void delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
-                           const DeltaNetParams& p, int chunk, Act& out) override;
-
-    // moe_ops.cpp
-    void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override;
-    void moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override;
-    void geglu(const Act& gate, const Act& up, Act& out) override;
-    void add_bias(Act& x, const Weight& b) override;
-    void scale(const Act& x, float s, Act& out) override;
-    void softcap(Act& x, float cap) override;
 
     cudaStream_t stream() const { return stream_; }
 
@@ -91,8 +45,61 @@ public:
     // Copies host ints to the scratch buffer `key` through pinned memory, without waiting for the stream; the caller's
     // span may go away at once, and the stream orders the copy before the kernels that read it.
     const int32_t* upload_ints(const std::string& key, std::span<const int32_t> v, const char* op);
-    // Device memory that lives as long as the backend (cudaMalloc with an error that says how much was free).
-    void* device_alloc(size_t bytes, const char* op, const std::string& what);
+    // Device memory that lives as long as the backend, or until do_free when `freeable` (cudaMalloc with an error
+    // that says how much was free).
+    void* device_alloc(size_t bytes, const char* op, const std::string& what, bool freeable = false);
+
+protected:
+    // cuda_backend.cpp: memory and transfers
+    const void* do_load_weight(const gguf::TensorInfo& t) override;
+    Act do_alloc(int64_t rows, int64_t cols) override;
+    KvLayer do_alloc_kv(int64_t width, int64_t capacity) override;
+    IdAct do_alloc_ids(int64_t rows, int64_t cols) override;
+    bool do_free(const void* data) override;
+    void do_upload(Act& dst, std::span<const float> src) override;
+    void do_download(const Act& src, std::span<float> dst) override;
+
+    // matmul_ops.cpp
+    void do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override;
+    void do_matmul(const Weight& w, const Act& x, Act& out) override;
+
+    // norm_ops.cpp
+    void do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override;
+    void do_l2_norm(const Act& x, float eps, int64_t group, Act& out) override;
+    void do_gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override;
+
+    // elementwise_ops.cpp
+    void do_add(const Act& a, const Act& b, Act& out) override;
+    void do_swiglu(const Act& gate, const Act& up, Act& out) override;
+    void do_geglu(const Act& gate, const Act& up, Act& out) override;
+    void do_add_bias(Act& x, const Weight& b) override;
+    void do_scale(const Act& x, float s, Act& out) override;
+    void do_softcap(Act& x, float cap) override;
+
+    // attention_ops.cpp
+    void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override;
+    void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
+    void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override;
+
+    // delta_net_ops.cpp
+    void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) override;
+    void do_fill(Act& a, float value) override;
+    void do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override;
+    void do_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
+                            Act& beta_out) override;
+    void do_conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) override;
+    void do_delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                      const DeltaNetParams& p, Act& out) override;
+    void do_delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                              const DeltaNetParams& p, int chunk, Act& out) override;
+
+    // moe_ops.cpp
+    void do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override;
+    void do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override;
+
+    // sampling_ops.cpp
+    void do_argmax_rows(const Act& x, std::span<int32_t> out) override;
+    void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override;
 
 private:
     // Every wait of the host for the GPU goes through these two, which count them (host_waits).
@@ -117,7 +124,8 @@ private:
     int ring_ = 0;              // the staging buffer upload_ints fills
     size_t ring_offset_ = 0;    // its first free byte
     uint64_t waits_ = 0;
-    std::vector<void*> allocations_;
+    std::unordered_set<void*> allocations_;  // every device allocation but scratch, freed by the destructor
+    std::unordered_set<const void*> freeable_;  // those of them alloc, alloc_kv and alloc_ids returned
     std::map<std::string, DevBuf> scratch_;
     std::vector<int32_t> last_pos_;
     bool pos_valid_ = false;

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend::cuda {
 

@@ -23,7 +23,7 @@ cudaError_t scale(const float* x, float v, float* out, int64_t n, cudaStream_t s
 cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t s);
 
 #ifdef __CUDACC__
-// The CPU backend's activation expressions (cpu_activations.cpp, cpu_moe.cpp) operation by operation. Where an
+// The CPU backend's activation expressions (cpu_elementwise.cpp, cpu_moe.cpp) operation by operation. Where an
 // expression has a product feeding a sum, the steps are rounded one by one (__fmul_rn, __fadd_rn) so that nvcc
 // forms no fused multiply-add the CPU does not; what remains is expf/tanhf against the host libm (1-2 ulp).
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f + expf(-g)) * u; }

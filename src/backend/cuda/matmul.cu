@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "backend/cuda/dequant.cuh"
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend::cuda {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/vec_dot_q8_1.cuh"
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend::cuda {
 

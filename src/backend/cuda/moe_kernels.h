@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 
 #ifdef __CUDACC__
 #define ZINC_MOE_HD __host__ __device__ __forceinline__

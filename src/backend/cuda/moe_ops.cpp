@@ -1,4 +1,4 @@
-// The CUDA backend's mixture-of-experts ops and the activations of gemma4 / gpt-oss.
+// The CUDA backend's mixture-of-experts ops. Kernels: moe.cu (moe_kernels.h) and the expert matvecs of matvec_q.cu.
 //
 // moe_ffn works on (token, slot) pairs without a host round trip, since the expert ids exist only on the device:
 // per pass over whole tokens, the gate and up (or merged gate_up) expert matvecs write [gate | up] rows per pair,
@@ -13,8 +13,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/elementwise_kernels.h"
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 #include "backend/cuda/moe_kernels.h"
 
 namespace zinc::backend {
@@ -34,13 +33,10 @@ struct Proj {
     size_t rb = 0, expert_bytes = 0;
     bool dp4a = false;  // Q8_1 activations and integer dot products; else f32 activations
 
-    Proj(const Weight* w_, const char* what) : w(w_) {
-        if (!w) throw std::invalid_argument(std::string("moe_ffn: missing ") + what + " weight");
+    explicit Proj(const Weight* w_) : w(w_) {
         in = w->ne[0];
         out = w->ne[1];
         n_exp = w->ne[2];
-        if (w->ne[3] != 1 || in != w->cols || out * n_exp != w->rows || in <= 0 || out <= 0 || n_exp <= 0)
-            throw std::invalid_argument("moe_ffn: " + w->name + " is not a 3-D expert tensor");
         dp4a = cuda::has_dp4a_matvec(int(w->type));
         if (!dp4a && !is_float_type(w->type))
             throw std::invalid_argument("moe_ffn: " + w->name + ": type " + std::string(gguf::type_name(w->type)) +
@@ -66,14 +62,8 @@ struct Proj {
     }
 };
 
-// The device pointer of an optional f32 extra of cols * rows values.
-const float* f32_extra(const Weight* w, int64_t cols, int64_t rows, const char* what) {
-    if (!w) return nullptr;
-    if (w->type != TensorType::F32 || w->cols * w->rows != cols * rows)
-        throw std::invalid_argument(std::string("moe_ffn: ") + what + " " + w->name + " must be f32 with " +
-                                    std::to_string(cols * rows) + " values");
-    return static_cast<const float*>(w->data);
-}
+// The device pointer of an optional f32 extra.
+const float* f32_data(const Weight* w) { return w ? static_cast<const float*>(w->data) : nullptr; }
 
 int activation_id(MoeActivation a) {
     switch (a) {
@@ -86,11 +76,8 @@ int activation_id(MoeActivation a) {
 
 }  // namespace
 
-void CudaBackend::moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) {
+void CudaBackend::do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) {
     const int64_t n_exp = logits.cols, T = logits.rows;
-    if (k <= 0 || k > n_exp) throw std::invalid_argument("moe_route: k must be in [1, n_expert]");
-    if (ids.rows != T || ids.cols != k || weights.rows != T || weights.cols != k)
-        throw std::invalid_argument("moe_route: ids and weights must be rows x k");
     if (n_exp > cuda::kMaxRouteExperts)
         throw std::invalid_argument("moe_route: " + std::to_string(n_exp) +
                                     " experts; the CUDA backend routes at most " +
@@ -99,35 +86,23 @@ void CudaBackend::moe_route(const Act& logits, int k, bool renormalize, IdAct& i
                     "moe_route", "");
 }
 
-void CudaBackend::moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& mw, Act& out) {
+void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& mw, Act& out) {
     const bool merged = mw.gate_up != nullptr;
-    if (merged == (mw.gate != nullptr || mw.up != nullptr))
-        throw std::invalid_argument("moe_ffn: give either gate and up, or gate_up");
-    const Proj down(mw.down, "down");
-    const Proj first(merged ? mw.gate_up : mw.gate, merged ? "gate_up" : "gate");
+    const Proj down(mw.down);
+    const Proj first(merged ? mw.gate_up : mw.gate);
     std::optional<Proj> up;
-    if (!merged) up.emplace(mw.up, "up");
-    const int64_t n_exp = first.n_exp, in = first.in;
+    if (!merged) up.emplace(mw.up);
+    const int64_t in = first.in;
     const int64_t n_ff = merged ? first.out / 2 : first.out;
     const int64_t n_out = down.out;
-    if ((merged && first.out % 2 != 0) || (up && (up->in != in || up->out != n_ff || up->n_exp != n_exp)) ||
-        down.in != n_ff || down.n_exp != n_exp)
-        throw std::invalid_argument("moe_ffn: expert tensors " + first.w->name + ", " + down.w->name +
-                                    " have inconsistent shapes");
     const int64_t T = x.rows, K = ids.cols;
-    if (x.cols != in || ids.rows != T || weights.rows != T || weights.cols != K || out.rows != T || out.cols != n_out)
-        throw std::invalid_argument("moe_ffn: activation shapes do not match " + first.w->name);
-    if (K < 1 || K > n_exp) throw std::invalid_argument("moe_ffn: the slots per token must be in [1, n_expert]");
-    const float* gate_s = f32_extra(mw.gate_scale, 1, n_exp, "gate scale");
-    const float* up_s = f32_extra(mw.up_scale, 1, n_exp, "up scale");
-    const float* down_s = f32_extra(mw.down_scale, 1, n_exp, "down scale");
-    const float* gate_b = f32_extra(mw.gate_bias, n_ff, n_exp, "gate bias");
-    const float* up_b = f32_extra(mw.up_bias, n_ff, n_exp, "up bias");
-    const float* gate_up_b = f32_extra(mw.gate_up_bias, 2 * n_ff, n_exp, "gate_up bias");
-    const float* down_b = f32_extra(mw.down_bias, n_out, n_exp, "down bias");
-    if (merged && (gate_s || gate_b || up_b))
-        throw std::invalid_argument("moe_ffn: gate_up takes up_scale, gate_up_bias");
-    if (!merged && gate_up_b) throw std::invalid_argument("moe_ffn: gate_up_bias needs gate_up");
+    const float* gate_s = f32_data(mw.gate_scale);
+    const float* up_s = f32_data(mw.up_scale);
+    const float* down_s = f32_data(mw.down_scale);
+    const float* gate_b = f32_data(mw.gate_bias);
+    const float* up_b = f32_data(mw.up_bias);
+    const float* gate_up_b = f32_data(mw.gate_up_bias);
+    const float* down_b = f32_data(mw.down_bias);
     const int act = activation_id(mw.act);
     if (T == 0) return;
 
@@ -172,28 +147,6 @@ void CudaBackend::moe_ffn(const Act& x, const IdAct& ids, const Act& weights, co
                                           out.data + t0 * n_out, stream_),
                         "moe_ffn: moe_combine", down.w->name);
     }
-}
-
-void CudaBackend::geglu(const Act& gate, const Act& up, Act& out) {
-    check_same_shape(gate, up, "geglu");
-    check_same_shape(gate, out, "geglu");
-    ZINC_CUDA_CHECK(cuda::geglu(gate.data, up.data, out.data, gate.size(), stream_), "geglu", "");
-}
-
-void CudaBackend::add_bias(Act& x, const Weight& b) {
-    check_f32_vector(b, x.cols, "add_bias");
-    ZINC_CUDA_CHECK(cuda::add_bias(x.data, static_cast<const float*>(b.data), x.rows, x.cols, stream_), "add_bias",
-                    b.name);
-}
-
-void CudaBackend::scale(const Act& x, float s, Act& out) {
-    check_same_shape(x, out, "scale");
-    ZINC_CUDA_CHECK(cuda::scale(x.data, s, out.data, x.size(), stream_), "scale", "");
-}
-
-void CudaBackend::softcap(Act& x, float cap) {
-    if (!(cap > 0.0f)) throw std::invalid_argument("softcap: the cap must be positive");
-    ZINC_CUDA_CHECK(cuda::softcap(x.data, cap, x.size(), stream_), "softcap", "");
 }
 
 }  // namespace zinc::backend

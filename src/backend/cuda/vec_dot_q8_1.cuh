@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/dequant.cuh"
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend::cuda {
 

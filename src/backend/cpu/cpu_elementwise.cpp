@@ -1,16 +1,11 @@
-// Element-wise ops for gemma4 / gpt-oss: GeGLU (tanh GELU in f32), row-broadcast bias, scale, soft-cap.
-#include <cmath>
-#include <stdexcept>
-#include <string>
+// Element-wise ops: the residual add and SwiGLU of every family, and for gemma4 / gpt-oss GeGLU (tanh GELU in f32),
+// row-broadcast bias, scale, soft-cap.
+#include "backend/cpu/cpu_elementwise.h"
 
-#include "backend/cpu/cpu_ops_ext.h"
+#include <cmath>
 
 namespace zinc::backend::cpu {
 namespace {
-
-void check_same_shape(const Act& a, const Act& b, const char* op) {
-    if (a.rows != b.rows || a.cols != b.cols) throw std::invalid_argument(std::string(op) + ": shape mismatch");
-}
 
 // Rows per parallel chunk: small tensors stay on the calling thread.
 template <class Fn>
@@ -23,9 +18,18 @@ void for_rows(ThreadPool& pool, const Act& a, Fn&& fn) {
 
 }  // namespace
 
+void add(const Act& a, const Act& b, Act& out) {
+    for (int64_t i = 0; i < a.size(); ++i) out.data[i] = a.data[i] + b.data[i];
+}
+
+void swiglu(const Act& gate, const Act& up, Act& out) {
+    for (int64_t i = 0; i < gate.size(); ++i) {
+        const float g = gate.data[i];
+        out.data[i] = g / (1.0f + std::exp(-g)) * up.data[i];
+    }
+}
+
 void geglu(ThreadPool& pool, const Act& gate, const Act& up, Act& out) {
-    check_same_shape(gate, up, "geglu");
-    check_same_shape(gate, out, "geglu");
     // transformers' gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in f32. (llama.cpp's CPU
     // backend uses an FP16 table instead, MODELS.md 0.3; this follows the f32 formula.)
     const float k = 0.7978845608028654f;  // sqrt(2/pi)
@@ -38,8 +42,6 @@ void geglu(ThreadPool& pool, const Act& gate, const Act& up, Act& out) {
 }
 
 void add_bias(ThreadPool& pool, Act& x, const Weight& b) {
-    if (b.type != gguf::TensorType::F32 || b.cols * b.rows != x.cols)
-        throw std::invalid_argument("add_bias " + b.name + ": expected " + std::to_string(x.cols) + " f32 values");
     const float* bd = static_cast<const float*>(b.data);
     for_rows(pool, x, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r)
@@ -48,14 +50,12 @@ void add_bias(ThreadPool& pool, Act& x, const Weight& b) {
 }
 
 void scale(ThreadPool& pool, const Act& x, float s, Act& out) {
-    check_same_shape(x, out, "scale");
     for_rows(pool, x, [&](int64_t b, int64_t e) {
         for (int64_t i = b * x.cols; i < e * x.cols; ++i) out.data[i] = x.data[i] * s;
     });
 }
 
 void softcap(ThreadPool& pool, Act& x, float cap) {
-    if (!(cap > 0.0f)) throw std::invalid_argument("softcap: the cap must be positive");
     for_rows(pool, x, [&](int64_t b, int64_t e) {
         for (int64_t i = b * x.cols; i < e * x.cols; ++i) x.data[i] = cap * std::tanh(x.data[i] / cap);
     });

@@ -1,6 +1,7 @@
-// Host-side launchers of the CUDA backend's kernels (the .cu files in this folder). Plain C++17 with no
-// backend.h, so nvcc never sees C++20 headers. Each launcher enqueues on `s` and returns
-// cudaGetLastError(); the caller (cuda_backend.cpp) turns a failure into an exception naming the op and tensor.
+// Host-side launchers of the CUDA backend's kernels that read weights: the embedding gather (get_rows.cu), the
+// decode matvecs (matvec_q.cu) and the prefill matmul (matmul.cu), and the weight types they understand. Plain C++17
+// with no backend.h, so nvcc never sees C++20 headers. Each launcher enqueues on `s` and returns cudaGetLastError();
+// the caller (matmul_ops.cpp, moe_ops.cpp) turns a failure into an exception naming the op and tensor.
 #pragma once
 
 #include <cuda_runtime.h>

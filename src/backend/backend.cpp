@@ -1,0 +1,364 @@
+// The public ops of Backend: each checks its arguments once for every backend, then calls the backend's do_<op>.
+// A message names the op and, where there is one, the weight ("matmul blk.0.attn_q.weight: shape mismatch").
+#include "backend/backend.h"
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace zinc::backend {
+namespace {
+
+using gguf::TensorType;
+
+// "<op>" or "<op> <weight name>": how a message names the op.
+std::string op_of(const char* op, const Weight* w) {
+    return w && !w->name.empty() ? std::string(op) + " " + w->name : std::string(op);
+}
+
+[[noreturn]] void fail(const std::string& op, const std::string& what) {
+    throw std::invalid_argument(op + ": " + what);
+}
+
+void check_same_shape(const Act& a, const Act& b, const std::string& op) {
+    if (a.rows != b.rows || a.cols != b.cols) fail(op, "shape mismatch");
+}
+
+void check_shape(const Act& a, int64_t rows, int64_t cols, const char* op, const char* what) {
+    if (a.rows != rows || a.cols != cols)
+        fail(op, std::string(what) + " has shape " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
+                     ", expected " + std::to_string(rows) + "x" + std::to_string(cols));
+}
+
+void check_group(const Act& x, int64_t group, const char* op) {
+    if (group <= 0 || x.cols % group != 0) fail(op, "bad group");
+}
+
+// w holds exactly n f32 values; `what` says what it is for ("sinks", "gate bias"), or is empty.
+void check_f32_vector(const Weight& w, int64_t n, const char* op, const std::string& what = {}) {
+    if (w.type != TensorType::F32 || w.cols * w.rows != n)
+        fail(op, (what.empty() ? "" : what + " ") + w.name + " must be f32 with " + std::to_string(n) + " values");
+}
+
+// Whether the n_a floats at a and the n_b floats at b share memory.
+bool overlap(const float* a, int64_t na, const float* b, int64_t nb) {
+    const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+    return na > 0 && nb > 0 && pa < pb + uintptr_t(nb) * sizeof(float) && pb < pa + uintptr_t(na) * sizeof(float);
+}
+
+void check_size(int64_t rows, int64_t cols, const char* op) {
+    if (rows < 0 || cols < 0 || (cols > 0 && rows > std::numeric_limits<int64_t>::max() / 16 / cols))
+        fail(op, "bad size " + std::to_string(rows) + "x" + std::to_string(cols));
+}
+
+void check_delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, const Act& state,
+                     const DeltaNetParams& p, const Act& out, const char* op) {
+    if (p.n_k <= 0 || p.n_v <= 0 || p.d_k <= 0 || p.d_v <= 0 || p.n_v % p.n_k != 0) fail(op, "bad head counts");
+    const int64_t T = q.rows;
+    check_shape(q, T, int64_t(p.n_k) * p.d_k, op, "q");
+    check_shape(k, T, int64_t(p.n_k) * p.d_k, op, "k");
+    check_shape(v, T, int64_t(p.n_v) * p.d_v, op, "v");
+    check_shape(g, T, p.n_v, op, "g");
+    check_shape(beta, T, p.n_v, op, "beta");
+    check_shape(state, p.n_v, int64_t(p.d_k) * p.d_v, op, "state");
+    check_shape(out, T, int64_t(p.n_v) * p.d_v, op, "out");
+}
+
+// One 3-D expert projection {in, out, n_expert} of a MoE layer.
+struct Experts {
+    int64_t in = 0, out = 0, n = 0;
+};
+
+Experts check_experts(const Weight* w, const char* what) {
+    if (!w) fail("moe_ffn", std::string("missing ") + what + " weight");
+    const Experts e{w->ne[0], w->ne[1], w->ne[2]};
+    if (w->ne[3] != 1 || e.in != w->cols || e.out * e.n != w->rows || e.in <= 0 || e.out <= 0 || e.n <= 0)
+        fail("moe_ffn", w->name + " is not a 3-D expert tensor");
+    return e;
+}
+
+void check_extra(const Weight* w, int64_t n, const char* what) {
+    if (w) check_f32_vector(*w, n, "moe_ffn", what);
+}
+
+// The weight set is consistent: either gate and up or gate_up, expert tensors of matching shapes, extras of the
+// right sizes and only those the layout uses; and the activations match it.
+void check_moe(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& mw, const Act& out) {
+    const bool merged = mw.gate_up != nullptr;
+    if (merged == (mw.gate != nullptr || mw.up != nullptr)) fail("moe_ffn", "give either gate and up, or gate_up");
+    const Experts down = check_experts(mw.down, "down");
+    const Weight* first_w = merged ? mw.gate_up : mw.gate;
+    const Experts first = check_experts(first_w, merged ? "gate_up" : "gate");
+    const int64_t n_exp = first.n, n_ff = merged ? first.out / 2 : first.out;
+    bool consistent = !(merged && first.out % 2 != 0) && down.in == n_ff && down.n == n_exp;
+    if (!merged) {
+        const Experts up = check_experts(mw.up, "up");
+        consistent = consistent && up.in == first.in && up.out == n_ff && up.n == n_exp;
+    }
+    if (!consistent)
+        fail("moe_ffn", "expert tensors " + first_w->name + ", " + mw.down->name + " have inconsistent shapes");
+    const int64_t T = x.rows, K = ids.cols;
+    if (x.cols != first.in || ids.rows != T || weights.rows != T || weights.cols != K || out.rows != T ||
+        out.cols != down.out)
+        fail("moe_ffn", "activation shapes do not match " + first_w->name);
+    if (K < 1 || K > n_exp) fail("moe_ffn", "the slots per token must be in [1, n_expert]");
+    check_extra(mw.gate_scale, n_exp, "gate scale");
+    check_extra(mw.up_scale, n_exp, "up scale");
+    check_extra(mw.down_scale, n_exp, "down scale");
+    check_extra(mw.gate_bias, n_ff * n_exp, "gate bias");
+    check_extra(mw.up_bias, n_ff * n_exp, "up bias");
+    check_extra(mw.gate_up_bias, 2 * n_ff * n_exp, "gate_up bias");
+    check_extra(mw.down_bias, down.out * n_exp, "down bias");
+    if (merged && (mw.gate_scale || mw.gate_bias || mw.up_bias))
+        fail("moe_ffn", "gate_up takes up_scale, gate_up_bias");
+    if (!merged && mw.gate_up_bias) fail("moe_ffn", "gate_up_bias needs gate_up");
+    if (mw.act != MoeActivation::swiglu && mw.act != MoeActivation::geglu && mw.act != MoeActivation::swiglu_oai)
+        fail("moe_ffn", "unknown activation");
+}
+
+}  // namespace
+
+// ---- memory ----
+
+Weight Backend::load_weight(const gguf::TensorInfo& t) {
+    if (t.nbytes > 0 && !t.data) throw std::runtime_error("tensor " + t.name + ": no data in the file");
+    Weight w;
+    w.type = t.type;
+    w.cols = t.ne[0];
+    w.rows = t.ne[1] * t.ne[2] * t.ne[3];
+    w.name = t.name;
+    for (int i = 0; i < 4; ++i) w.ne[i] = t.ne[i];
+    w.data = do_load_weight(t);
+    return w;
+}
+
+Act Backend::alloc(int64_t rows, int64_t cols) {
+    check_size(rows, cols, "alloc");
+    return do_alloc(rows, cols);
+}
+
+KvLayer Backend::alloc_kv(int64_t width, int64_t capacity) {
+    check_size(capacity, width, "alloc_kv");
+    return do_alloc_kv(width, capacity);
+}
+
+IdAct Backend::alloc_ids(int64_t rows, int64_t cols) {
+    check_size(rows, cols, "alloc_ids");
+    return do_alloc_ids(rows, cols);
+}
+
+void Backend::free(Act& a) {
+    if (!a.data) return;
+    if (!do_free(a.data)) fail("free", "the activation was not allocated by the " + name() + " backend");
+    a = {};
+}
+
+void Backend::free(KvLayer& kv) {
+    for (const float* p : {kv.k, kv.v})
+        if (p && !do_free(p)) fail("free", "the KV cache was not allocated by the " + name() + " backend");
+    kv = {};
+}
+
+void Backend::free(IdAct& ids) {
+    if (!ids.data) return;
+    if (!do_free(ids.data)) fail("free", "the ids were not allocated by the " + name() + " backend");
+    ids = {};
+}
+
+void Backend::upload(Act& dst, std::span<const float> src) {
+    if (static_cast<int64_t>(src.size()) != dst.size()) fail("upload", "size mismatch");
+    do_upload(dst, src);
+}
+
+void Backend::download(const Act& src, std::span<float> dst) {
+    if (static_cast<int64_t>(dst.size()) != src.size()) fail("download", "size mismatch");
+    do_download(src, dst);
+}
+
+// ---- dense layers ----
+
+void Backend::get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
+    if (out.cols != table.cols || out.rows != static_cast<int64_t>(ids.size()))
+        fail(op_of("get_rows", &table), "shape mismatch");
+    for (int32_t id : ids)
+        if (id < 0 || id >= table.rows)
+            throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary");
+    do_get_rows(table, ids, out);
+}
+
+void Backend::rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) {
+    check_same_shape(x, out, op_of("rms_norm", w));
+    check_group(x, group, "rms_norm");
+    if (w) check_f32_vector(*w, group, "rms_norm", "weight");
+    do_rms_norm(x, w, eps, group, out);
+}
+
+void Backend::matmul(const Weight& w, const Act& x, Act& out) {
+    if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows) fail(op_of("matmul", &w), "shape mismatch");
+    do_matmul(w, x, out);
+}
+
+void Backend::add(const Act& a, const Act& b, Act& out) {
+    check_same_shape(a, b, "add");
+    check_same_shape(a, out, "add");
+    do_add(a, b, out);
+}
+
+void Backend::swiglu(const Act& gate, const Act& up, Act& out) {
+    check_same_shape(gate, up, "swiglu");
+    check_same_shape(gate, out, "swiglu");
+    do_swiglu(gate, up, out);
+}
+
+// ---- attention ----
+
+void Backend::rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
+    if (head_dim <= 0 || x.cols % head_dim != 0 || static_cast<int64_t>(pos.size()) != x.rows ||
+        p.n_rot > head_dim || p.n_rot <= 0 || p.n_rot % 2 != 0)
+        fail("rope", "bad shape");
+    if (p.freq_factors) check_f32_vector(*p.freq_factors, p.n_rot / 2, "rope", "frequency factors");
+    do_rope(x, head_dim, pos, p);
+}
+
+void Backend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
+    if (k.cols != kv.width || v.cols != kv.width || k.rows != v.rows) fail("kv_write", "shape mismatch");
+    if (pos0 < 0 || pos0 + k.rows > kv.capacity) throw std::out_of_range("kv_write: past the cache");
+    do_kv_write(kv, k, v, pos0);
+}
+
+void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
+    const int d = p.head_dim;
+    if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
+        kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
+        fail("attention", "shape mismatch");
+    if (pos0 < 0 || pos0 + q.rows > kv.capacity) throw std::out_of_range("attention: past the cache");
+    if (p.sinks) check_f32_vector(*p.sinks, p.n_head, "attention", "sinks");
+    do_attention(q, kv, pos0, p, out);
+}
+
+// ---- recurrent (gated delta-net) layers ----
+
+void Backend::sigmoid_mul(const Act& x, const Act& gate, Act& out) {
+    check_shape(out, x.rows, x.cols, "sigmoid_mul", "out");
+    if (gate.rows != x.rows || (gate.cols != x.cols && gate.cols != 1))
+        fail("sigmoid_mul", "gate must have x's shape or one column");
+    do_sigmoid_mul(x, gate, out);
+}
+
+void Backend::fill(Act& a, float value) { do_fill(a, value); }
+
+void Backend::slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) {
+    if (group <= 0 || src.cols % group != 0 || out.rows != src.rows) fail("slice_groups", "bad group or rows");
+    const int64_t n_groups = src.cols / group;
+    if (n_groups == 0 || out.cols % n_groups != 0) fail("slice_groups", "out width is not a whole per group");
+    const int64_t width = out.cols / n_groups;
+    if (offset < 0 || offset + width > group) fail("slice_groups", "slice outside the group");
+    if (src.data == out.data) fail("slice_groups", "out must not alias src");
+    do_slice_groups(src, group, offset, out);
+}
+
+void Backend::l2_norm(const Act& x, float eps, int64_t group, Act& out) {
+    check_shape(out, x.rows, x.cols, "l2_norm", "out");
+    check_group(x, group, "l2_norm");
+    do_l2_norm(x, eps, group, out);
+}
+
+void Backend::gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) {
+    check_shape(out, x.rows, x.cols, "gated_rms_norm", "out");
+    check_shape(z, x.rows, x.cols, "gated_rms_norm", "z");
+    check_group(x, group, "gated_rms_norm");
+    check_f32_vector(w, group, "gated_rms_norm");
+    do_gated_rms_norm(x, w, z, eps, group, out);
+}
+
+void Backend::delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
+                              Act& beta_out) {
+    const int64_t n = a.cols;
+    check_shape(b, a.rows, n, "delta_net_gates", "b");
+    check_shape(g, a.rows, n, "delta_net_gates", "g");
+    check_shape(beta_out, a.rows, n, "delta_net_gates", "beta");
+    check_f32_vector(dt_bias, n, "delta_net_gates");
+    check_f32_vector(ssm_a, n, "delta_net_gates");
+    do_delta_net_gates(a, b, dt_bias, ssm_a, g, beta_out);
+}
+
+void Backend::conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) {
+    const int64_t C = x.cols, T = x.rows;
+    if (w.type != TensorType::F32 || w.rows != C || w.cols < 1)
+        fail("conv1d_causal", w.name + " must be f32 {K, channels}");
+    check_shape(state, w.cols - 1, C, "conv1d_causal", "state");
+    check_shape(out, T, C, "conv1d_causal", "out");
+    // Each channel reads its whole input column before writing its outputs, so out may be x itself, but a shifted
+    // view of x would read values another channel has already overwritten.
+    if (out.data != x.data && overlap(out.data, out.size(), x.data, x.size()))
+        fail("conv1d_causal", "out overlaps x without being x");
+    if (overlap(state.data, state.size(), x.data, x.size()) || overlap(state.data, state.size(), out.data, out.size()))
+        fail("conv1d_causal", "state overlaps x or out");
+    do_conv1d_causal(x, state, w, silu, out);
+}
+
+void Backend::delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                        const DeltaNetParams& p, Act& out) {
+    check_delta_net(q, k, v, g, beta, state, p, out, "delta_net");
+    do_delta_net(q, k, v, g, beta, state, p, out);
+}
+
+void Backend::delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
+                                const DeltaNetParams& p, int chunk, Act& out) {
+    check_delta_net(q, k, v, g, beta, state, p, out, "delta_net_chunked");
+    if (chunk <= 0) fail("delta_net_chunked", "chunk must be positive");
+    do_delta_net_chunked(q, k, v, g, beta, state, p, chunk, out);
+}
+
+// ---- mixture of experts ----
+
+void Backend::moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) {
+    if (k <= 0 || k > logits.cols) fail("moe_route", "k must be in [1, n_expert]");
+    if (ids.rows != logits.rows || ids.cols != k || weights.rows != logits.rows || weights.cols != k)
+        fail("moe_route", "ids and weights must be rows x k");
+    do_moe_route(logits, k, renormalize, ids, weights);
+}
+
+void Backend::moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) {
+    check_moe(x, ids, weights, w, out);
+    do_moe_ffn(x, ids, weights, w, out);
+}
+
+// ---- activations of gemma4 / gpt-oss ----
+
+void Backend::geglu(const Act& gate, const Act& up, Act& out) {
+    check_same_shape(gate, up, "geglu");
+    check_same_shape(gate, out, "geglu");
+    do_geglu(gate, up, out);
+}
+
+void Backend::add_bias(Act& x, const Weight& b) {
+    check_f32_vector(b, x.cols, "add_bias");
+    do_add_bias(x, b);
+}
+
+void Backend::scale(const Act& x, float s, Act& out) {
+    check_same_shape(x, out, "scale");
+    do_scale(x, s, out);
+}
+
+void Backend::softcap(Act& x, float cap) {
+    if (!(cap > 0.0f)) fail("softcap", "the cap must be positive");
+    do_softcap(x, cap);
+}
+
+// ---- sampling ----
+
+void Backend::argmax_rows(const Act& x, std::span<int32_t> out) {
+    if (static_cast<int64_t>(out.size()) != x.rows || x.cols <= 0) fail("argmax_rows", "shape mismatch");
+    do_argmax_rows(x, out);
+}
+
+void Backend::top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) {
+    if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) || values.size() != size_t(k))
+        fail("top_k_last_row", "bad k or shape");
+    do_top_k_last_row(x, k, ids, values);
+}
+
+}  // namespace zinc::backend

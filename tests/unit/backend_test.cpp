@@ -1,0 +1,303 @@
+// The Backend interface itself, on the backends that run here (the CPU and the sizing backend): the op checks are
+// made once for every backend, with the same messages; free() releases memory (and the sizing backend keeps the peak);
+// the capability queries say what each backend is; a weight misaligned in its file is copied aligned.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/sizing_backend.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "quant/quantize.h"
+
+namespace {
+
+using zinc::backend::Act;
+using zinc::backend::AttentionParams;
+using zinc::backend::Backend;
+using zinc::backend::IdAct;
+using zinc::backend::MemoryUse;
+using zinc::backend::MoeWeights;
+using zinc::backend::Weight;
+using zinc::gguf::TensorType;
+
+// An f32 weight {ne0, ne1, ne2} over host data (never read by the sizing backend).
+Weight f32_weight(const std::vector<float>& v, const std::string& name, int64_t ne0, int64_t ne1 = 1,
+                  int64_t ne2 = 1) {
+    Weight w;
+    w.type = TensorType::F32;
+    w.cols = ne0;
+    w.rows = ne1 * ne2;
+    w.data = v.data();
+    w.name = name;
+    w.ne[0] = ne0;
+    w.ne[1] = ne1;
+    w.ne[2] = ne2;
+    return w;
+}
+
+// What `f` threw: "invalid_argument: <message>", "out_of_range: <message>", or "" when it returned.
+std::string thrown_by(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::out_of_range& e) {
+        return std::string("out_of_range: ") + e.what();
+    } catch (const std::invalid_argument& e) {
+        return std::string("invalid_argument: ") + e.what();
+    }
+    return "";
+}
+
+// Bad calls of several ops on `be`, each with what it threw.
+std::vector<std::string> bad_calls(Backend& be) {
+    const std::vector<float> host(4096, 0.5f);
+    const Weight w = f32_weight(host, "blk.0.attn_q.weight", 64, 32);
+    const Weight norm = f32_weight(host, "blk.0.attn_norm.weight", 64);
+    const Weight sinks = f32_weight(host, "blk.0.attn_sinks.weight", 3);
+    const Weight table = f32_weight(host, "token_embd.weight", 64, 10);
+    Act x = be.alloc(2, 64), x48 = be.alloc(2, 48), out = be.alloc(2, 32), out64 = be.alloc(2, 64);
+    zinc::backend::KvLayer kv = be.alloc_kv(64, 4);
+    std::vector<std::string> r;
+    r.push_back(thrown_by([&] { be.matmul(w, x48, out); }));
+    r.push_back(thrown_by([&] { be.matmul(w, x, out64); }));
+    r.push_back(thrown_by([&] { be.rms_norm(x, &norm, 1e-6f, 64, out); }));
+    r.push_back(thrown_by([&] { be.rms_norm(x, &norm, 1e-6f, 32, out64); }));
+    r.push_back(thrown_by([&] { be.add(x, x48, out64); }));
+    r.push_back(thrown_by([&] { be.kv_write(kv, x, x, 3); }));
+    AttentionParams ap{2, 2, 32, 1.0f};
+    ap.sinks = &sinks;
+    r.push_back(thrown_by([&] { be.attention(x, kv, 0, ap, out64); }));
+    r.push_back(thrown_by([&] { be.attention(x, kv, 3, AttentionParams{2, 2, 32, 1.0f}, out64); }));
+    const std::vector<int32_t> ids{1, 10};
+    r.push_back(thrown_by([&] { be.get_rows(table, ids, out64); }));
+    r.push_back(thrown_by([&] { be.slice_groups(x, 64, 0, x); }));
+    r.push_back(thrown_by([&] { be.softcap(x, 0.0f); }));
+    // A MoE layer whose up experts do not match its gate experts.
+    const Weight gate = f32_weight(host, "blk.0.ffn_gate_exps.weight", 64, 8, 4);
+    const Weight up = f32_weight(host, "blk.0.ffn_up_exps.weight", 64, 16, 4);
+    const Weight down = f32_weight(host, "blk.0.ffn_down_exps.weight", 8, 64, 4);
+    MoeWeights mw;
+    mw.gate = &gate;
+    mw.up = &up;
+    mw.down = &down;
+    IdAct route_ids = be.alloc_ids(2, 2);
+    Act route_w = be.alloc(2, 2);
+    r.push_back(thrown_by([&] { be.moe_ffn(x, route_ids, route_w, mw, out64); }));
+    Act logits = be.alloc(2, 4);
+    r.push_back(thrown_by([&] { be.moe_route(logits, 5, true, route_ids, route_w); }));
+    return r;
+}
+
+TEST(BackendChecks, EveryBackendRejectsTheSameCallsWithTheSameMessages) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    MemoryUse use;
+    auto sizing = zinc::backend::make_sizing_backend(use);
+    const auto on_cpu = bad_calls(*cpu), on_sizing = bad_calls(*sizing);
+    ASSERT_EQ(on_cpu.size(), on_sizing.size());
+    for (size_t i = 0; i < on_cpu.size(); ++i) {
+        EXPECT_FALSE(on_cpu[i].empty()) << "call " << i << " was accepted";
+        EXPECT_EQ(on_cpu[i], on_sizing[i]) << "call " << i;
+    }
+    // What the messages say: the op, the weight where there is one, and what is wrong.
+    const std::vector<std::string> want = {
+        "invalid_argument: matmul blk.0.attn_q.weight: shape mismatch",
+        "invalid_argument: matmul blk.0.attn_q.weight: shape mismatch",
+        "invalid_argument: rms_norm blk.0.attn_norm.weight: shape mismatch",
+        "invalid_argument: rms_norm: weight blk.0.attn_norm.weight must be f32 with 32 values",
+        "invalid_argument: add: shape mismatch",
+        "out_of_range: kv_write: past the cache",
+        "invalid_argument: attention: sinks blk.0.attn_sinks.weight must be f32 with 2 values",
+        "out_of_range: attention: past the cache",
+        "out_of_range: token id 10 is outside the vocabulary",
+        "invalid_argument: slice_groups: out must not alias src",
+        "invalid_argument: softcap: the cap must be positive",
+        "invalid_argument: moe_ffn: expert tensors blk.0.ffn_gate_exps.weight, blk.0.ffn_down_exps.weight have "
+        "inconsistent shapes",
+        "invalid_argument: moe_route: k must be in [1, n_expert]",
+    };
+    EXPECT_EQ(on_cpu, want);
+}
+
+TEST(BackendChecks, SizingBackendChecksShapesOfViews) {
+    MemoryUse use;
+    auto be = zinc::backend::make_sizing_backend(use);
+    // Views of one buffer overlap as they would on a real backend; separate buffers do not.
+    Act x = be->alloc(4, 16), other = be->alloc(4, 16), state = be->alloc(2, 16);
+    const std::vector<float> host(48, 0.0f);
+    const Weight w = f32_weight(host, "blk.0.ssm_conv1d.weight", 3, 16);
+    EXPECT_NO_THROW(be->conv1d_causal(x, state, w, true, x));
+    EXPECT_NO_THROW(be->conv1d_causal(x, state, w, true, other));
+    Act shifted = Backend::rows_of(x, 1, 3), x3 = Backend::rows_of(x, 0, 3);
+    EXPECT_NE(thrown_by([&] { be->conv1d_causal(x3, state, w, true, shifted); }).find("out overlaps x"),
+              std::string::npos);
+    Act state_in_x = Backend::rows_of(x, 2, 2);
+    EXPECT_NE(thrown_by([&] { be->conv1d_causal(x, state_in_x, w, true, other); }).find("state overlaps"),
+              std::string::npos);
+}
+
+// free() on a backend releases what it allocated and resets the handle; an empty handle is a no-op; a view that does
+// not start an allocation, memory already freed, or another backend's memory is refused.
+void check_free(Backend& be, Backend& other) {
+    Act a = be.alloc(3, 5);
+    const Act copy = a;
+    const Act view = Backend::rows_of(a, 1, 2);
+    Act v = view;
+    EXPECT_NE(thrown_by([&] { be.free(v); }).find("free: the activation was not allocated by the " + be.name()),
+              std::string::npos);
+    be.free(a);
+    EXPECT_EQ(a.data, nullptr);
+    EXPECT_EQ(a.size(), 0);
+    EXPECT_NO_THROW(be.free(a));  // empty
+    Act again = copy;
+    EXPECT_FALSE(thrown_by([&] { be.free(again); }).empty()) << "freed twice";
+    Act foreign = other.alloc(1, 4);
+    Act foreign_copy = foreign;
+    EXPECT_FALSE(thrown_by([&] { be.free(foreign_copy); }).empty()) << "freed another backend's memory";
+    other.free(foreign);
+
+    zinc::backend::KvLayer kv = be.alloc_kv(8, 16);
+    be.free(kv);
+    EXPECT_EQ(kv.k, nullptr);
+    EXPECT_EQ(kv.v, nullptr);
+    EXPECT_EQ(kv.capacity, 0);
+    EXPECT_NO_THROW(be.free(kv));
+    IdAct ids = be.alloc_ids(2, 4);
+    be.free(ids);
+    EXPECT_EQ(ids.data, nullptr);
+    EXPECT_NO_THROW(be.free(ids));
+}
+
+TEST(BackendFree, CpuReleasesWhatItAllocated) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    MemoryUse use;
+    auto sizing = zinc::backend::make_sizing_backend(use);
+    check_free(*cpu, *sizing);
+    // Memory freed and allocated again works as new memory.
+    Act a = cpu->alloc(4, 1000);
+    cpu->free(a);
+    Act b = cpu->alloc(2, 3);
+    const std::vector<float> v{1, 2, 3, 4, 5, 6};
+    cpu->upload(b, v);
+    std::vector<float> back(6);
+    cpu->download(b, back);
+    EXPECT_EQ(back, v);
+}
+
+TEST(BackendFree, SizingBackendKeepsThePeak) {
+    MemoryUse use;
+    auto sizing = zinc::backend::make_sizing_backend(use);
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    check_free(*sizing, *cpu);
+    EXPECT_EQ(use.activations, 0u);
+    EXPECT_EQ(use.cache, 0u);
+
+    MemoryUse u;
+    auto be = zinc::backend::make_sizing_backend(u);
+    Act small = be->alloc(2, 100);  // 800 bytes
+    Act large = be->alloc(10, 100);  // 4000 bytes
+    IdAct ids = be->alloc_ids(2, 8);  // 64 bytes
+    zinc::backend::KvLayer kv = be->alloc_kv(16, 32);  // 2 x 2048 bytes
+    EXPECT_EQ(u.activations, 4864u);
+    EXPECT_EQ(u.peak_activations, 4864u);
+    EXPECT_EQ(u.cache, 4096u);
+    be->free(large);
+    be->free(ids);
+    EXPECT_EQ(u.activations, 800u);      // what is held now drops
+    EXPECT_EQ(u.peak_activations, 4864u);  // the most ever held stays
+    EXPECT_EQ(u.total(), 4096u + 4864u);   // and is what must fit
+    Act replacement = be->alloc(5, 100);  // 2000 bytes: less than the peak
+    EXPECT_EQ(u.activations, 2800u);
+    EXPECT_EQ(u.peak_activations, 4864u);
+    be->free(kv);
+    EXPECT_EQ(u.cache, 0u);
+    be->free(small);
+    be->free(replacement);
+    EXPECT_EQ(u.activations, 0u);
+    EXPECT_EQ(u.total(), 4864u);
+}
+
+TEST(BackendCapabilities, CpuReportsTheMemoryLeft) {
+    const uint64_t free_bytes = zinc::backend::make_cpu_backend(1)->free_memory();
+    EXPECT_GT(free_bytes, 0u);
+    // No more than the machine has.
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    EXPECT_LE(free_bytes, uint64_t(pages) * uint64_t(page_size));
+}
+
+TEST(BackendCapabilities, OnlyTheCpuMapsItsWeights) {
+    EXPECT_TRUE(zinc::backend::make_cpu_backend(1)->weights_are_mapped());
+    MemoryUse use;
+    EXPECT_FALSE(zinc::backend::make_sizing_backend(use)->weights_are_mapped());
+}
+
+// general.alignment = 1 lets a tensor start at any byte. The CPU backend copies such a tensor into aligned memory
+// (reading its block structs in place would be misaligned loads), and computes with it exactly as with the same bytes
+// aligned.
+TEST(CpuBackend, MisalignedWeightIsCopiedAligned) {
+    const int64_t cols = 512, rows = 8;  // Q6_K: two blocks of 256 per row
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> values(size_t(rows * cols));
+    for (float& v : values) v = nd(rng);
+    const size_t rb = zinc::gguf::row_bytes(TensorType::Q6_K, cols);
+    std::vector<uint8_t> q6(rb * rows);
+    for (int64_t r = 0; r < rows; ++r)
+        zinc::quant::quantize_row(TensorType::Q6_K, values.data() + r * cols, q6.data() + r * rb, cols);
+
+    zinc::gguf::Writer writer(1);
+    writer.set("general.architecture", "test");
+    writer.add_tensor("blk.0.ffn_down.weight", TensorType::Q6_K, {cols, rows}, q6);
+    const std::vector<uint8_t> file = writer.to_bytes();
+    const uint64_t at = zinc::gguf::File::from_memory(file).tensor("blk.0.ffn_down.weight").file_offset;
+    // The file's bytes placed so that the tensor starts at an odd address.
+    std::vector<uint8_t> memory(file.size() + 1);
+    const size_t shift = (reinterpret_cast<uintptr_t>(memory.data()) + at) % 2 == 0 ? 1 : 0;
+    std::copy(file.begin(), file.end(), memory.begin() + shift);
+    const auto mapped = zinc::gguf::File::from_memory(std::span<const uint8_t>(memory.data() + shift, file.size()));
+    const zinc::gguf::TensorInfo& t = mapped.tensor("blk.0.ffn_down.weight");
+    ASSERT_EQ(mapped.alignment(), 1u);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(t.data) % 2, 1u);
+
+    auto cpu = zinc::backend::make_cpu_backend(2);
+    const Weight misaligned = cpu->load_weight(t);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(misaligned.data) % alignof(std::max_align_t), 0u);
+    EXPECT_EQ(std::memcmp(misaligned.data, t.data, t.nbytes), 0);
+    zinc::gguf::TensorInfo in_place = t;
+    in_place.data = q6.data();
+    const Weight aligned = cpu->load_weight(in_place);
+    EXPECT_EQ(aligned.data, q6.data()) << "an aligned tensor is used in place";
+
+    Act x = cpu->alloc(3, cols);
+    std::vector<float> xv(size_t(3 * cols));
+    for (float& v : xv) v = nd(rng);
+    cpu->upload(x, xv);
+    Act out_misaligned = cpu->alloc(3, rows), out_aligned = cpu->alloc(3, rows);
+    cpu->matmul(misaligned, x, out_misaligned);
+    cpu->matmul(aligned, x, out_aligned);
+    std::vector<float> a(3 * rows), b(3 * rows);
+    cpu->download(out_misaligned, a);
+    cpu->download(out_aligned, b);
+    EXPECT_EQ(a, b);
+    // The rows decode to the same values too.
+    const std::vector<int32_t> ids{0, 5, 7};
+    Act ra = cpu->alloc(3, cols), rb_ = cpu->alloc(3, cols);
+    cpu->get_rows(misaligned, ids, ra);
+    cpu->get_rows(aligned, ids, rb_);
+    std::vector<float> da(3 * cols), db(3 * cols);
+    cpu->download(ra, da);
+    cpu->download(rb_, db);
+    EXPECT_EQ(da, db);
+}
+
+}  // namespace
