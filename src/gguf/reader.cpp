@@ -11,9 +11,19 @@
 #include <limits>
 #include <unordered_set>
 
+#include "gguf/printable.h"
+
 namespace zinc::gguf {
 
 namespace {
+
+// A name from the file, quoted and made safe for an error message.
+std::string quoted(std::string_view name) {
+    std::string r = "'";
+    r += printable(name, 256);
+    r += '\'';
+    return r;
+}
 
 // Reads little-endian fields from [base, base + size) with every access bounds-checked.
 class Cursor {
@@ -240,11 +250,11 @@ void File::parse(ReadOptions opts) {
             const uint64_t at = c.pos();
             std::string key = c.read_string("key");
             if (key.empty()) c.fail("empty key in kv record " + std::to_string(i), at);
-            if (kv_index_.count(key)) c.fail("duplicate key '" + key + "'", at);
+            if (kv_index_.count(key)) c.fail("duplicate key " + quoted(key), at);
             const uint64_t tat = c.pos();
             const uint32_t t = c.read<uint32_t>("value type");
             if (!valid_value_type(t))
-                c.fail("invalid value type " + std::to_string(t) + " for key '" + key + "'", tat);
+                c.fail("invalid value type " + std::to_string(t) + " for key " + quoted(key), tat);
             Value v = read_value(c, static_cast<ValueType>(t), 0);
             v.set_key(key);
             if (key == "general.alignment") alignment_at = at;
@@ -273,8 +283,8 @@ void File::parse(ReadOptions opts) {
                 c.fail("tensor name too long (" + std::to_string(ti.name.size()) + " bytes, limit " +
                            std::to_string(kMaxTensorName) + ")",
                        at);
-            if (tensor_index_.count(ti.name)) c.fail("duplicate tensor name '" + ti.name + "'", at);
-            const std::string tn = "tensor '" + ti.name + "'";
+            if (tensor_index_.count(ti.name)) c.fail("duplicate tensor name " + quoted(ti.name), at);
+            const std::string tn = "tensor " + quoted(ti.name);
             const uint64_t dat = c.pos();
             ti.n_dims = c.read<uint32_t>("n_dims");
             if (ti.n_dims > kMaxDims)
@@ -332,7 +342,7 @@ void File::parse(ReadOptions opts) {
         for (TensorInfo& ti : tensors_) {
             uint64_t start = 0, end = 0;
             if (add_overflow(data_offset_, ti.offset, &start) || add_overflow(start, ti.nbytes, &end) || end > size_)
-                c.fail("tensor '" + ti.name + "' (offset " + std::to_string(ti.offset) + ", " +
+                c.fail("tensor " + quoted(ti.name) + " (offset " + std::to_string(ti.offset) + ", " +
                            std::to_string(ti.nbytes) + " bytes) extends past the end of the file (" +
                            std::to_string(size_) + " bytes)",
                        end_infos);
@@ -343,7 +353,7 @@ void File::parse(ReadOptions opts) {
             uint64_t expect = 0;
             for (const TensorInfo& ti : tensors_) {
                 if (ti.offset != expect)
-                    c.fail("tensor '" + ti.name + "' has offset " + std::to_string(ti.offset) + ", expected " +
+                    c.fail("tensor " + quoted(ti.name) + " has offset " + std::to_string(ti.offset) + ", expected " +
                                std::to_string(expect) + " (strict layout)",
                            end_infos);
                 expect = ti.offset + align_up(ti.nbytes, alignment_);
@@ -357,7 +367,7 @@ void File::parse(ReadOptions opts) {
                       [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
             for (size_t k = 1; k < order.size(); ++k)
                 if (order[k - 1]->offset + order[k - 1]->nbytes > order[k]->offset)
-                    c.fail("tensors '" + order[k - 1]->name + "' and '" + order[k]->name + "' overlap",
+                    c.fail("tensors " + quoted(order[k - 1]->name) + " and " + quoted(order[k]->name) + " overlap",
                            end_infos);
         }
     } catch (...) {
@@ -376,7 +386,7 @@ const Value* File::find(std::string_view key) const {
 
 const Value& File::get(std::string_view key) const {
     if (const Value* v = find(key)) return *v;
-    throw Error(path_ + ": missing key '" + std::string(key) + "'");
+    throw Error(path_ + ": missing key " + quoted(key));
 }
 
 const TensorInfo* File::find_tensor(std::string_view name) const {
@@ -386,7 +396,7 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
 
 const TensorInfo& File::tensor(std::string_view name) const {
     if (const TensorInfo* t = find_tensor(name)) return *t;
-    throw Error(path_ + ": missing tensor '" + std::string(name) + "'");
+    throw Error(path_ + ": missing tensor " + quoted(name));
 }
 
 }  // namespace zinc::gguf

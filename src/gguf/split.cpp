@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "gguf/printable.h"
+
 namespace zinc::gguf {
 
 bool parse_split_path(std::string_view path, std::string* prefix, uint32_t* no, uint32_t* count) {
@@ -84,7 +86,7 @@ Model::Model(const std::string& path, ReadOptions opts) {
     for (uint32_t s = 0; s < files_.size(); ++s) {
         for (const TensorInfo& ti : files_[s].tensors()) {
             if (!index_.emplace(ti.name, tensors_.size()).second)
-                throw Error(files_[s].path() + ": tensor '" + ti.name + "' also appears in an earlier shard");
+                throw Error(files_[s].path() + ": tensor '" + printable(ti.name) + "' also appears in an earlier shard");
             tensors_.push_back(ModelTensor{&ti, s});
         }
     }
@@ -105,7 +107,7 @@ const ModelTensor* Model::find_tensor(std::string_view name) const {
 
 const ModelTensor& Model::tensor(std::string_view name) const {
     if (const ModelTensor* t = find_tensor(name)) return *t;
-    throw Error(first().path() + ": missing tensor '" + std::string(name) + "'");
+    throw Error(first().path() + ": missing tensor '" + printable(name, 256) + "'");
 }
 
 uint64_t Model::total_size() const {

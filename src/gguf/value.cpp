@@ -3,9 +3,13 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gguf/printable.h"
+
 namespace zinc::gguf {
 
 namespace {
+
+constexpr size_t kMaxKeyShown = 256;  // bytes of a key quoted in an error message
 
 size_t scalar_size(ValueType t) {
     switch (t) {
@@ -37,26 +41,12 @@ std::string fmt_double(double d) {
     return buf;
 }
 
+// A string value for display: its first max_len bytes, made printable, in quotes.
 std::string quote(const std::string& s, size_t max_len = 64) {
     std::string r = "\"";
-    size_t n = 0;
-    for (unsigned char c : s) {
-        if (n++ >= max_len) {
-            r += "...";
-            break;
-        }
-        if (c == '"' || c == '\\') {
-            r += '\\';
-            r += static_cast<char>(c);
-        } else if (c == '\n') {
-            r += "\\n";
-        } else if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", c);
-            r += buf;
-        } else {
-            r += static_cast<char>(c);
-        }
+    for (char c : printable(s, max_len)) {
+        if (c == '"') r += '\\';
+        r += c;
     }
     return r + "\"";
 }
@@ -122,7 +112,9 @@ Value Value::array_raw(ValueType elem, uint64_t count, std::vector<uint8_t> raw)
     return r;
 }
 
-std::string Value::who() const { return key_.empty() ? std::string("metadata value") : "key '" + key_ + "'"; }
+std::string Value::who() const {
+    return key_.empty() ? std::string("metadata value") : "key '" + printable(key_, kMaxKeyShown) + "'";
+}
 
 void Value::type_error(const std::string& expected) const {
     throw Error(who() + " has wrong type: expected " + expected + ", got " + value_type_name(type_));

@@ -220,6 +220,19 @@ TEST(GgufReader, OpenErrorsNameTheFile) {
     EXPECT_NE(error_of([&] { File f(dir.file("")); }).find("not a regular file"), std::string::npos);
 }
 
+TEST(GgufReader, ErrorsShowNamesFromTheFileEscaped) {
+    Writer w;
+    w.set("general.architecture", "x");
+    w.set("k\x1b]0;t\x07", uint32_t{1});
+    w.add_tensor("w\x1b[2J", TensorType::F32, {4}, f32_bytes({1, 2, 3, 4}));
+    const std::vector<uint8_t> b = w.to_bytes();
+    const File f = File::from_memory(b, "escape.gguf");
+    EXPECT_EQ(error_of([&] { (void)f.get("k\x1b]0;t\x07").get_string(); }),
+              "key 'k\\x1b]0;t\\x07' has wrong type: expected STRING, got UINT32");
+    EXPECT_NE(error_of([&] { (void)f.tensor("\x1b[1m"); }).find("missing tensor '\\x1b[1m'"), std::string::npos);
+    // The hostile corpus has a duplicate key and a duplicate tensor name with escape sequences.
+}
+
 TEST(GgufReader, Version2Accepted) {
     Writer w;
     w.set("general.architecture", "x");

@@ -198,6 +198,12 @@ add("tensors_overlap", tfile([tinfo("w", [8], T_F32, 0), tinfo("v", [4], T_F32, 
 add("tensors_overlap_partial", tfile([tinfo("w", [16], T_F32, 0), tinfo("v", [4], T_F32, 32)], b"\0" * 96),
     "overlap")
 
+# --- names from the file in error messages: escaped, never sent raw to the terminal ---
+add("duplicate_key_escape", gguf([ARCH, kv_u32("x\x1b[2J", 1), kv_u32("x\x1b[2J", 2)]), r"duplicate key 'x\x1b[2J'")
+add("duplicate_tensor_name_escape",
+    tfile([tinfo("\x1b]0;t\x07", [4], T_F32, 0), tinfo("\x1b]0;t\x07", [4], T_F32, 32)], F32_4 * 4),
+    r"duplicate tensor name '\x1b]0;t\x07'")
+
 OUT.mkdir(parents=True, exist_ok=True)
 for old in OUT.glob("*.gguf"):
     old.unlink()
