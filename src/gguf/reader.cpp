@@ -140,13 +140,31 @@ Value read_value(Cursor& c, ValueType t, uint32_t depth) {
 bool mul_overflow(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_mul_overflow(a, b, r); }
 bool add_overflow(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_add_overflow(a, b, r); }
 
+// "a FIFO", "a directory", ... for the error that refuses a file that is not a regular file.
+std::string file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+[[noreturn]] void refuse_not_regular(const std::string& path, mode_t mode) {
+    throw Error(path + " is not a regular file (it is " + file_kind(mode) + ")");
+}
+
 }  // namespace
 
 File::File(const std::string& path, ReadOptions opts) {
     path_ = path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+    // Refuse what is not a regular file before opening it: opening a FIFO blocks until a writer comes, and opening
+    // a device can act on it. The path can change between stat and open, so the open below is non-blocking and
+    // fstat checks again what was opened. O_NONBLOCK does nothing to a regular file or to mmap, so it stays set.
     struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuse_not_regular(path, st.st_mode);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
     if (::fstat(fd, &st) != 0) {
         const int e = errno;
         ::close(fd);
@@ -154,7 +172,7 @@ File::File(const std::string& path, ReadOptions opts) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw Error(path + ": not a regular file");
+        refuse_not_regular(path, st.st_mode);
     }
     size_ = static_cast<uint64_t>(st.st_size);
     if (size_ > 0) {

@@ -53,7 +53,8 @@ struct ReadOptions {
 
 class File {
 public:
-    // Opens and maps `path` read-only, then parses and validates the whole header. Throws Error.
+    // Opens and maps `path` read-only, then parses and validates the whole header. Throws Error, also when `path`
+    // is not a regular file (a FIFO, a device, a directory), without blocking on it.
     explicit File(const std::string& path, ReadOptions opts = {});
     // Parses a buffer the caller keeps alive for the lifetime of the File (used by tests and the fuzzer).
     static File from_memory(std::span<const uint8_t> bytes, std::string name = "<memory>", ReadOptions opts = {});

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +11,7 @@
 #include <sstream>
 
 #include "gguf/reader.h"
+#include "gguf/split.h"
 #include "gguf/writer.h"
 #include "gguf_test_util.h"
 
@@ -217,7 +222,36 @@ TEST(GgufReader, TrailingPaddingMayBeMissing) {
 TEST(GgufReader, OpenErrorsNameTheFile) {
     TempDir dir;
     EXPECT_NE(error_of([&] { File f(dir.file("missing.gguf")); }).find("missing.gguf: cannot open"), std::string::npos);
-    EXPECT_NE(error_of([&] { File f(dir.file("")); }).find("not a regular file"), std::string::npos);
+    EXPECT_NE(error_of([&] { File f(dir.file("")); }).find("is not a regular file (it is a directory)"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { File f("/dev/null"); }).find("/dev/null is not a regular file (it is a character device)"),
+              std::string::npos);
+}
+
+// Opening a FIFO for reading blocks until a writer opens it; the reader must refuse it instead. The open runs in a
+// forked child that an alarm kills, so that a regression fails this test instead of hanging it.
+TEST(GgufReader, FifoRefusedWithoutBlocking) {
+    TempDir dir;
+    const std::string fifo = dir.file("model.gguf");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    EXPECT_EXIT(
+        {
+            ::alarm(5);
+            const std::string msg = error_of([&] { File f(fifo); });
+            std::fprintf(stderr, "%s\n", msg.c_str());
+            std::_Exit(msg.find("model.gguf is not a regular file (it is a FIFO)") != std::string::npos ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "is not a regular file");
+    // The same through a symbolic link, and for the split loader.
+    std::filesystem::create_symlink(fifo, dir.file("link.gguf"));
+    EXPECT_EXIT(
+        {
+            ::alarm(5);
+            const std::string msg = error_of([&] { Model m(dir.file("link.gguf")); });
+            std::fprintf(stderr, "%s\n", msg.c_str());
+            std::_Exit(msg.find("link.gguf is not a regular file (it is a FIFO)") != std::string::npos ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "is not a regular file");
 }
 
 TEST(GgufReader, ErrorsShowNamesFromTheFileEscaped) {
