@@ -116,6 +116,11 @@ std::string Value::who() const {
     return key_.empty() ? std::string("metadata value") : "key '" + printable(key_, kMaxKeyShown) + "'";
 }
 
+size_t Value::array_overhead() {
+    // make_shared puts the control block (two counts and a vtable pointer) next to the ArrayData.
+    return sizeof(ArrayData) + 2 * sizeof(long) + sizeof(void*);
+}
+
 void Value::type_error(const std::string& expected) const {
     throw Error(who() + " has wrong type: expected " + expected + ", got " + value_type_name(type_));
 }

@@ -189,6 +189,9 @@ public:
     // Short human-readable rendering (arrays abbreviated after max_elems elements).
     std::string to_string(size_t max_elems = 8) const;
 
+    // Heap bytes an array value holds besides its elements (for the reader's memory budget).
+    static size_t array_overhead();
+
     // Appends the on-disk encoding of the value (without key or type tag) to out.
     void encode(std::string& out) const;
 

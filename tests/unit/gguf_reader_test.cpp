@@ -35,6 +35,26 @@ std::string error_of(auto&& fn) {
     return "(no error)";
 }
 
+// Little-endian pieces of a GGUF file written by hand, for files the writer would not produce.
+void put_u32(std::vector<uint8_t>& b, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void put_u64(std::vector<uint8_t>& b, uint64_t v) {
+    for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void put_str(std::vector<uint8_t>& b, std::string_view s) {
+    put_u64(b, s.size());
+    b.insert(b.end(), s.begin(), s.end());
+}
+std::vector<uint8_t> gguf_header(uint64_t n_tensors, uint64_t n_kv) {
+    std::vector<uint8_t> b{'G', 'G', 'U', 'F'};
+    put_u32(b, 3);
+    put_u64(b, n_tensors);
+    put_u64(b, n_kv);
+    return b;
+}
+constexpr uint32_t kU8 = 0, kArr = 9;
+
 }  // namespace
 
 // FORMATS.md 1.9: the 256-byte file llama.cpp writes for this content.
@@ -252,6 +272,71 @@ TEST(GgufReader, FifoRefusedWithoutBlocking) {
             std::_Exit(msg.find("link.gguf is not a regular file (it is a FIFO)") != std::string::npos ? 0 : 1);
         },
         ::testing::ExitedWithCode(0), "is not a regular file");
+}
+
+// Parsing a header allocates at most kMetadataMemoryPerByte bytes per byte of the file (plus a constant): files
+// built to cost more are refused, naming what broke the budget, before the memory is taken.
+TEST(GgufReader, MetadataMemoryIsBoundedByTheFileSize) {
+    // 1,000,000 empty arrays in an array: 12 MB of file, about 230 MB as values.
+    std::vector<uint8_t> b = gguf_header(0, 1);
+    put_str(b, "x.nested");
+    put_u32(b, kArr);
+    put_u32(b, kArr);
+    put_u64(b, 1000000);
+    for (int i = 0; i < 1000000; ++i) {
+        put_u32(b, kU8);
+        put_u64(b, 0);
+    }
+    std::string msg = error_of([&] { File::from_memory(b, "nested.gguf"); });
+    EXPECT_NE(msg.find("nested.gguf: key 'x.nested': the metadata and tensor infos would take more than"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("bytes of memory, the limit for a file of " + std::to_string(b.size()) + " bytes"),
+              std::string::npos) << msg;
+
+    // 300,000 one-byte records: 6 MB of file, more than 4 times that in records.
+    b = gguf_header(0, 300000);
+    for (int i = 0; i < 300000; ++i) {
+        char key[16];
+        std::snprintf(key, sizeof key, "k%06d", i);
+        put_str(b, key);
+        put_u32(b, kU8);
+        b.push_back(1);
+    }
+    msg = error_of([&] { File::from_memory(b, "records.gguf"); });
+    EXPECT_NE(msg.find("kv count: the metadata and tensor infos would take more than"), std::string::npos) << msg;
+
+    // 300,000 empty tensors: 12 MB of tensor infos, about 5 times that in memory with their index.
+    b = gguf_header(300000, 0);
+    for (int i = 0; i < 300000; ++i) {
+        char name[16];
+        std::snprintf(name, sizeof name, "t%06d", i);
+        put_str(b, name);
+        put_u32(b, 1);  // n_dims
+        put_u64(b, 0);  // ne[0]
+        put_u32(b, 0);  // F32
+        put_u64(b, 0);  // offset
+    }
+    b.resize(align_up(b.size(), 32));
+    msg = error_of([&] { File::from_memory(b, "tensors.gguf"); });
+    EXPECT_NE(msg.find("would take more than"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("tensor 't"), std::string::npos) << msg;
+}
+
+// What real files hold stays well within the budget, also when metadata is all the file has.
+TEST(GgufReader, MetadataMemoryBudgetAcceptsRealisticFiles) {
+    // A vocabulary of 300,000 short tokens with scores (a vocabulary-only file), and 2,000,000 empty strings,
+    // the cheapest string array there is (8 bytes each in the file, one std::string in memory).
+    Writer w;
+    w.set("general.architecture", "llama");
+    std::vector<std::string> tokens;
+    for (int i = 0; i < 300000; ++i) tokens.push_back(std::to_string(i % 1000) + "t");
+    w.add("tokenizer.ggml.tokens", Value::array(std::move(tokens)));
+    w.add("tokenizer.ggml.scores", Value::array(std::vector<float>(300000, -1.0f)));
+    w.add("x.empty", Value::array(std::vector<std::string>(2000000)));
+    const std::vector<uint8_t> b = w.to_bytes();
+    const File f = File::from_memory(b, "vocab.gguf");
+    EXPECT_EQ(f.get("tokenizer.ggml.tokens").size(), 300000u);
+    EXPECT_EQ(f.get("x.empty").size(), 2000000u);
 }
 
 TEST(GgufReader, ErrorsShowNamesFromTheFileEscaped) {

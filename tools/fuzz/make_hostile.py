@@ -204,6 +204,11 @@ add("duplicate_tensor_name_escape",
     tfile([tinfo("\x1b]0;t\x07", [4], T_F32, 0), tinfo("\x1b]0;t\x07", [4], T_F32, 32)], F32_4 * 4),
     r"duplicate tensor name '\x1b]0;t\x07'")
 
+# --- memory: a header that would take far more memory than the file is large ---
+# 10,000 empty nested arrays: 12 bytes each in the file, about 230 bytes each in memory.
+add("memory_nested_empty_arrays", gguf([ARCH, kv("x.nested", ARR, arr(ARR, 10000, arr(U8, 0, b"") * 10000))]),
+    "key 'x.nested': the metadata and tensor infos would take more than")
+
 OUT.mkdir(parents=True, exist_ok=True)
 for old in OUT.glob("*.gguf"):
     old.unlink()
