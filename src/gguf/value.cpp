@@ -260,27 +260,43 @@ std::span<const uint8_t> Value::raw_bytes() const {
 }
 
 std::string Value::to_string(size_t max_elems) const {
+    std::string r;
+    size_t budget = max_elems;
+    render(r, budget);
+    return r;
+}
+
+void Value::render(std::string& out, size_t& budget) const {
     switch (type_) {
     case ValueType::UINT8: case ValueType::UINT16: case ValueType::UINT32: case ValueType::UINT64:
-        return std::to_string(u_);
+        out += std::to_string(u_);
+        return;
     case ValueType::INT8: case ValueType::INT16: case ValueType::INT32: case ValueType::INT64:
-        return std::to_string(i_);
-    case ValueType::FLOAT32: case ValueType::FLOAT64: return fmt_double(d_);
-    case ValueType::BOOL: return u_ ? "true" : "false";
-    case ValueType::STRING: return quote(s_);
-    case ValueType::ARRAY: {
-        const ArrayData& a = arr();
-        std::string r = "[";
-        const uint64_t n = a.count < max_elems ? a.count : max_elems;
-        for (uint64_t i = 0; i < n; ++i) {
-            if (i) r += ", ";
-            r += at(i).to_string(max_elems);
+        out += std::to_string(i_);
+        return;
+    case ValueType::FLOAT32: case ValueType::FLOAT64: out += fmt_double(d_); return;
+    case ValueType::BOOL: out += u_ ? "true" : "false"; return;
+    case ValueType::STRING: out += quote(s_); return;
+    case ValueType::ARRAY: break;
+    }
+    // The budget counts the elements shown at every level together, so that nested arrays stay short too.
+    const ArrayData& a = arr();
+    out += '[';
+    for (uint64_t i = 0; i < a.count; ++i) {
+        if (budget == 0) {
+            out += i ? ", ..." : "...";
+            break;
         }
-        if (n < a.count) r += (n ? ", ..." : "...");
-        return r + "]";
+        if (i) out += ", ";
+        --budget;
+        if (a.elem == ValueType::ARRAY)
+            a.arrays[i].render(out, budget);
+        else if (a.elem == ValueType::STRING)
+            out += quote(a.strings[i]);  // not at(i): that would copy a string of up to 1 GiB
+        else
+            out += at(i).to_string();
     }
-    }
-    return "?";
+    out += ']';
 }
 
 void Value::encode(std::string& out) const {
