@@ -198,6 +198,12 @@ TEST(GgufWriter, RejectsInvalidInput) {
     EXPECT_THROW(w.add_tensor("x", TensorType::F32, {-4}, d), Error);
     w.add_tensor("x", TensorType::F32, {4}, d);
     EXPECT_THROW(w.add_tensor("x", TensorType::F32, {4}, d), Error);
+    // Offsets past 2^64: one tensor of 2^63 bytes fits, a second would end at 2^64.
+    const auto fill = [](uint64_t, std::span<uint8_t>) {};
+    const std::vector<int64_t> half{int64_t{1} << 61};
+    Writer big;
+    big.add_tensor_fill("a", TensorType::F32, half, fill);
+    EXPECT_THROW(big.add_tensor_fill("b", TensorType::F32, half, fill), Error);
 }
 
 TEST(GgufReader, RelaxedLayoutAcceptsReorderedTensorsStrictDoesNot) {
