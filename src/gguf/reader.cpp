@@ -11,14 +11,55 @@
 #include <limits>
 #include <unordered_set>
 
+#include "gguf/printable.h"
+
 namespace zinc::gguf {
 
 namespace {
 
+bool mul_overflow(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_mul_overflow(a, b, r); }
+bool add_overflow(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_add_overflow(a, b, r); }
+
+// Estimates of what the containers of a parsed header cost on the heap, for the memory budget.
+constexpr uint64_t kAllocOverhead = 16;  // malloc's header and rounding, per allocation
+
+uint64_t string_heap(uint64_t len) {
+    static const uint64_t inline_capacity = std::string().capacity();  // short strings live inside the object
+    return len > inline_capacity ? len + 1 + kAllocOverhead : 0;
+}
+
+// One entry of a name -> index map besides its key's characters: the node (key object, value, next pointer,
+// cached hash) and a bucket.
+constexpr uint64_t kIndexEntry = sizeof(std::string) + sizeof(size_t) + 3 * sizeof(void*) + kAllocOverhead;
+
+uint64_t mul_saturated(uint64_t a, uint64_t b) {
+    uint64_t r = 0;
+    return mul_overflow(a, b, &r) ? std::numeric_limits<uint64_t>::max() : r;
+}
+
+// A name from the file, quoted and made safe for an error message.
+std::string quoted(std::string_view name) {
+    std::string r = "'";
+    r += printable(name, 256);
+    r += '\'';
+    return r;
+}
+
+// What memory is charged for: "key 'x'", "tensor 'y'", "kv count"; formatted only when an error needs it.
+struct Owner {
+    const char* kind;
+    std::string_view name = {};
+    std::string str() const { return name.empty() ? std::string(kind) : std::string(kind) + " " + quoted(name); }
+};
+
 // Reads little-endian fields from [base, base + size) with every access bounds-checked.
 class Cursor {
 public:
-    Cursor(const std::string& name, const uint8_t* base, uint64_t size) : name_(name), base_(base), size_(size) {}
+    Cursor(const std::string& name, const uint8_t* base, uint64_t size) : name_(name), base_(base), size_(size) {
+        if (mul_overflow(size, kMetadataMemoryPerByte, &memory_limit_) ||
+            add_overflow(memory_limit_, kMetadataMemoryBase, &memory_limit_))
+            memory_limit_ = std::numeric_limits<uint64_t>::max();
+    }
 
     uint64_t pos() const { return pos_; }
     uint64_t remaining() const { return size_ - pos_; }
@@ -43,7 +84,19 @@ public:
         return v;
     }
 
-    std::string read_string(const char* what) {
+    // Accounts for `bytes` of memory about to be allocated for `owner`, failing once the parsed header would exceed
+    // its budget (kMetadataMemoryPerByte per byte of the file + kMetadataMemoryBase).
+    void charge(uint64_t bytes, const Owner& owner, uint64_t at) {
+        if (add_overflow(memory_used_, bytes, &memory_used_) || memory_used_ > memory_limit_)
+            fail(owner.str() + ": the metadata and tensor infos would take more than " +
+                     std::to_string(memory_limit_) + " bytes of memory, the limit for a file of " +
+                     std::to_string(size_) + " bytes (" + std::to_string(kMetadataMemoryPerByte) +
+                     " per byte of the file + " + std::to_string(kMetadataMemoryBase) + ")",
+                 at);
+    }
+
+    // Reads a string, charging its memory to the budget on behalf of `owner` (the key or tensor it belongs to).
+    std::string read_string(const char* what, const Owner& owner) {
         const uint64_t at = pos_;
         const uint64_t len = read<uint64_t>(what);
         if (len > kMaxStringLength)
@@ -54,6 +107,7 @@ public:
             fail("file truncated: " + std::string(what) + " length " + std::to_string(len) + " exceeds the " +
                      std::to_string(remaining()) + " bytes left",
                  at);
+        charge(string_heap(len), owner, at);
         std::string s(reinterpret_cast<const char*>(base_ + pos_), static_cast<size_t>(len));
         pos_ += len;
         return s;
@@ -67,13 +121,16 @@ private:
     const uint8_t* base_;
     uint64_t size_;
     uint64_t pos_ = 0;
+    uint64_t memory_limit_ = 0;
+    uint64_t memory_used_ = 0;
 };
 
 bool valid_value_type(uint32_t t) { return t < kValueTypeCount; }
 
-Value read_value(Cursor& c, ValueType t, uint32_t depth);
+// `owner` names the value in errors (its key).
+Value read_value(Cursor& c, ValueType t, uint32_t depth, const Owner& owner);
 
-Value read_array(Cursor& c, uint32_t depth) {
+Value read_array(Cursor& c, uint32_t depth, const Owner& owner) {
     const uint64_t at = c.pos();
     const uint32_t et = c.read<uint32_t>("array element type");
     if (!valid_value_type(et)) c.fail("invalid array element type " + std::to_string(et), at);
@@ -88,10 +145,15 @@ Value read_array(Cursor& c, uint32_t depth) {
                    " needs at least " + std::to_string(count * min) + " bytes, " + std::to_string(c.remaining()) +
                    " left",
                at);
+    // The elements' storage (count * at most sizeof(Value), so no overflow) is charged before it is reserved.
+    const uint64_t slot = elem == ValueType::STRING  ? sizeof(std::string)
+                          : elem == ValueType::ARRAY ? sizeof(Value)
+                                                     : min;
+    c.charge(Value::array_overhead() + count * slot + kAllocOverhead, owner, at);
     if (elem == ValueType::STRING) {
         std::vector<std::string> v;
         v.reserve(count);
-        for (uint64_t i = 0; i < count; ++i) v.push_back(c.read_string("string array element"));
+        for (uint64_t i = 0; i < count; ++i) v.push_back(c.read_string("string array element", owner));
         return Value::array(std::move(v));
     }
     if (elem == ValueType::ARRAY) {
@@ -99,7 +161,7 @@ Value read_array(Cursor& c, uint32_t depth) {
             c.fail("nested arrays deeper than " + std::to_string(kMaxArrayDepth) + " levels", at);
         std::vector<Value> v;
         v.reserve(count);
-        for (uint64_t i = 0; i < count; ++i) v.push_back(read_array(c, depth + 1));
+        for (uint64_t i = 0; i < count; ++i) v.push_back(read_array(c, depth + 1, owner));
         return Value::array_of_arrays(std::move(v));
     }
     const uint64_t n = count * min;
@@ -108,7 +170,7 @@ Value read_array(Cursor& c, uint32_t depth) {
     return Value::array_raw(elem, count, std::move(raw));
 }
 
-Value read_value(Cursor& c, ValueType t, uint32_t depth) {
+Value read_value(Cursor& c, ValueType t, uint32_t depth, const Owner& owner) {
     switch (t) {
     case ValueType::UINT8: return Value::of(c.read<uint8_t>("UINT8 value"));
     case ValueType::INT8: return Value::of(c.read<int8_t>("INT8 value"));
@@ -118,8 +180,8 @@ Value read_value(Cursor& c, ValueType t, uint32_t depth) {
     case ValueType::INT32: return Value::of(c.read<int32_t>("INT32 value"));
     case ValueType::FLOAT32: return Value::of(c.read<float>("FLOAT32 value"));
     case ValueType::BOOL: return Value::of(c.read<uint8_t>("BOOL value") != 0);
-    case ValueType::STRING: return Value::of(c.read_string("string value"));
-    case ValueType::ARRAY: return read_array(c, depth);
+    case ValueType::STRING: return Value::of(c.read_string("string value", owner));
+    case ValueType::ARRAY: return read_array(c, depth, owner);
     case ValueType::UINT64: return Value::of(c.read<uint64_t>("UINT64 value"));
     case ValueType::INT64: return Value::of(c.read<int64_t>("INT64 value"));
     case ValueType::FLOAT64: return Value::of(c.read<double>("FLOAT64 value"));
@@ -127,16 +189,31 @@ Value read_value(Cursor& c, ValueType t, uint32_t depth) {
     c.fail("invalid value type " + std::to_string(static_cast<uint32_t>(t)));
 }
 
-bool mul_overflow(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_mul_overflow(a, b, r); }
-bool add_overflow(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_add_overflow(a, b, r); }
+// "a FIFO", "a directory", ... for the error that refuses a file that is not a regular file.
+std::string file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+[[noreturn]] void refuse_not_regular(const std::string& path, mode_t mode) {
+    throw Error(path + " is not a regular file (it is " + file_kind(mode) + ")");
+}
 
 }  // namespace
 
 File::File(const std::string& path, ReadOptions opts) {
     path_ = path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+    // Refuse what is not a regular file before opening it: opening a FIFO blocks until a writer comes, and opening
+    // a device can act on it. The path can change between stat and open, so the open below is non-blocking and
+    // fstat checks again what was opened. O_NONBLOCK does nothing to a regular file or to mmap, so it stays set.
     struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuse_not_regular(path, st.st_mode);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
     if (::fstat(fd, &st) != 0) {
         const int e = errno;
         ::close(fd);
@@ -144,7 +221,7 @@ File::File(const std::string& path, ReadOptions opts) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw Error(path + ": not a regular file");
+        refuse_not_regular(path, st.st_mode);
     }
     size_ = static_cast<uint64_t>(st.st_size);
     if (size_ > 0) {
@@ -228,24 +305,28 @@ void File::parse(ReadOptions opts) {
             c.fail("implausible kv count " + std::to_string(n_kv) + " for " + std::to_string(c.remaining()) +
                        " remaining bytes",
                    16);
-        if (n_tensors > c.remaining() / 25 || n_kv * 14 + n_tensors * 25 > c.remaining())
+        if (n_tensors > (c.remaining() - n_kv * 14) / 25)  // n_kv * 14 <= remaining: checked above
             c.fail("implausible tensor count " + std::to_string(n_tensors) + " for " +
                        std::to_string(c.remaining()) + " remaining bytes",
                    8);
 
         // --- metadata ---
+        // Every container is charged to the memory budget before it is allocated.
+        c.charge(mul_saturated(n_kv, sizeof(KeyValue)), Owner{"kv count"}, 16);
         kv_.reserve(n_kv);
         uint64_t alignment_at = 0;
         for (uint64_t i = 0; i < n_kv; ++i) {
             const uint64_t at = c.pos();
-            std::string key = c.read_string("key");
+            std::string key = c.read_string("key", Owner{"the key of a kv record"});
             if (key.empty()) c.fail("empty key in kv record " + std::to_string(i), at);
-            if (kv_index_.count(key)) c.fail("duplicate key '" + key + "'", at);
+            if (kv_index_.count(key)) c.fail("duplicate key " + quoted(key), at);
+            const Owner owner{"key", key};
+            c.charge(2 * string_heap(key.size()) + kIndexEntry, owner, at);  // its copies in the value and the index
             const uint64_t tat = c.pos();
             const uint32_t t = c.read<uint32_t>("value type");
             if (!valid_value_type(t))
-                c.fail("invalid value type " + std::to_string(t) + " for key '" + key + "'", tat);
-            Value v = read_value(c, static_cast<ValueType>(t), 0);
+                c.fail("invalid value type " + std::to_string(t) + " for key " + quoted(key), tat);
+            Value v = read_value(c, static_cast<ValueType>(t), 0, owner);
             v.set_key(key);
             if (key == "general.alignment") alignment_at = at;
             kv_index_.emplace(key, kv_.size());
@@ -263,18 +344,20 @@ void File::parse(ReadOptions opts) {
         }
 
         // --- tensor infos ---
+        c.charge(mul_saturated(n_tensors, sizeof(TensorInfo)), Owner{"tensor count"}, 8);
         tensors_.reserve(n_tensors);
         for (uint64_t i = 0; i < n_tensors; ++i) {
             TensorInfo ti;
             const uint64_t at = c.pos();
-            ti.name = c.read_string("tensor name");
+            ti.name = c.read_string("tensor name", Owner{"the name of a tensor info"});
             if (ti.name.empty()) c.fail("empty tensor name (tensor " + std::to_string(i) + ")", at);
             if (ti.name.size() > kMaxTensorName)
                 c.fail("tensor name too long (" + std::to_string(ti.name.size()) + " bytes, limit " +
                            std::to_string(kMaxTensorName) + ")",
                        at);
-            if (tensor_index_.count(ti.name)) c.fail("duplicate tensor name '" + ti.name + "'", at);
-            const std::string tn = "tensor '" + ti.name + "'";
+            if (tensor_index_.count(ti.name)) c.fail("duplicate tensor name " + quoted(ti.name), at);
+            c.charge(string_heap(ti.name.size()) + kIndexEntry, Owner{"tensor", ti.name}, at);  // its index entry
+            const std::string tn = "tensor " + quoted(ti.name);
             const uint64_t dat = c.pos();
             ti.n_dims = c.read<uint32_t>("n_dims");
             if (ti.n_dims > kMaxDims)
@@ -332,7 +415,7 @@ void File::parse(ReadOptions opts) {
         for (TensorInfo& ti : tensors_) {
             uint64_t start = 0, end = 0;
             if (add_overflow(data_offset_, ti.offset, &start) || add_overflow(start, ti.nbytes, &end) || end > size_)
-                c.fail("tensor '" + ti.name + "' (offset " + std::to_string(ti.offset) + ", " +
+                c.fail("tensor " + quoted(ti.name) + " (offset " + std::to_string(ti.offset) + ", " +
                            std::to_string(ti.nbytes) + " bytes) extends past the end of the file (" +
                            std::to_string(size_) + " bytes)",
                        end_infos);
@@ -343,7 +426,7 @@ void File::parse(ReadOptions opts) {
             uint64_t expect = 0;
             for (const TensorInfo& ti : tensors_) {
                 if (ti.offset != expect)
-                    c.fail("tensor '" + ti.name + "' has offset " + std::to_string(ti.offset) + ", expected " +
+                    c.fail("tensor " + quoted(ti.name) + " has offset " + std::to_string(ti.offset) + ", expected " +
                                std::to_string(expect) + " (strict layout)",
                            end_infos);
                 expect = ti.offset + align_up(ti.nbytes, alignment_);
@@ -357,7 +440,7 @@ void File::parse(ReadOptions opts) {
                       [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
             for (size_t k = 1; k < order.size(); ++k)
                 if (order[k - 1]->offset + order[k - 1]->nbytes > order[k]->offset)
-                    c.fail("tensors '" + order[k - 1]->name + "' and '" + order[k]->name + "' overlap",
+                    c.fail("tensors " + quoted(order[k - 1]->name) + " and " + quoted(order[k]->name) + " overlap",
                            end_infos);
         }
     } catch (...) {
@@ -376,7 +459,7 @@ const Value* File::find(std::string_view key) const {
 
 const Value& File::get(std::string_view key) const {
     if (const Value* v = find(key)) return *v;
-    throw Error(path_ + ": missing key '" + std::string(key) + "'");
+    throw Error(path_ + ": missing key " + quoted(key));
 }
 
 const TensorInfo* File::find_tensor(std::string_view name) const {
@@ -386,7 +469,7 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
 
 const TensorInfo& File::tensor(std::string_view name) const {
     if (const TensorInfo* t = find_tensor(name)) return *t;
-    throw Error(path_ + ": missing tensor '" + std::string(name) + "'");
+    throw Error(path_ + ": missing tensor " + quoted(name));
 }
 
 }  // namespace zinc::gguf

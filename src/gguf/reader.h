@@ -24,6 +24,12 @@ inline constexpr uint64_t kMaxArrayCount = 1ull << 30;    // same cap as llama.c
 inline constexpr uint32_t kMaxArrayDepth = 8;             // nesting levels of ARRAY inside ARRAY
 inline constexpr size_t kMaxTensorName = 63;              // GGML_MAX_NAME - 1
 inline constexpr uint32_t kMaxDims = 4;
+// What parsing a header (metadata and tensor infos) may allocate: this many bytes per byte of the file, plus
+// kMetadataMemoryBase. Real files need far less (their metadata is a small part of them; a vocabulary of short
+// strings costs about 3 bytes per byte); a file built to cost more, such as millions of empty nested arrays at
+// 12 bytes each that take about 220 bytes each in memory, is refused before the memory is allocated.
+inline constexpr uint64_t kMetadataMemoryPerByte = 4;
+inline constexpr uint64_t kMetadataMemoryBase = uint64_t{1} << 20;
 
 struct KeyValue {
     std::string key;
@@ -53,7 +59,8 @@ struct ReadOptions {
 
 class File {
 public:
-    // Opens and maps `path` read-only, then parses and validates the whole header. Throws Error.
+    // Opens and maps `path` read-only, then parses and validates the whole header. Throws Error, also when `path`
+    // is not a regular file (a FIFO, a device, a directory), without blocking on it.
     explicit File(const std::string& path, ReadOptions opts = {});
     // Parses a buffer the caller keeps alive for the lifetime of the File (used by tests and the fuzzer).
     static File from_memory(std::span<const uint8_t> bytes, std::string name = "<memory>", ReadOptions opts = {});

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "gguf/printable.h"
+
 namespace zinc::gguf {
 
 bool parse_split_path(std::string_view path, std::string* prefix, uint32_t* no, uint32_t* count) {
@@ -47,17 +49,29 @@ T get_split_int(const File& f, const char* key) {
     }
 }
 
+// split.count of a shard (1 when absent); `split` tells whether the key is there.
+uint32_t split_count(const File& f, bool* split) {
+    *split = f.has("split.count");
+    if (!*split) return 1;
+    const uint32_t count = get_split_int<uint16_t>(f, "split.count");
+    if (count == 0) throw Error(f.path() + ": split.count is 0");
+    return count;
+}
+
 }  // namespace
+
+Model::Model(File single) {
+    files_.push_back(std::move(single));
+    if (const uint32_t count = split_count(files_.front(), &split_); count > 1)
+        throw Error(files_.front().path() + ": a shard of a model split in " + std::to_string(count) +
+                    " files; open the first shard by its file name");
+    index_tensors();
+}
 
 Model::Model(const std::string& path, ReadOptions opts) {
     files_.emplace_back(path, opts);
     const File& f0 = files_.front();
-    uint32_t count = 1;
-    if (f0.has("split.count")) {
-        split_ = true;
-        count = get_split_int<uint16_t>(f0, "split.count");
-        if (count == 0) throw Error(path + ": split.count is 0");
-    }
+    const uint32_t count = split_count(f0, &split_);
     if (count > 1) {
         const auto no = get_split_int<uint16_t>(f0, "split.no");
         if (no != 0)
@@ -81,10 +95,15 @@ Model::Model(const std::string& path, ReadOptions opts) {
                             std::to_string(count));
         }
     }
+    index_tensors();
+}
+
+void Model::index_tensors() {
+    const std::string& path = files_.front().path();
     for (uint32_t s = 0; s < files_.size(); ++s) {
         for (const TensorInfo& ti : files_[s].tensors()) {
             if (!index_.emplace(ti.name, tensors_.size()).second)
-                throw Error(files_[s].path() + ": tensor '" + ti.name + "' also appears in an earlier shard");
+                throw Error(files_[s].path() + ": tensor '" + printable(ti.name) + "' also appears in an earlier shard");
             tensors_.push_back(ModelTensor{&ti, s});
         }
     }
@@ -93,7 +112,7 @@ Model::Model(const std::string& path, ReadOptions opts) {
         if (total != static_cast<int64_t>(tensors_.size()))
             throw Error(path + ": split.tensors.count is " + std::to_string(total) + " but the shards hold " +
                         std::to_string(tensors_.size()) + " tensors");
-    } else if (count > 1) {
+    } else if (files_.size() > 1) {
         throw Error(path + ": split file lacks key 'split.tensors.count'");
     }
 }
@@ -105,7 +124,7 @@ const ModelTensor* Model::find_tensor(std::string_view name) const {
 
 const ModelTensor& Model::tensor(std::string_view name) const {
     if (const ModelTensor* t = find_tensor(name)) return *t;
-    throw Error(first().path() + ": missing tensor '" + std::string(name) + "'");
+    throw Error(first().path() + ": missing tensor '" + printable(name, 256) + "'");
 }
 
 uint64_t Model::total_size() const {

@@ -26,6 +26,9 @@ class Model {
 public:
     // Opens `path`; if it carries split.count > 1 it must be the first shard and all others are opened too.
     explicit Model(const std::string& path, ReadOptions opts = {});
+    // A model of one file already read (for example from memory); refuses a shard of a split set
+    // (split.count > 1), whose other shards it cannot find.
+    explicit Model(File single);
 
     // Metadata comes from the first shard.
     const File& first() const { return files_.front(); }
@@ -44,6 +47,8 @@ public:
     uint64_t total_size() const;                              // bytes of all shards
 
 private:
+    void index_tensors();  // fills tensors_ and index_ from files_, then checks split.tensors.count
+
     std::vector<File> files_;
     std::vector<ModelTensor> tensors_;
     std::unordered_map<std::string_view, size_t> index_;  // views into TensorInfo::name (stable: files_ is final)

@@ -3,9 +3,13 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gguf/printable.h"
+
 namespace zinc::gguf {
 
 namespace {
+
+constexpr size_t kMaxKeyShown = 256;  // bytes of a key quoted in an error message
 
 size_t scalar_size(ValueType t) {
     switch (t) {
@@ -37,26 +41,12 @@ std::string fmt_double(double d) {
     return buf;
 }
 
+// A string value for display: its first max_len bytes, made printable, in quotes.
 std::string quote(const std::string& s, size_t max_len = 64) {
     std::string r = "\"";
-    size_t n = 0;
-    for (unsigned char c : s) {
-        if (n++ >= max_len) {
-            r += "...";
-            break;
-        }
-        if (c == '"' || c == '\\') {
-            r += '\\';
-            r += static_cast<char>(c);
-        } else if (c == '\n') {
-            r += "\\n";
-        } else if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", c);
-            r += buf;
-        } else {
-            r += static_cast<char>(c);
-        }
+    for (char c : printable(s, max_len)) {
+        if (c == '"') r += '\\';
+        r += c;
     }
     return r + "\"";
 }
@@ -122,7 +112,14 @@ Value Value::array_raw(ValueType elem, uint64_t count, std::vector<uint8_t> raw)
     return r;
 }
 
-std::string Value::who() const { return key_.empty() ? std::string("metadata value") : "key '" + key_ + "'"; }
+std::string Value::who() const {
+    return key_.empty() ? std::string("metadata value") : "key '" + printable(key_, kMaxKeyShown) + "'";
+}
+
+size_t Value::array_overhead() {
+    // make_shared puts the control block (two counts and a vtable pointer) next to the ArrayData.
+    return sizeof(ArrayData) + 2 * sizeof(long) + sizeof(void*);
+}
 
 void Value::type_error(const std::string& expected) const {
     throw Error(who() + " has wrong type: expected " + expected + ", got " + value_type_name(type_));
@@ -263,27 +260,43 @@ std::span<const uint8_t> Value::raw_bytes() const {
 }
 
 std::string Value::to_string(size_t max_elems) const {
+    std::string r;
+    size_t budget = max_elems;
+    render(r, budget);
+    return r;
+}
+
+void Value::render(std::string& out, size_t& budget) const {
     switch (type_) {
     case ValueType::UINT8: case ValueType::UINT16: case ValueType::UINT32: case ValueType::UINT64:
-        return std::to_string(u_);
+        out += std::to_string(u_);
+        return;
     case ValueType::INT8: case ValueType::INT16: case ValueType::INT32: case ValueType::INT64:
-        return std::to_string(i_);
-    case ValueType::FLOAT32: case ValueType::FLOAT64: return fmt_double(d_);
-    case ValueType::BOOL: return u_ ? "true" : "false";
-    case ValueType::STRING: return quote(s_);
-    case ValueType::ARRAY: {
-        const ArrayData& a = arr();
-        std::string r = "[";
-        const uint64_t n = a.count < max_elems ? a.count : max_elems;
-        for (uint64_t i = 0; i < n; ++i) {
-            if (i) r += ", ";
-            r += at(i).to_string(max_elems);
+        out += std::to_string(i_);
+        return;
+    case ValueType::FLOAT32: case ValueType::FLOAT64: out += fmt_double(d_); return;
+    case ValueType::BOOL: out += u_ ? "true" : "false"; return;
+    case ValueType::STRING: out += quote(s_); return;
+    case ValueType::ARRAY: break;
+    }
+    // The budget counts the elements shown at every level together, so that nested arrays stay short too.
+    const ArrayData& a = arr();
+    out += '[';
+    for (uint64_t i = 0; i < a.count; ++i) {
+        if (budget == 0) {
+            out += i ? ", ..." : "...";
+            break;
         }
-        if (n < a.count) r += (n ? ", ..." : "...");
-        return r + "]";
+        if (i) out += ", ";
+        --budget;
+        if (a.elem == ValueType::ARRAY)
+            a.arrays[i].render(out, budget);
+        else if (a.elem == ValueType::STRING)
+            out += quote(a.strings[i]);  // not at(i): that would copy a string of up to 1 GiB
+        else
+            out += at(i).to_string();
     }
-    }
-    return "?";
+    out += ']';
 }
 
 void Value::encode(std::string& out) const {

@@ -186,8 +186,12 @@ public:
     // Packed little-endian element bytes of a numeric/bool array.
     std::span<const uint8_t> raw_bytes() const;
 
-    // Short human-readable rendering (arrays abbreviated after max_elems elements).
+    // Short human-readable rendering, safe to print: strings are cut after 64 bytes and made printable
+    // (gguf/printable.h); arrays show at most max_elems elements in all, nested levels included.
     std::string to_string(size_t max_elems = 8) const;
+
+    // Heap bytes an array value holds besides its elements (for the reader's memory budget).
+    static size_t array_overhead();
 
     // Appends the on-disk encoding of the value (without key or type tag) to out.
     void encode(std::string& out) const;
@@ -211,6 +215,7 @@ private:
         else if constexpr (std::is_signed_v<T>) i_ = v;
         else u_ = v;
     }
+    void render(std::string& out, size_t& budget) const;
     uint64_t scalar_u(ValueType t) const;
     int64_t scalar_i(ValueType t) const;
     uint64_t raw_u(uint64_t i) const;

@@ -90,8 +90,12 @@ void Writer::add_tensor_impl(const std::string& name, TensorType type, std::span
     uint64_t offset = 0;
     if (!tensors_.empty()) {
         const Tensor& last = tensors_.back();
-        offset = last.offset + align_up(last.nbytes, alignment_);
+        offset = last.offset + align_up(last.nbytes, alignment_);  // checked below when `last` was added
     }
+    uint64_t end = 0;
+    if (nbytes > std::numeric_limits<uint64_t>::max() - (alignment_ - 1) ||
+        __builtin_add_overflow(offset, align_up(nbytes, alignment_), &end))
+        throw Error(tn + ": the data section would be larger than 2^64 bytes");
     Tensor t{name, type, std::vector<int64_t>(ne.begin(), ne.end()), nbytes, offset, {}, data, std::move(fill)};
     if (copy) {
         t.owned.assign(data.begin(), data.end());

@@ -117,6 +117,25 @@ TEST(GgufSplit, OpensAllShards) {
     EXPECT_GT(m.total_size(), m.first().file_size());
 }
 
+// A model of one file already read (as the fuzz target builds it); a shard of a split set is refused, since the
+// other shards cannot be found.
+TEST(GgufSplit, OneFileModel) {
+    const std::vector<uint8_t> one = zinc::test::read_bytes(golden("tiny_llama.gguf"));
+    const Model m(File::from_memory(one, "tiny.gguf"));
+    EXPECT_FALSE(m.is_split());
+    EXPECT_EQ(m.n_splits(), 1u);
+    ASSERT_EQ(m.tensors().size(), m.first().tensors().size());
+    EXPECT_EQ(m.find_tensor(m.first().tensors().back().name)->info, &m.first().tensors().back());
+    const std::vector<uint8_t> shard = zinc::test::read_bytes(golden("split-00001-of-00003.gguf"));
+    std::string msg = "(no error)";
+    try {
+        const Model s(File::from_memory(shard, "shard.gguf"));
+    } catch (const Error& e) {
+        msg = e.what();
+    }
+    EXPECT_NE(msg.find("shard.gguf: a shard of a model split in 3 files"), std::string::npos) << msg;
+}
+
 TEST(GgufSplit, SplitPathNames) {
     std::string prefix;
     uint32_t no = 0, count = 0;

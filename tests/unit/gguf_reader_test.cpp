@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +11,7 @@
 #include <sstream>
 
 #include "gguf/reader.h"
+#include "gguf/split.h"
 #include "gguf/writer.h"
 #include "gguf_test_util.h"
 
@@ -29,6 +34,26 @@ std::string error_of(auto&& fn) {
     }
     return "(no error)";
 }
+
+// Little-endian pieces of a GGUF file written by hand, for files the writer would not produce.
+void put_u32(std::vector<uint8_t>& b, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void put_u64(std::vector<uint8_t>& b, uint64_t v) {
+    for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void put_str(std::vector<uint8_t>& b, std::string_view s) {
+    put_u64(b, s.size());
+    b.insert(b.end(), s.begin(), s.end());
+}
+std::vector<uint8_t> gguf_header(uint64_t n_tensors, uint64_t n_kv) {
+    std::vector<uint8_t> b{'G', 'G', 'U', 'F'};
+    put_u32(b, 3);
+    put_u64(b, n_tensors);
+    put_u64(b, n_kv);
+    return b;
+}
+constexpr uint32_t kU8 = 0, kArr = 9;
 
 }  // namespace
 
@@ -173,6 +198,12 @@ TEST(GgufWriter, RejectsInvalidInput) {
     EXPECT_THROW(w.add_tensor("x", TensorType::F32, {-4}, d), Error);
     w.add_tensor("x", TensorType::F32, {4}, d);
     EXPECT_THROW(w.add_tensor("x", TensorType::F32, {4}, d), Error);
+    // Offsets past 2^64: one tensor of 2^63 bytes fits, a second would end at 2^64.
+    const auto fill = [](uint64_t, std::span<uint8_t>) {};
+    const std::vector<int64_t> half{int64_t{1} << 61};
+    Writer big;
+    big.add_tensor_fill("a", TensorType::F32, half, fill);
+    EXPECT_THROW(big.add_tensor_fill("b", TensorType::F32, half, fill), Error);
 }
 
 TEST(GgufReader, RelaxedLayoutAcceptsReorderedTensorsStrictDoesNot) {
@@ -217,7 +248,114 @@ TEST(GgufReader, TrailingPaddingMayBeMissing) {
 TEST(GgufReader, OpenErrorsNameTheFile) {
     TempDir dir;
     EXPECT_NE(error_of([&] { File f(dir.file("missing.gguf")); }).find("missing.gguf: cannot open"), std::string::npos);
-    EXPECT_NE(error_of([&] { File f(dir.file("")); }).find("not a regular file"), std::string::npos);
+    EXPECT_NE(error_of([&] { File f(dir.file("")); }).find("is not a regular file (it is a directory)"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { File f("/dev/null"); }).find("/dev/null is not a regular file (it is a character device)"),
+              std::string::npos);
+}
+
+// Opening a FIFO for reading blocks until a writer opens it; the reader must refuse it instead. The open runs in a
+// forked child that an alarm kills, so that a regression fails this test instead of hanging it.
+TEST(GgufReader, FifoRefusedWithoutBlocking) {
+    TempDir dir;
+    const std::string fifo = dir.file("model.gguf");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    EXPECT_EXIT(
+        {
+            ::alarm(5);
+            const std::string msg = error_of([&] { File f(fifo); });
+            std::fprintf(stderr, "%s\n", msg.c_str());
+            std::_Exit(msg.find("model.gguf is not a regular file (it is a FIFO)") != std::string::npos ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "is not a regular file");
+    // The same through a symbolic link, and for the split loader.
+    std::filesystem::create_symlink(fifo, dir.file("link.gguf"));
+    EXPECT_EXIT(
+        {
+            ::alarm(5);
+            const std::string msg = error_of([&] { Model m(dir.file("link.gguf")); });
+            std::fprintf(stderr, "%s\n", msg.c_str());
+            std::_Exit(msg.find("link.gguf is not a regular file (it is a FIFO)") != std::string::npos ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "is not a regular file");
+}
+
+// Parsing a header allocates at most kMetadataMemoryPerByte bytes per byte of the file (plus a constant): files
+// built to cost more are refused, naming what broke the budget, before the memory is taken.
+TEST(GgufReader, MetadataMemoryIsBoundedByTheFileSize) {
+    // 1,000,000 empty arrays in an array: 12 MB of file, about 230 MB as values.
+    std::vector<uint8_t> b = gguf_header(0, 1);
+    put_str(b, "x.nested");
+    put_u32(b, kArr);
+    put_u32(b, kArr);
+    put_u64(b, 1000000);
+    for (int i = 0; i < 1000000; ++i) {
+        put_u32(b, kU8);
+        put_u64(b, 0);
+    }
+    std::string msg = error_of([&] { File::from_memory(b, "nested.gguf"); });
+    EXPECT_NE(msg.find("nested.gguf: key 'x.nested': the metadata and tensor infos would take more than"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("bytes of memory, the limit for a file of " + std::to_string(b.size()) + " bytes"),
+              std::string::npos) << msg;
+
+    // 300,000 one-byte records: 6 MB of file, more than 4 times that in records.
+    b = gguf_header(0, 300000);
+    for (int i = 0; i < 300000; ++i) {
+        char key[16];
+        std::snprintf(key, sizeof key, "k%06d", i);
+        put_str(b, key);
+        put_u32(b, kU8);
+        b.push_back(1);
+    }
+    msg = error_of([&] { File::from_memory(b, "records.gguf"); });
+    EXPECT_NE(msg.find("kv count: the metadata and tensor infos would take more than"), std::string::npos) << msg;
+
+    // 300,000 empty tensors: 12 MB of tensor infos, about 5 times that in memory with their index.
+    b = gguf_header(300000, 0);
+    for (int i = 0; i < 300000; ++i) {
+        char name[16];
+        std::snprintf(name, sizeof name, "t%06d", i);
+        put_str(b, name);
+        put_u32(b, 1);  // n_dims
+        put_u64(b, 0);  // ne[0]
+        put_u32(b, 0);  // F32
+        put_u64(b, 0);  // offset
+    }
+    b.resize(align_up(b.size(), 32));
+    msg = error_of([&] { File::from_memory(b, "tensors.gguf"); });
+    EXPECT_NE(msg.find("would take more than"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("tensor 't"), std::string::npos) << msg;
+}
+
+// What real files hold stays well within the budget, also when metadata is all the file has.
+TEST(GgufReader, MetadataMemoryBudgetAcceptsRealisticFiles) {
+    // A vocabulary of 300,000 short tokens with scores (a vocabulary-only file), and 2,000,000 empty strings,
+    // the cheapest string array there is (8 bytes each in the file, one std::string in memory).
+    Writer w;
+    w.set("general.architecture", "llama");
+    std::vector<std::string> tokens;
+    for (int i = 0; i < 300000; ++i) tokens.push_back(std::to_string(i % 1000) + "t");
+    w.add("tokenizer.ggml.tokens", Value::array(std::move(tokens)));
+    w.add("tokenizer.ggml.scores", Value::array(std::vector<float>(300000, -1.0f)));
+    w.add("x.empty", Value::array(std::vector<std::string>(2000000)));
+    const std::vector<uint8_t> b = w.to_bytes();
+    const File f = File::from_memory(b, "vocab.gguf");
+    EXPECT_EQ(f.get("tokenizer.ggml.tokens").size(), 300000u);
+    EXPECT_EQ(f.get("x.empty").size(), 2000000u);
+}
+
+TEST(GgufReader, ErrorsShowNamesFromTheFileEscaped) {
+    Writer w;
+    w.set("general.architecture", "x");
+    w.set("k\x1b]0;t\x07", uint32_t{1});
+    w.add_tensor("w\x1b[2J", TensorType::F32, {4}, f32_bytes({1, 2, 3, 4}));
+    const std::vector<uint8_t> b = w.to_bytes();
+    const File f = File::from_memory(b, "escape.gguf");
+    EXPECT_EQ(error_of([&] { (void)f.get("k\x1b]0;t\x07").get_string(); }),
+              "key 'k\\x1b]0;t\\x07' has wrong type: expected STRING, got UINT32");
+    EXPECT_NE(error_of([&] { (void)f.tensor("\x1b[1m"); }).find("missing tensor '\\x1b[1m'"), std::string::npos);
+    // The hostile corpus has a duplicate key and a duplicate tensor name with escape sequences.
 }
 
 TEST(GgufReader, Version2Accepted) {

@@ -107,6 +107,22 @@ TEST(GgufValue, ToStringAbbreviates) {
     EXPECT_EQ(Value::of(true).to_string(), "true");
 }
 
+// Strings are cut and made printable; nested arrays share one element budget, so a rendering stays short
+// however the arrays nest.
+TEST(GgufValue, ToStringIsShortAndPrintable) {
+    EXPECT_EQ(Value::of("\x1b[2J\xc2\x9b\xff").to_string(), "\"\\x1b[2J\\u{009b}\\xff\"");
+    EXPECT_EQ(Value::of(std::string(100, 'x')).to_string(), "\"" + std::string(64, 'x') + "...\"");
+    EXPECT_EQ(Value::array(std::vector<std::string>{"a\n", "\"q\""}).to_string(), "[\"a\\n\", \"\\\"q\\\"\"]");
+    const Value inner = Value::array(std::vector<uint8_t>{1, 2, 3});
+    EXPECT_EQ(Value::array_of_arrays({inner, inner}).to_string(8), "[[1, 2, 3], [1, 2, 3]]");
+    EXPECT_EQ(Value::array_of_arrays({inner, inner, inner}).to_string(6), "[[1, 2, 3], [1, ...], ...]");
+    EXPECT_EQ(Value::array_of_arrays({Value::array(std::vector<float>{})}).to_string(1), "[[]]");
+    // Eight levels of two arrays above four elements: 2^8 * 4 elements, rendered with at most 9.
+    Value deep = Value::array(std::vector<int16_t>{1, 2, 3, 4});
+    for (int i = 0; i < 8; ++i) deep = Value::array_of_arrays({deep, deep});
+    EXPECT_EQ(deep.to_string(9), "[[[[[[[[[1, ...], ...], ...], ...], ...], ...], ...], ...], ...]");
+}
+
 TEST(GgufValue, EncodeMatchesSpec) {
     std::string out;
     Value::array(std::vector<std::string>{"a", "bc"}).encode(out);

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Writes the hostile GGUF corpus tests/data/gguf/hostile/*.gguf and its manifest EXPECTED.txt
 (`<file> <substring of the expected error message>`), using only the standard library.
+Also writes tests/fuzz/corpus/report_*.gguf: files the reader accepts but whose `zinc inspect` report is at risk
+(escape sequences in names and values, general.file_type out of any integer range, large nested arrays, split keys);
+the sanitized corpus runner checks their reports.
 
 usage: python3 tools/fuzz/make_hostile.py
 """
 import struct
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[2] / "tests" / "data" / "gguf" / "hostile"
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "data" / "gguf" / "hostile"
+FUZZ_CORPUS = ROOT / "tests" / "fuzz" / "corpus"
 
 # value type tags
 U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
@@ -198,6 +203,57 @@ add("tensors_overlap", tfile([tinfo("w", [8], T_F32, 0), tinfo("v", [4], T_F32, 
 add("tensors_overlap_partial", tfile([tinfo("w", [16], T_F32, 0), tinfo("v", [4], T_F32, 32)], b"\0" * 96),
     "overlap")
 
+# --- names from the file in error messages: escaped, never sent raw to the terminal ---
+add("duplicate_key_escape", gguf([ARCH, kv_u32("x\x1b[2J", 1), kv_u32("x\x1b[2J", 2)]), r"duplicate key 'x\x1b[2J'")
+add("duplicate_tensor_name_escape",
+    tfile([tinfo("\x1b]0;t\x07", [4], T_F32, 0), tinfo("\x1b]0;t\x07", [4], T_F32, 32)], F32_4 * 4),
+    r"duplicate tensor name '\x1b]0;t\x07'")
+
+# --- memory: a header that would take far more memory than the file is large ---
+# 10,000 empty nested arrays: 12 bytes each in the file, about 230 bytes each in memory.
+add("memory_nested_empty_arrays", gguf([ARCH, kv("x.nested", ARR, arr(ARR, 10000, arr(U8, 0, b"") * 10000))]),
+    "key 'x.nested': the metadata and tensor infos would take more than")
+
+# --- files the reader accepts, for the fuzz corpus: their report must stay safe ---
+report_cases = []  # (name, bytes)
+
+
+def report(name, data):
+    report_cases.append((name, data))
+
+
+T4 = [tinfo("w", [4], T_F32, 0)]
+report("escapes", gguf([
+    kv_str("general.architecture", b"ll\x9bama"),                    # invalid UTF-8 (a lone C1 byte)
+    kv_str("general.name", b"\x1b]0;title\x07\x1b[2Jname"),          # OSC title, clear screen
+    kv_str("x.\x1b[31mred", "c1 \u009b[0m bidi \u202e txt \u2028 nl\ttab"),
+    kv("x.strings", ARR, arr(STR, 3, gstr(b"\x1b[A") + gstr(b"\xed\xa0\x80") + gstr(b"\xf4\x90\x80\x80"))),
+    kv("x.nested_strings", ARR, arr(ARR, 1, arr(STR, 1, gstr(b"\x1bP\x1b\\")))),
+], [tinfo(b"\x1b[1mt\x00\xff", [4], T_F32, 0)], F32_4 + b"\0" * 16))
+report("file_type_u64_max", gguf([ARCH, kv("general.file_type", U64, u64(-1))], T4, F32_4 + b"\0" * 16))
+report("file_type_i64_min", gguf([ARCH, kv("general.file_type", I64, u64(1 << 63))], T4, F32_4 + b"\0" * 16))
+report("file_type_negative", gguf([ARCH, kv("general.file_type", I32, u32(-7))], T4, F32_4 + b"\0" * 16))
+report("file_type_f32_huge", gguf([ARCH, kv("general.file_type", F32, struct.pack("<f", 3e38))]))
+report("file_type_f64_huge", gguf([ARCH, kv("general.file_type", F64, struct.pack("<d", -1e300))]))
+report("file_type_f64_nan", gguf([ARCH, kv("general.file_type", F64, struct.pack("<d", float("nan")))]))
+report("file_type_string", gguf([ARCH, kv_str("general.file_type", "\x1b[2J15")]))
+report("file_type_array", gguf([ARCH, kv("general.file_type", ARR, arr(U32, 2, u32(15) + u32(7)))]))
+deep = arr(U8, 3, b"\1\2\3")
+for _ in range(8):
+    deep = arr(ARR, 2, deep + deep[:4] + u64(0))  # each level: the level below, then an empty array of it
+report("nested_arrays", gguf([
+    ARCH,
+    kv("x.big_inner", ARR, arr(ARR, 1, arr(U8, 3000, bytes(range(256)) * 11 + b"\0" * 184))),
+    kv("x.many_empty", ARR, arr(ARR, 200, arr(I64, 0, b"") * 200)),
+    kv("x.deep", ARR, deep),
+]))
+report("split_count_one", gguf([ARCH, kv("split.count", U16, struct.pack("<H", 1)),
+                                kv("split.no", U16, struct.pack("<H", 0)),
+                                kv("split.tensors.count", I32, u32(1))], T4, F32_4 + b"\0" * 16))
+report("split_shard", gguf([ARCH, kv("split.count", U16, struct.pack("<H", 3)),
+                            kv("split.no", U16, struct.pack("<H", 1)),
+                            kv("split.tensors.count", I32, u32(1))], T4, F32_4 + b"\0" * 16))
+
 OUT.mkdir(parents=True, exist_ok=True)
 for old in OUT.glob("*.gguf"):
     old.unlink()
@@ -210,3 +266,8 @@ with open(OUT / "EXPECTED.txt", "w") as m:
         (OUT / f"{name}.gguf").write_bytes(data)
         m.write(f"{name}.gguf {expect}\n")
 print(f"{len(cases)} hostile files in {OUT}")
+for old in FUZZ_CORPUS.glob("report_*.gguf"):
+    old.unlink()
+for name, data in report_cases:
+    (FUZZ_CORPUS / f"report_{name}.gguf").write_bytes(data)
+print(f"{len(report_cases)} report inputs in {FUZZ_CORPUS}")
