@@ -82,7 +82,7 @@ struct RopeParams {
     const Weight* freq_factors = nullptr;
     // YaRN: pair i uses omega_i * (freq_scale * (1 - r_i) + r_i) with r_i = ext_factor * (1 - clamp((i - yarn_low) /
     // max(0.001, yarn_high - yarn_low), 0, 1)); 0 = off. The correction range is in pair units, computed by the
-    // caller (it decides whether to round it, MODELS.md 1.4).
+    // caller (it decides whether to round it, docs/models.md §1.4).
     float ext_factor = 0.0f;
     float yarn_low = 0.0f, yarn_high = 0.0f;
     float mscale = 1.0f;  // multiplies cos and sin (YaRN's attention factor 1 + 0.1 ln(factor))

@@ -1,4 +1,4 @@
-// Models stored as one GGUF file or as a gguf-split set `<prefix>-%05d-of-%05d.gguf` (FORMATS.md 1.12).
+// Models stored as one GGUF file or as a gguf-split set `<prefix>-%05d-of-%05d.gguf` (docs/formats.md §1.12).
 #pragma once
 
 #include <cstdint>

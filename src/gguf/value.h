@@ -18,7 +18,7 @@ namespace zinc::gguf {
 
 static_assert(std::endian::native == std::endian::little, "zinc supports little-endian hosts only");
 
-// On-disk value type tags (FORMATS.md 1.5). Note the 64-bit types come after STRING and ARRAY.
+// On-disk value type tags (docs/formats.md §1.5). Note the 64-bit types come after STRING and ARRAY.
 enum class ValueType : uint32_t {
     UINT8 = 0,
     INT8 = 1,

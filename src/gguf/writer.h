@@ -1,4 +1,4 @@
-// Writing GGUF v3 files that llama.cpp and gguf-py read (FORMATS.md 1.11).
+// Writing GGUF v3 files that llama.cpp and gguf-py read (docs/formats.md §1.11).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,6 @@
 #include "model/families.h"
 
-#include <stdexcept>
-
+#include "gguf/printable.h"
 #include "model/gemma4.h"
 #include "model/gpt_oss.h"
 #include "model/llama_like.h"
@@ -48,8 +47,8 @@ std::vector<TensorSpec> list_tensors(const Metadata& md, bool tied) {
     if (is_qwen35(a)) return list<Qwen35Weights<Unbound>>(md, tied, read_qwen35_params(md));
     if (is_gemma4(a)) return list<Gemma4Weights<Unbound>>(md, tied, read_gemma4_params(md));
     if (is_gpt_oss(a)) return list<GptOssWeights<Unbound>>(md, tied, read_gpt_oss_params(md));
-    throw std::invalid_argument("architecture '" + a + "' is not supported (supported: " + supported_architectures() +
-                                ")");
+    md.fail("architecture '" + gguf::printable(a, 64) + "' is not supported (supported: " + supported_architectures() +
+            ")");
 }
 
 }  // namespace zinc::model

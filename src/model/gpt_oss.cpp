@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "gguf/printable.h"
+
 namespace zinc::model {
 
 bool is_gpt_oss(const std::string& arch) { return arch == "gpt-oss"; }
@@ -65,7 +67,7 @@ GptOssParams read_gpt_oss_params(const Metadata& md) {
     } else if (type == "linear") {
         p.rope_freq_scale = 1.0f / factor;
     } else if (type != "none" && type != "yarn") {
-        md.fail("rope scaling '" + type + "' is not supported for gpt-oss");
+        md.fail("rope scaling '" + gguf::printable(type, 64) + "' is not supported for gpt-oss");
     }
     p.swiglu_alpha = md.positive_or("swiglu_alpha", 1.702f);  // not written by the converter
     p.swiglu_limit = md.positive_or("swiglu_limit", 7.0f);

@@ -1,5 +1,7 @@
 #include "model/llama_like.h"
 
+#include "gguf/printable.h"
+
 namespace zinc::model {
 
 bool is_llama_like(const std::string& arch) { return arch == "llama" || arch == "qwen3"; }
@@ -26,7 +28,7 @@ LlamaLikeParams read_llama_like_params(const Metadata& md) {
     if (scaling == "linear")
         p.rope_freq_scale = 1.0f / md.positive_or("rope.scaling.factor", 1.0f);
     else if (scaling != "none")
-        md.fail("rope scaling '" + scaling + "' is not supported yet");
+        md.fail("rope scaling '" + gguf::printable(scaling, 64) + "' is not supported yet");
     p.rope_neox = p.arch == "qwen3";
     p.qk_norm = p.arch == "qwen3";
     p.n_vocab = static_cast<int>(md.n_vocab());

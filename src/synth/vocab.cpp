@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gguf/printable.h"
 #include "tokenizer/hf_import.h"
 
 namespace zinc::synth {
@@ -177,8 +178,8 @@ std::vector<gguf::KeyValue> gemma_vocab_metadata(const TokenizerFiles& f, uint32
     // Gemma 3's tokenizer has one token past Gemma 4's 262144 rows (<image_soft_token> = 262144): dropped.
     for (auto it = by_id.lower_bound(n_vocab); it != by_id.end(); it = by_id.erase(it))
         if (note)
-            note("dropping token " + std::to_string(it->first) + " '" + it->second + "' (past the model's " +
-                 std::to_string(n_vocab) + " embedding rows)");
+            note("dropping token " + std::to_string(it->first) + " '" + gguf::printable(it->second, 64) +
+                 "' (past the model's " + std::to_string(n_vocab) + " embedding rows)");
 
     static const std::set<std::string> visible = {"<|channel>",      "<channel|>",        "<|tool_call>",
                                                   "<tool_call|>",    "<|tool_response>",  "<tool_response|>",

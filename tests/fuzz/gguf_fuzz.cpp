@@ -1,4 +1,5 @@
-// libFuzzer target for reading GGUF files (also linked into the sanitized corpus runner).
+// libFuzzer target for reading GGUF files and running a model family's reading and binding of them (also linked
+// into the sanitized corpus runner).
 // Every input is parsed by the reader; one it rejects must be rejected with gguf::Error. One it accepts is checked
 // as a file (every value and tensor can be touched; it round-trips through the writer), then made a one-file model
 // and run through each stage of kStages. A stage may reject the input with gguf::Error; anything else (another
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/memory_plan.h"
 #include "gguf/describe.h"
 #include "gguf/printable.h"
 #include "gguf/reader.h"
@@ -106,14 +108,23 @@ void check_describe(const Model& m) {
     if (parsed["tensors"].size() != m.tensors().size()) fail("describe_json lost a tensor");
 }
 
-// What runs on every accepted file, in order. To reach more code with hostile files (a model family's
-// hyper-parameters, its tensor binding), add a stage here.
+// A model family reads its hyper-parameters and binds its tensors (extents, f32 roles) as `zinc run` does, and one
+// micro-batch runs on the sizing backend, whose op checks would catch a shape the binding let through. The file is
+// refused with gguf::Error or planned; any other exception is a bug.
+void check_family(const Model& m) {
+    const Value* arch = m.find("general.architecture");
+    if (!arch || arch->type() != ValueType::STRING) return;
+    zinc::engine::plan_memory(m, {16, 4});
+}
+
+// What runs on every accepted file, in order. To reach more code with hostile files, add a stage here.
 struct Stage {
     const char* name;
     void (*run)(const Model&);
 };
 constexpr Stage kStages[] = {
     {"describe", check_describe},
+    {"family", check_family},
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The CPU's attention (causal, GQA, with optional sliding window, attention sinks and score soft-capping), the KV
 // cache it reads, and RoPE (NeoX or adjacent pairs, partial, with optional per-pair frequency factors and YaRN);
-// MODELS.md 0.2, 1.1, 1.2, 1.4, 7.4.
+// docs/models.md §0.2, §1.1, §1.2, §1.4, §7.4.
 #include "backend/cpu/cpu_attention.h"
 
 #include <algorithm>

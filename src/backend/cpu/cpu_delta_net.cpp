@@ -1,4 +1,4 @@
-// CPU ops of the gated delta-net layers (Qwen3.5 / Qwen3.6, MODELS.md §4.4): the gates and gathers around the
+// CPU ops of the gated delta-net layers (Qwen3.5 / Qwen3.6, docs/models.md §4.4.2): the gates and gathers around the
 // recurrence, the causal conv over a rolling state, and the gated delta rule token by token and in chunked form.
 // All arithmetic is f32. (Their L2 norm and gated RMSNorm are in cpu_norm.cpp.)
 #include "backend/cpu/cpu_delta_net.h"

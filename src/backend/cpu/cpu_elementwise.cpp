@@ -31,7 +31,7 @@ void swiglu(const Act& gate, const Act& up, Act& out) {
 
 void geglu(ThreadPool& pool, const Act& gate, const Act& up, Act& out) {
     // transformers' gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in f32. (llama.cpp's CPU
-    // backend uses an FP16 table instead, MODELS.md 0.3; this follows the f32 formula.)
+    // backend uses an FP16 table instead, docs/models.md §0.3; this follows the f32 formula.)
     const float k = 0.7978845608028654f;  // sqrt(2/pi)
     for_rows(pool, gate, [&](int64_t b, int64_t e) {
         for (int64_t i = b * gate.cols; i < e * gate.cols; ++i) {

@@ -67,7 +67,7 @@ void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
                               out.data + t * out.cols, table.cols);
 }
 
-// As ggml's CPU backend (FORMATS.md §2.8, §3): each activation row is converted once per call to the weight type's
+// As ggml's CPU backend (docs/formats.md §2.8, §3): each activation row is converted once per call to the weight type's
 // vec-dot type (8-bit blocks for quantized weights, f16/bf16 for f16/bf16 weights; f32 rows are used as they are),
 // then every output is an integer block dot product (quant::vec_dot). Output rows are handed out in chunks; inside a
 // chunk, blocks of weight rows are dotted with blocks of activation rows so that a weight row stays in cache while it

@@ -1,4 +1,4 @@
-// Device dequantization of the ggml block types (FORMATS.md §2.3-2.5), shared by get_rows.cu and matmul.cu.
+// Device dequantization of the ggml block types (docs/formats.md §2.3-§2.5), shared by get_rows.cu and matmul.cu.
 // dequant8 writes 8 consecutive values of one row starting at element i0 (a multiple of 8); the float types
 // check bounds (cols need not be a multiple of 8), the block types need cols to be a multiple of their block.
 // Products and sums are rounded one by one (__fmul_rn, __fadd_rn, __fsub_rn on the GPU: no fused multiply-add),
@@ -130,7 +130,7 @@ ZINC_HD uint32_t load_u32_bytes(const uint8_t* p) {
     return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
-// A 16-entry int8 value table (FORMATS.md §2.5), four entries per little-endian word, so device code looks values
+// A 16-entry int8 value table (docs/formats.md §2.5), four entries per little-endian word, so device code looks values
 // up with byte permutes in registers instead of loads from memory.
 struct Table16 {
     uint32_t w[4];
@@ -168,7 +168,7 @@ ZINC_HD void table16_lookup(uint32_t q, const Table16& t, int& lo, int& hi) {
     hi = int(byte_perm(v[0], v[1], 0x7531));
 }
 
-// The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (FORMATS.md §2.4).
+// The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (docs/formats.md §2.4).
 ZINC_HD void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
     if (j < 4) {
         sc = q[j] & 63;
@@ -193,7 +193,7 @@ ZINC_HD int scale_iq4_xs(int j, const uint8_t* b) {
 // The 4 bits of element j (0-31) of a 32-value block whose qs holds elements 0-15 in low and 16-31 in high nibbles.
 ZINC_HD int nibble32(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4; }
 
-// Values j0..j0+7 of one block of a 32-value type (FORMATS.md §2.3, §2.5) starting at b.
+// Values j0..j0+7 of one block of a 32-value type (docs/formats.md §2.3, §2.5) starting at b.
 ZINC_HD void dequant8_block32(int type, const uint8_t* b, int j0, float* out) {
     switch (type) {
     case kQ8_0: {  // 34 bytes: d, qs[32]

@@ -1,6 +1,6 @@
 // Decode matvecs. Quantized weights: the activation row is quantized on the GPU to Q8_1 blocks (32 int8 values,
 // f32 scale d = amax/127 and the f32 sum of the inputs), then each weight row is dotted block by block with
-// __dp4a integer products (FORMATS.md §3.7-3.8). One warp per output row; lane l takes the 32-value chunks
+// __dp4a integer products (docs/formats.md §3.7-§3.8). One warp per output row; lane l takes the 32-value chunks
 // l, l+32, ... of the row (a chunk is one block of a 32-value type or one 32-value slice of a 256-value
 // super-block; vec_dot_q8_1.cuh).
 // Float weights (F32/F16/BF16) are dotted in f32 with the f32 activations.

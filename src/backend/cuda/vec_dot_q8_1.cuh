@@ -1,5 +1,5 @@
 // Dot products of one 32-value chunk of a quantized weight row with one Q8_1 activation block, with dp4a
-// (FORMATS.md §3.3, §3.7-3.8). A chunk is one block of a 32-value type or one 32-value slice of a K-quant or IQ4_XS
+// (docs/formats.md §3.3, §3.7-§3.8). A chunk is one block of a 32-value type or one 32-value slice of a K-quant or IQ4_XS
 // super-block (two 16-value sub-blocks for Q2_K/Q3_K/Q6_K). Signed formats subtract their offset exactly
 // (Q4_0/Q5_0 with the integer sum of the activations, Q3_K/Q6_K per byte); Q4_1/Q5_1 add their min times the
 // activation block's float sum s, as ggml does; the table formats map nibbles to int8 values first.
