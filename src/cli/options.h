@@ -13,9 +13,6 @@
 
 namespace zinc::cli {
 
-// The most token_embd rows a model may have (model::Metadata refuses more).
-inline constexpr int kMaxVocabulary = 1 << 24;
-
 // --- Checks of one flag's value. A failure reads "--flag: <what is allowed>, not '<value>'".
 // An integer in [lo, hi], rewritten in decimal so that "010" means ten (CLI11 alone would read octal).
 CLI::Validator integer_in(int64_t lo, int64_t hi);

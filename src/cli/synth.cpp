@@ -95,7 +95,7 @@ void register_synth(CLI::App& app) {
         ->transform(integer_in(1, model::kMaxLayers));
     cmd->add_option("--n-vocab", o->synth.n_vocab,
                     "Override the vocabulary size (tests only: the tokenizer is cut to the first N ids)")
-        ->transform(integer_in(1, kMaxVocabulary));
+        ->transform(integer_in(1, model::kMaxVocab));
     cmd->add_option("-t,--threads", o->synth.threads, "Threads (default: every logical CPU)")
         ->transform(thread_count());
     cmd->add_option("--pool-rows", o->synth.pool_rows, "Random rows per (type, width) pool")

@@ -8,9 +8,6 @@
 namespace zinc::model {
 namespace {
 
-// Embedding rows: real vocabularies stay under 2^18; this bound keeps rows times width inside int64.
-constexpr int64_t kMaxVocab = int64_t{1} << 24;
-
 std::string range_str(double lo, double hi) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "[%g, %g]", lo, hi);

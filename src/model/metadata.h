@@ -22,6 +22,8 @@ namespace zinc::model {
 inline constexpr int kMaxLayers = 4096;
 inline constexpr int kMaxWidth = 1 << 20;  // embedding, FFN, head and state sizes; head and expert counts
 inline constexpr int kMaxContext = 1 << 30;
+// Embedding rows: real vocabularies stay under 2^18.
+inline constexpr int kMaxVocab = 1 << 24;
 
 class Metadata {
 public:
