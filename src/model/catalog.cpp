@@ -130,13 +130,6 @@ gguf::KeyValue kv(std::string key, gguf::Value v) {
 }
 
 // llama-quantize's weights_map order: model-level tensors (no blk. prefix) first, then by layer, by name within.
-void sort_like_llama_quantize(std::vector<TensorSpec>& t) {
-    std::stable_sort(t.begin(), t.end(), [](const TensorSpec& a, const TensorSpec& b) {
-        if (a.layer != b.layer) return a.layer < b.layer;
-        return a.name < b.name;
-    });
-}
-
 }  // namespace
 
 const std::vector<Preset>& presets() {
@@ -162,6 +155,14 @@ std::vector<TensorSpec> tensor_list(const Preset& p) {
     std::vector<TensorSpec> t = list_tensors(Metadata(arch_metadata(p), p.n_vocab, "preset " + p.name), p.tied);
     sort_like_llama_quantize(t);
     return t;
+}
+
+MixModel mix_model(const Preset& p) {
+    MixModel m;
+    m.arch = p.arch;
+    m.n_layer = static_cast<int>(p.n_layer);
+    m.n_expert = static_cast<int>(p.n_expert);
+    return m;  // no preset is a llama 70B
 }
 
 std::vector<gguf::KeyValue> arch_metadata(const Preset& p) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gguf/reader.h"
+#include "model/quant_mix.h"
 #include "model/schema.h"
 
 namespace zinc::model {
@@ -59,6 +60,9 @@ Preset with_layers(const Preset& p, uint32_t n_layer);
 // (model-level tensors first, then by layer; by name within each group), which is also the order its Q4_K_M layer
 // counters visit them.
 std::vector<TensorSpec> tensor_list(const Preset& p);
+
+// What the quant-mix rules read of the preset (model::choose_types).
+MixModel mix_model(const Preset& p);
 
 // general.architecture, general.type, general.name, general.size_label and the `<arch>.*` hyper-parameters,
 // with the value types gguf-py writes (UINT32 counts, FLOAT32 eps/bases, INT32/BOOL arrays for per-layer values).

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "gguf/printable.h"
+
 namespace zinc::model {
 
 using gguf::TensorType;
@@ -32,7 +34,7 @@ const MixInfo kMixes[] = {
 const MixInfo& info(QuantMix m) {
     for (const MixInfo& i : kMixes)
         if (i.mix == m) return i;
-    throw std::invalid_argument("synth: unknown quant mix");
+    throw std::invalid_argument("unknown quant mix");
 }
 
 bool contains(const std::string& s, std::string_view sub) { return s.find(sub) != std::string::npos; }
@@ -87,7 +89,7 @@ QuantMix parse_quant_mix(std::string_view s) {
         if (u == i.name) return i.mix;
     std::string all;
     for (const MixInfo& i : kMixes) all += std::string(all.empty() ? "" : ", ") + i.name;
-    throw std::invalid_argument("synth: unknown --type '" + std::string(s) + "' (one of " + all + ")");
+    throw std::invalid_argument("unknown quant mix '" + std::string(s) + "' (one of " + all + ")");
 }
 
 std::string quant_mix_name(QuantMix m) { return info(m).name; }
@@ -99,6 +101,39 @@ std::vector<std::string> quant_mix_names() {
 }
 
 uint32_t file_type(QuantMix m) { return info(m).ftype; }
+
+MixModel read_mix_model(const Metadata& md) {
+    MixModel m;
+    m.arch = md.arch();
+    m.n_layer = md.count("block_count", kMaxLayers);
+    m.n_expert = md.count_or("expert_count", 0);
+    if (m.arch == "llama" && m.n_layer == 80 && m.n_expert != 8) {
+        // llama.cpp reads the first layer's head counts (n_head(), n_head_kv()).
+        const int n_head = md.per_layer("attention.head_count", m.n_layer, 1, kMaxWidth)[0];
+        const int n_head_kv = md.per_layer_or("attention.head_count_kv", m.n_layer, 0, kMaxWidth, n_head)[0];
+        m.llama_70b = n_head != n_head_kv;
+    }
+    return m;
+}
+
+int layer_of(std::string_view name) {
+    constexpr std::string_view prefix = "blk.";
+    if (name.substr(0, prefix.size()) != prefix) return -1;
+    int layer = 0;
+    size_t i = prefix.size();
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) {
+        layer = layer * 10 + (name[i] - '0');
+        if (layer > kMaxLayers) return -1;
+    }
+    return i > prefix.size() && i < name.size() && name[i] == '.' ? layer : -1;
+}
+
+void sort_like_llama_quantize(std::vector<TensorSpec>& tensors) {
+    std::stable_sort(tensors.begin(), tensors.end(), [](const TensorSpec& a, const TensorSpec& b) {
+        if (a.layer != b.layer) return a.layer < b.layer;
+        return a.name < b.name;
+    });
+}
 
 int n_dims(const std::vector<int64_t>& ne) {
     int n = static_cast<int>(ne.size());
@@ -117,7 +152,7 @@ bool allows_quantization(const TensorSpec& t) {
     return true;
 }
 
-std::vector<TensorType> choose_types(const Preset& p, const std::vector<TensorSpec>& tensors, QuantMix m) {
+std::vector<TensorType> choose_types(const MixModel& model, const std::vector<TensorSpec>& tensors, QuantMix m) {
     const MixInfo& mi = info(m);
     bool tied = true;
     int n_attn_v = 0;
@@ -126,8 +161,8 @@ std::vector<TensorType> choose_types(const Preset& p, const std::vector<TensorSp
         if (c == Category::Output) tied = false;
         if (c == Category::AttnV && allows_quantization(t)) ++n_attn_v;
     }
-    const int n_layer = static_cast<int>(p.n_layer);
-    const bool moe = p.n_expert > 1;
+    const int n_layer = model.n_layer;
+    const bool moe = model.n_expert > 1;
     int i_attn_v = 0, i_ffn_down = 0;
 
     std::vector<TensorType> out;
@@ -141,7 +176,7 @@ std::vector<TensorType> choose_types(const Preset& p, const std::vector<TensorSp
         const Category c = category(t.name);
         TensorType ty = mi.default_type;
 
-        if (p.arch == "gpt-oss" && is_expert_stack(t)) {
+        if (model.arch == "gpt-oss" && is_expert_stack(t)) {
             out.push_back(TensorType::MXFP4);  // the released gpt-oss GGUFs keep OpenAI's MXFP4 experts
             continue;
         }
@@ -160,6 +195,10 @@ std::vector<TensorType> choose_types(const Preset& p, const std::vector<TensorSp
         }
 
         if (is_quantized(mi.default_type)) {
+            const bool ffn = c == Category::FfnDown || c == Category::FfnGate || c == Category::FfnUp;
+            if (moe && ffn && m != QuantMix::MXFP4_MOE && (t.layer < 0 || t.layer >= n_layer))
+                throw std::invalid_argument(gguf::printable(t.name, 64) + ": an FFN tensor of a model with experts "
+                                            "whose name gives no layer below " + std::to_string(n_layer));
             if (c == Category::Output || (tied && c == Category::TokenEmbd)) {
                 if (m == QuantMix::MXFP4_MOE) ty = TensorType::Q8_0;
                 else if (ne0 % gguf::traits(ty).block_elems != 0) ty = TensorType::Q8_0;
@@ -170,14 +209,15 @@ std::vector<TensorType> choose_types(const Preset& p, const std::vector<TensorSp
                 // default type
             } else if (c == Category::AttnV) {
                 if (m == QuantMix::Q4_K_M && use_more_bits(i_attn_v, n_attn_v)) ty = TensorType::Q6_K;
-                if (p.n_expert == 8) ty = TensorType::Q8_0;
+                if (model.llama_70b && (ty == TensorType::Q3_K || ty == TensorType::Q4_K)) ty = TensorType::Q5_K;
+                if (model.n_expert == 8) ty = TensorType::Q8_0;
                 ++i_attn_v;
             } else if (c == Category::FfnDown) {
                 const int il = moe ? t.layer : i_ffn_down;
                 if (m == QuantMix::Q4_K_M && use_more_bits(il, n_layer)) ty = TensorType::Q6_K;
                 ++i_ffn_down;
             } else if (c == Category::AttnOutput) {
-                if (p.n_expert == 8 && m == QuantMix::Q4_K_M) ty = TensorType::Q5_K;
+                if (model.n_expert == 8 && m == QuantMix::Q4_K_M) ty = TensorType::Q5_K;
             }
             ty = fallback(ty, ne0);
         }

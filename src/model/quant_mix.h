@@ -1,5 +1,6 @@
-// Which ggml type each tensor of a synthetic model gets for a `--type` quant mix: llama-quantize's rules
-// (docs/formats.md §2.9) for the stock mixes, plus an Unsloth-UD-like mix and gpt-oss's MXFP4 experts.
+// Which ggml type each tensor of a model gets for a `--type` quant mix (`zinc synth`, `zinc quantize`):
+// llama-quantize's rules (docs/formats.md §2.9) for the stock mixes, plus an Unsloth-UD-like mix and gpt-oss's
+// MXFP4 experts.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,8 @@
 #include <vector>
 
 #include "gguf/tensor_type.h"
-#include "model/catalog.h"
+#include "model/metadata.h"
+#include "model/schema.h"
 
 namespace zinc::model {
 
@@ -24,6 +26,27 @@ std::vector<std::string> quant_mix_names();
 // UD-Q4_K_XL files report 15 like Unsloth's.
 uint32_t file_type(QuantMix m);
 
+// What the rules read of a model besides its tensors' names and shapes.
+struct MixModel {
+    std::string arch;  // general.architecture
+    int n_layer = 0;   // <arch>.block_count
+    int n_expert = 0;  // <arch>.expert_count; 0 for a dense model
+    // llama.cpp's LLM_TYPE_70B: a `llama` of 80 layers, without 8 experts, with fewer KV heads than heads (Llama 2
+    // and 3 70B). Its attn_v tensors get Q5_K where the mix would give Q3_K or Q4_K.
+    bool llama_70b = false;
+};
+
+// The MixModel of a file, from its range-checked metadata (<arch>.block_count, <arch>.expert_count and, for a
+// `llama`, the head counts).
+MixModel read_mix_model(const Metadata& md);
+
+// The layer of a tensor called "blk.<layer>.<name>"; -1 for any other name.
+int layer_of(std::string_view name);
+
+// llama-quantize's order: model-level tensors first, then by layer; by name within each group (the order of its
+// weights map, in which its Q4_K_M layer counters visit the tensors). Layers are TensorSpec::layer.
+void sort_like_llama_quantize(std::vector<TensorSpec>& tensors);
+
 // ggml_n_dims: the rank without trailing extents of 1 (at least 1).
 int n_dims(const std::vector<int64_t>& ne);
 
@@ -31,17 +54,21 @@ int n_dims(const std::vector<int64_t>& ne);
 // not a norm, not a router (ffn_gate_inp.weight), not ssm_conv1d, not per_layer_model_proj.
 bool allows_quantization(const TensorSpec& t);
 
-// The type of every tensor of `tensors` (in the order given, which must be llama-quantize's order: see
-// tensor_list) for mix m. Rules:
-// * tensors that are never quantized stay F32 (as converted);
+// The type of every tensor of `tensors` (in the order given, which must be llama-quantize's order:
+// sort_like_llama_quantize) of model `model` for mix m. Rules:
+// * tensors that are never quantized (allows_quantization) are given F32, the type converters write them in; a file
+//   that holds such a tensor in another type keeps that type (the caller's business);
 // * F32/F16/BF16/Q8_0/Q4_0/Q6_K/Q4_K_M/MXFP4_MOE: llama-quantize's choice for that llama_ftype without an
 //   imatrix, including the output/tied-embedding rule, Q4_K_M's more-bits layers for attn_v-like tensors (counted
-//   over attn_v/attn_qkv in file order) and ffn_down* (by layer), and the fallbacks when ne0 is not a multiple of
-//   the block size (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, then F16);
+//   over attn_v/attn_qkv in file order) and ffn_down* (by layer), the attn_v rules of 8-expert models and of a llama
+//   70B, and the fallbacks when ne0 is not a multiple of the block size (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, then
+//   F16);
 // * gpt-oss: stacked expert weights are MXFP4 whatever the mix (as in the released GGUFs);
 // * UD-Q4_K_XL (modelled on Unsloth's Qwen3.5/3.6 MoE files): routed experts gate/up Q4_K and down Q5_K; shared
 //   expert Q8_0; Gated DeltaNet projections (attn_qkv, attn_gate, ssm_alpha, ssm_beta, ssm_out) Q8_0; attention
 //   (attn_q/k/v/output) Q8_0; dense FFN gate/up Q4_K, down Q5_K; LM head Q6_K; token_embd Q4_K; same fallbacks.
-std::vector<gguf::TensorType> choose_types(const Preset& p, const std::vector<TensorSpec>& tensors, QuantMix m);
+// Throws std::invalid_argument, as llama-quantize does, for an FFN tensor of an MoE model whose name gives no layer
+// in [0, n_layer) when the rules need it.
+std::vector<gguf::TensorType> choose_types(const MixModel& model, const std::vector<TensorSpec>& tensors, QuantMix m);
 
 }  // namespace zinc::model

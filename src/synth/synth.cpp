@@ -227,7 +227,7 @@ Plan plan(const Options& o) {
             throw std::invalid_argument(o.out + " exists and is not a regular file");
     }
     p.tensors = model::tensor_list(p.preset);
-    p.types = model::choose_types(p.preset, p.tensors, p.mix);
+    p.types = model::choose_types(model::mix_model(p.preset), p.tensors, p.mix);
     for (size_t i = 0; i < p.tensors.size(); ++i)
         p.tensor_bytes += tensor_bytes(p.tensors[i], p.types[i]);
     p.tokenizer = locate_tokenizer(p.options.vocab, o.tokenizer_dir);

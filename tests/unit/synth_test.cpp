@@ -41,7 +41,7 @@ zinc::synth::Progress write_synth(const zinc::synth::Options& o) {
 
 std::map<std::string, TensorType> types_of(const Preset& p, QuantMix m) {
     const auto t = tensor_list(p);
-    const auto ty = choose_types(p, t, m);
+    const auto ty = choose_types(mix_model(p), t, m);
     std::map<std::string, TensorType> r;
     for (size_t i = 0; i < t.size(); ++i) r[t[i].name] = ty[i];
     return r;
@@ -55,7 +55,7 @@ const Preset& preset(const char* name) {
 
 uint64_t file_bytes(const Preset& p, QuantMix m) {
     const auto t = tensor_list(p);
-    const auto ty = choose_types(p, t, m);
+    const auto ty = choose_types(mix_model(p), t, m);
     uint64_t total = 0;
     for (size_t i = 0; i < t.size(); ++i) {
         uint64_t nel = 1;
@@ -229,7 +229,7 @@ TEST_P(SynthEveryPreset, WritesTheDeclaredTensors) {
     Preset pv = p;
     pv.n_vocab = 4096;
     const auto specs = tensor_list(pv);
-    const auto types = choose_types(pv, specs, QuantMix::Q4_0);
+    const auto types = choose_types(mix_model(pv), specs, QuantMix::Q4_0);
     ASSERT_EQ(m.tensors().size(), specs.size());
     for (size_t i = 0; i < specs.size(); ++i) {
         const auto* t = m.find_tensor(specs[i].name);
