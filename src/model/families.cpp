@@ -41,6 +41,10 @@ const std::string& supported_architectures() {
     return s;
 }
 
+bool is_supported_architecture(const std::string& arch) {
+    return is_llama_like(arch) || is_qwen35(arch) || is_gemma4(arch) || is_gpt_oss(arch);
+}
+
 std::vector<TensorSpec> list_tensors(const Metadata& md, bool tied) {
     const std::string& a = md.arch();
     if (is_llama_like(a)) return list<LlamaLikeWeights<Unbound>>(md, tied, read_llama_like_params(md));

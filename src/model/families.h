@@ -12,6 +12,7 @@ namespace zinc::model {
 
 // "llama, qwen3, qwen35, qwen35moe, gemma4, gpt-oss"
 const std::string& supported_architectures();
+bool is_supported_architecture(const std::string& arch);
 
 // The tensors a file of the model `md` holds, as its family declares them, in declaration order. `tied`: the head
 // is the embedding table (no output.weight).
