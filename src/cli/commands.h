@@ -15,5 +15,6 @@ void register_chat(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_detokenize(CLI::App& app);
 void register_synth(CLI::App& app);
+void register_quantize(CLI::App& app);
 
 }  // namespace zinc::cli

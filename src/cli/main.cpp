@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
     zinc::cli::register_tokenize(app);
     zinc::cli::register_detokenize(app);
     zinc::cli::register_synth(app);
+    zinc::cli::register_quantize(app);
     if (argc < 2) {
         std::cout << app.help();
         return finish(0);

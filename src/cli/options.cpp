@@ -37,17 +37,6 @@ std::string number_text(double x) {
     return ss.str();
 }
 
-std::string size_text(uint64_t bytes) {
-    char buf[32];
-    if (bytes >= (1ull << 30))
-        std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1ull << 30));
-    else if (bytes >= (1ull << 20))
-        std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1ull << 20));
-    else
-        std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / double(1ull << 10));
-    return buf;
-}
-
 [[noreturn]] void stdout_failed() {
     const int err = errno;
     throw std::runtime_error(std::string("cannot write to standard output") +
@@ -137,6 +126,23 @@ CLI::Validator thread_count() {
             return "";
         },
         ">= 1");
+}
+
+std::string size_text(uint64_t bytes) {
+    char buf[32];
+    if (bytes >= (1ull << 30))
+        std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1ull << 30));
+    else if (bytes >= (1ull << 20))
+        std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1ull << 20));
+    else
+        std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / double(1ull << 10));
+    return buf;
+}
+
+std::string quant_mix_help() {
+    return "--type: F32, F16, BF16, Q8_0, Q4_0, Q6_K, Q4_K_M (llama-quantize's stock rules), MXFP4_MOE, UD-Q4_K_XL "
+           "(Unsloth-like mix: experts gate/up Q4_K, down Q5_K; shared expert, delta-net and attention Q8_0; LM head "
+           "Q6_K). gpt-oss experts are always MXFP4.";
 }
 
 void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {

@@ -23,6 +23,12 @@ CLI::Validator one_of(const std::string& what, std::vector<std::string> names, b
 // At least 1 thread; more than the logical CPUs is allowed with a warning on stderr.
 CLI::Validator thread_count();
 
+// "1.25 GiB", "310.4 MiB" or "12.0 KiB".
+std::string size_text(uint64_t bytes);
+
+// "--type: F32, F16, ...": what the quant mixes of `synth` and `quantize` are, for their help.
+std::string quant_mix_help();
+
 // --- The commands that run a model.
 struct ModelFlags {
     engine::OpenOptions open;

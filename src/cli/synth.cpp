@@ -70,10 +70,8 @@ void register_synth(CLI::App& app) {
         "text but has the real cost. For speed, each (type, row width) gets a pool of --pool-rows random rows "
         "quantized with the reference quantizers; every tensor row is assembled from whole quantization blocks "
         "(about 256 weights) copied from random pool rows and positions, chosen by a PRNG seeded from --seed; the "
-        "weights are therefore not i.i.d. across blocks, which does not matter for speed or numerics.\n"
-        "--type: F32, F16, BF16, Q8_0, Q4_0, Q6_K, Q4_K_M (llama-quantize's stock rules), MXFP4_MOE, UD-Q4_K_XL "
-        "(Unsloth-like mix: experts gate/up Q4_K, down Q5_K; shared expert, delta-net and attention Q8_0; LM head "
-        "Q6_K). gpt-oss experts are always MXFP4.");
+        "weights are therefore not i.i.d. across blocks, which does not matter for speed or numerics.\n" +
+        quant_mix_help());
     cmd->add_option("--preset", o->synth.preset, "Model shape: " + synth::preset_names())
         ->check(one_of("a preset", [] {
             std::vector<std::string> names;
