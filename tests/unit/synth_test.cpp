@@ -16,6 +16,7 @@
 #include "model/catalog.h"
 #include "model/quant_mix.h"
 #include "small_synth.h"
+#include "synth_progress.h"
 #include "zinc_binary.h"
 
 namespace {
@@ -29,13 +30,7 @@ const std::string kQwenVocab2k = ZINC_FIXTURES_DIR "/vocab/qwen3-2k";
 // Plans and writes a file; returns the last progress report.
 zinc::synth::Progress write_synth(const zinc::synth::Options& o) {
     zinc::synth::Progress last;
-    zinc::synth::Events ev;
-    ev.progress = [&](const zinc::synth::Progress& p) {
-        EXPECT_GE(p.bytes_done, last.bytes_done);
-        EXPECT_GE(p.tensors_done, last.tensors_done);
-        last = p;
-    };
-    zinc::synth::write(zinc::synth::plan(o), ev);
+    zinc::synth::write(zinc::synth::plan(o), zinc::test::checked_progress(last));
     return last;
 }
 
