@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # zinc's one entry point for building:
-#   bash build.sh run    set up, build (all CUDA architectures), run the demo job
+#   bash build.sh run    set up, build (all CUDA architectures), generate text with the built-in model
 #   bash build.sh test   set up, build the test configuration, run every test this machine can run
 #   bash build.sh build  set up and build only
 set -euo pipefail
@@ -22,7 +22,9 @@ case "$what" in
     configure_and_build build -DCMAKE_BUILD_TYPE=Release -DZINC_TESTS=OFF
     if [ "$what" = run ]; then
       ./build/zinc devices
-      ./build/zinc run -m build/demo.gguf -p zinc -n 64
+      # The built-in model: 5M parameters trained on the Brown corpus (data/brown/README.md); sampled, and -v
+      # prints the seed that reproduces the text.
+      ./build/zinc run -m data/brown/brown-qwen3-5m-bf16.gguf -p "The jury said" -n 80 --temp 0.8 --top-k 40 -v
     fi
     ;;
   test)

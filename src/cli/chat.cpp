@@ -1,5 +1,7 @@
 // `zinc chat`: a conversation in the terminal. Enter sends a message; a line ending in '\' continues
-// on the next line; /clear forgets the history; /exit or Ctrl-D leaves; Ctrl-C stops a reply.
+// on the next line; /clear forgets the history; /exit or Ctrl-D leaves; Ctrl-C stops a reply. A model without a
+// chat template (a base model) is written with: each message continues the text, and the model carries it on to
+// the end of the paragraph.
 #include <signal.h>
 
 #include <atomic>
@@ -55,7 +57,8 @@ bool read_message(std::string& msg) {
 void run(const Options& o) {
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
-    const auto style = tokenizer::detect_chat_style(s.tokenizer().chat_template());
+    const auto style = tokenizer::chat_style_of(s.tokenizer());
+    const bool completion = style == tokenizer::ChatStyle::Completion;
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
     if (o.model.verbose) {
         std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
@@ -76,6 +79,9 @@ void run(const Options& o) {
     co.enable_thinking = !o.no_think;
     std::fprintf(stderr, "chat with %s — /clear forgets, /exit leaves, Ctrl-C stops a reply\n",
                  o.model.open.path.c_str());
+    if (completion)
+        std::fprintf(stderr, "this model has no chat template: each message continues the text, and the model "
+                             "writes on to the end of the paragraph\n");
 
     std::string msg;
     while (read_message(msg)) {
@@ -100,13 +106,16 @@ void run(const Options& o) {
         engine::GenerateOptions go;
         go.max_tokens = o.max_tokens;
         const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
-            reply += piece;
-            write_out(piece);
-            return !g_interrupted.load();
+            // A completion reply ends with its paragraph.
+            const size_t eol = completion ? piece.find('\n') : std::string::npos;
+            const std::string shown = piece.substr(0, eol);
+            reply += shown;
+            write_out(shown);
+            return eol == std::string::npos && !g_interrupted.load();
         });
         history.push_back({"assistant", reply});
         write_out("\n");
-        if (r.stop == engine::GenerateResult::Stop::Interrupted) write_out("(stopped)\n");
+        if (r.stop == engine::GenerateResult::Stop::Interrupted && g_interrupted) write_out("(stopped)\n");
         if (r.stop == engine::GenerateResult::Stop::ContextFull) write_out("(the context is full)\n");
         g_interrupted = false;
     }

@@ -30,7 +30,7 @@ void run(const Options& o) {
         msgs.push_back({"user", text});
         tokenizer::ChatOptions co;
         co.enable_thinking = !o.no_think;
-        text = tokenizer::render_chat(tokenizer::detect_chat_style(s.tokenizer().chat_template()), msgs, co);
+        text = tokenizer::render_chat(tokenizer::chat_style_of(s.tokenizer()), msgs, co);
     }
     const std::vector<int32_t> ids = s.tokenizer().encode(text, true, true);
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());

@@ -1,5 +1,6 @@
 #include "tokenizer/chat_format.h"
 
+#include <cctype>
 #include <ctime>
 
 #include "tokenizer/tokenizer.h"
@@ -100,6 +101,19 @@ std::string render_gemma4(const std::vector<ChatMessage>& messages, const ChatOp
     return out;
 }
 
+// Plain completion: the messages in order as one text; a message that does not start with white space is set
+// apart from the text before it by a space (the user's words go on the model's sentence).
+std::string render_completion(const std::vector<ChatMessage>& messages) {
+    std::string out;
+    for (const ChatMessage& m : messages) {
+        no_tools(m);
+        const bool joined = out.empty() || m.content.empty() || std::isspace(static_cast<unsigned char>(out.back())) ||
+                            std::isspace(static_cast<unsigned char>(m.content.front()));
+        out += (joined ? "" : " ") + m.content;
+    }
+    return out;
+}
+
 // gpt-oss Harmony (docs/formats.md §5.9).
 std::string render_harmony(const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
     std::string date = opts.current_date;
@@ -148,7 +162,13 @@ ChatStyle detect_chat_style(const std::string& t) {
     throw Error("this model's chat template is not supported yet (supported: ChatML, Gemma 3, Gemma 4, gpt-oss Harmony)");
 }
 
+ChatStyle chat_style_of(const Tokenizer& tok) {
+    if (tok.chat_template().empty() && !tok.find_token("<|im_start|>")) return ChatStyle::Completion;
+    return detect_chat_style(tok.chat_template());
+}
+
 std::string render_chat(ChatStyle style, const std::vector<ChatMessage>& messages, const ChatOptions& opts) {
+    if (style == ChatStyle::Completion) return render_completion(messages);
     if (style == ChatStyle::Gemma3) return render_gemma3(messages, opts);
     if (style == ChatStyle::Gemma4) return render_gemma4(messages, opts);
     if (style == ChatStyle::Harmony) return render_harmony(messages, opts);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
+
 namespace zinc::tokenizer {
 
 struct ChatMessage {
@@ -21,11 +23,15 @@ enum class ChatStyle {
     Gemma3,       // <start_of_turn>user ... <end_of_turn>, system folded into the first user turn
     Gemma4,       // <|turn>role ... <turn|>, thinking via <|think|> / empty thought channel
     Harmony,      // gpt-oss: <|start|>role<|channel|>...<|message|>...<|end|>
+    Completion,   // a model without a chat template or ChatML tokens: the messages are one text, each continuing it
 };
 
 // Throws tokenizer::Error when the template is of a form not supported yet; an empty template
 // (no tokenizer.chat_template key) gets ChatML, as llama.cpp's default.
 ChatStyle detect_chat_style(const std::string& chat_template);
+// The style of a tokenizer's model: its template's, but plain completion for a model with no template whose
+// vocabulary has no ChatML markers either (a base model: ChatML would be words it never saw).
+ChatStyle chat_style_of(const Tokenizer& tok);
 
 struct ChatOptions {
     bool add_generation_prompt = true;
