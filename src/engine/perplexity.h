@@ -14,9 +14,10 @@
 //   K):  KL = sum_i p_i (ln p_i - ln q_i) + r_p (ln r_p - ln r_q). This is the KL divergence between the two
 //   distributions with those tokens lumped into one outcome, a lower bound of the full one (llama-perplexity sums
 //   over the whole vocabulary, from 16-bit log-probabilities, leaving out those below e^-16). Everything else is
-//   as llama-perplexity: the means with their uncertainties (0 for 10 positions or fewer), the correlation of the
-//   two log-likelihoods, dp = p(next token) - p_base(next token), and "same top": the model's most probable token
-//   (its first maximum) is the base's.
+//   as llama-perplexity: the means with their uncertainties (0 for 10 positions or fewer; where rounding makes a
+//   variance slightly negative, 0 where llama-perplexity prints nan), the correlation of the two log-likelihoods,
+//   dp = p(next token) - p_base(next token), and "same top": the model's most probable token (its first maximum)
+//   is the base's.
 #pragma once
 
 #include <cstdint>
