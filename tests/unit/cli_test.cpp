@@ -34,7 +34,8 @@ std::string reported_seed(const std::string& err) {
 TEST(Cli, NoCommandPrintsTheHelp) {
     const auto r = run_zinc("");
     EXPECT_EQ(r.status, 0);
-    for (const char* c : {"run", "chat", "bench", "logits", "tokenize", "detokenize", "synth", "inspect", "devices"})
+    for (const char* c :
+         {"run", "chat", "bench", "logits", "perplexity", "tokenize", "detokenize", "synth", "inspect", "devices"})
         EXPECT_TRUE(has(r.out, "  " + std::string(c) + " ")) << c << " missing in:\n" << r.out;
 }
 
@@ -42,7 +43,7 @@ TEST(Cli, UnknownCommandListsTheCommands) {
     const auto r = run_zinc("serve -m x.gguf");
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(has(r.err, "zinc: error: unknown command 'serve': the commands are devices, inspect, run, chat, bench, "
-                           "logits, tokenize, detokenize, synth"))
+                           "logits, perplexity, tokenize, detokenize, synth"))
         << r.err;
     EXPECT_EQ(r.out, "");
 }

@@ -1,0 +1,265 @@
+#include "engine/kl_base.h"
+
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "model/metadata.h"
+
+namespace zinc::engine {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "the KL base format is little-endian");
+
+constexpr size_t kHeaderBytes = 40;
+constexpr char kLlamaLogitsMagic[8] = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
+
+void put_bytes(char*& p, const void* data, size_t n) {
+    std::memcpy(p, data, n);
+    p += n;
+}
+
+template <class T>
+void put(char*& p, const T& v) {
+    put_bytes(p, &v, sizeof(T));
+}
+
+template <class T>
+T get(const char*& p) {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    p += sizeof(T);
+    return v;
+}
+
+// a * b + c, or nothing when it overflows 64 bits.
+bool mul_add(uint64_t a, uint64_t b, uint64_t c, uint64_t& out) {
+    return !__builtin_mul_overflow(a, b, &out) && !__builtin_add_overflow(out, c, &out);
+}
+
+std::string bos_text(int32_t bos) { return bos < 0 ? "no BOS" : "BOS " + std::to_string(bos); }
+
+}  // namespace
+
+uint64_t vocabulary_fingerprint(const tokenizer::Tokenizer& t) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](const void* data, size_t n) {
+        const auto* p = static_cast<const unsigned char*>(data);
+        for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+    };
+    const int32_t n = t.n_vocab();
+    mix(&n, sizeof n);
+    for (int32_t id = 0; id < n; ++id) {
+        const std::string& s = t.token_str(id);
+        const uint32_t len = static_cast<uint32_t>(s.size());
+        mix(&len, sizeof len);
+        mix(s.data(), s.size());
+    }
+    return h;
+}
+
+Vocabulary vocabulary_of(const tokenizer::Tokenizer& t, int32_t n_vocab) {
+    return {n_vocab, t.add_bos() ? t.bos() : -1, vocabulary_fingerprint(t)};
+}
+
+uint64_t KlBaseHeader::file_bytes() const {
+    return kHeaderBytes + 4 * uint64_t(n_chunk) * uint64_t(n_ctx) + uint64_t(n_chunk) * uint64_t(n_scored()) *
+                                                                          record_bytes();
+}
+
+void KlBaseChunk::resize(int32_t n_scored, int32_t top_k) {
+    const auto n = static_cast<size_t>(n_scored), nk = n * static_cast<size_t>(top_k);
+    log_p_next.resize(n);
+    log_rest.resize(n);
+    ids.resize(nk);
+    log_p.resize(nk);
+}
+
+// --- writing
+
+KlBaseWriter::KlBaseWriter(std::string path, const KlBaseHeader& h, std::span<const int32_t> tokens)
+    : path_(std::move(path)), h_(h) {
+    const Vocabulary& v = h.vocabulary;
+    if (v.n_vocab < 1 || h.n_ctx < 3 || h.n_chunk < 1 || h.top_k < 1 || h.top_k > v.n_vocab ||
+        tokens.size() != size_t(h.n_chunk) * size_t(h.n_ctx))
+        throw std::invalid_argument("a KL-divergence base needs n_vocab >= 1, n_ctx >= 3, n_chunk >= 1, 1 <= K <= "
+                                    "n_vocab and n_chunk x n_ctx tokens");
+    out_.open(path_, std::ios::binary | std::ios::trunc);
+    if (!out_) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+    char head[kHeaderBytes];
+    char* p = head;
+    put_bytes(p, kKlBaseMagic, 8);
+    put(p, kKlBaseVersion);
+    put(p, v.n_vocab);
+    put(p, h.n_ctx);
+    put(p, h.n_chunk);
+    put(p, h.top_k);
+    put(p, v.bos);
+    put(p, v.fingerprint);
+    out_.write(head, sizeof head);
+    out_.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size_bytes()));
+    if (!out_) {
+        const int err = errno;
+        discard();
+        throw std::runtime_error("error writing " + path_ + ": " + std::strerror(err));
+    }
+}
+
+KlBaseWriter::~KlBaseWriter() {
+    if (!closed_) discard();
+}
+
+void KlBaseWriter::discard() {
+    if (!out_.is_open()) return;
+    out_.close();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path_, ec)) std::filesystem::remove(path_, ec);
+}
+
+void KlBaseWriter::check() const {
+    if (!out_) throw std::runtime_error("error writing " + path_ + ": " + std::strerror(errno));
+}
+
+void KlBaseWriter::write_chunk(const KlBaseChunk& c) {
+    const auto n = static_cast<size_t>(h_.n_scored()), k = static_cast<size_t>(h_.top_k);
+    if (written_ == h_.n_chunk) throw std::logic_error(path_ + ": more chunks than the header announces");
+    if (c.log_p_next.size() != n || c.log_rest.size() != n || c.ids.size() != n * k || c.log_p.size() != n * k)
+        throw std::invalid_argument(path_ + ": a chunk of the wrong size");
+    buf_.resize(n * static_cast<size_t>(h_.record_bytes()));
+    char* p = buf_.data();
+    for (size_t i = 0; i < n; ++i) {
+        put(p, c.log_p_next[i]);
+        put(p, c.log_rest[i]);
+        put_bytes(p, c.ids.data() + i * k, 4 * k);
+        put_bytes(p, c.log_p.data() + i * k, 4 * k);
+    }
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    check();
+    ++written_;
+}
+
+void KlBaseWriter::close() {
+    if (written_ != h_.n_chunk)
+        throw std::logic_error(path_ + ": " + std::to_string(written_) + " of " + std::to_string(h_.n_chunk) +
+                               " chunks written");
+    out_.flush();
+    check();
+    out_.close();
+    check();
+    closed_ = true;
+}
+
+// --- reading
+
+void KlBaseReader::fail(const std::string& what) const { throw std::runtime_error(path_ + ": " + what); }
+
+KlBaseReader::KlBaseReader(std::string path) : path_(std::move(path)) {
+    in_.open(path_, std::ios::binary);
+    if (!in_) throw std::runtime_error("cannot read " + path_ + ": " + std::strerror(errno));
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path_, ec);
+    if (ec) throw std::runtime_error("cannot read " + path_ + ": " + ec.message());
+
+    char head[kHeaderBytes] = {};
+    in_.read(head, sizeof head);
+    const auto got = static_cast<size_t>(in_.gcount());
+    if (got >= 8 && std::memcmp(head, kLlamaLogitsMagic, 8) == 0)
+        fail("a file of llama-perplexity's full logits; zinc reads the bases that zinc perplexity "
+             "--kl-divergence-base writes (the top tokens of every position, docs in src/engine/kl_base.h)");
+    if (got < 8 || std::memcmp(head, kKlBaseMagic, 8) != 0)
+        fail("not a KL-divergence base written by zinc perplexity --kl-divergence-base");
+    if (got < kHeaderBytes) fail("truncated: the header is " + std::to_string(kHeaderBytes) + " bytes");
+    const char* p = head + 8;
+    const auto version = get<uint32_t>(p);
+    if (version != kKlBaseVersion)
+        fail("a KL-divergence base of format version " + std::to_string(version) + "; this zinc reads version " +
+             std::to_string(kKlBaseVersion) + " (make the base again with this zinc)");
+    Vocabulary& v = h_.vocabulary;
+    v.n_vocab = get<int32_t>(p);
+    h_.n_ctx = get<int32_t>(p);
+    h_.n_chunk = get<int32_t>(p);
+    h_.top_k = get<int32_t>(p);
+    v.bos = get<int32_t>(p);
+    v.fingerprint = get<uint64_t>(p);
+    if (v.n_vocab < 1 || v.n_vocab > model::kMaxVocab) fail("bad n_vocab " + std::to_string(v.n_vocab));
+    if (h_.n_ctx < 3 || h_.n_ctx > model::kMaxContext) fail("bad n_ctx " + std::to_string(h_.n_ctx));
+    if (h_.n_chunk < 1) fail("bad chunk count " + std::to_string(h_.n_chunk));
+    if (h_.top_k < 1 || h_.top_k > v.n_vocab) fail("bad K " + std::to_string(h_.top_k));
+    if (v.bos < -1 || v.bos >= v.n_vocab) fail("bad BOS id " + std::to_string(v.bos));
+
+    uint64_t n_tokens = 0, records = 0, expected = 0;
+    const bool fits = mul_add(uint64_t(h_.n_chunk), uint64_t(h_.n_ctx), 0, n_tokens) &&
+                      mul_add(uint64_t(h_.n_chunk), uint64_t(h_.n_scored()), 0, records) &&
+                      mul_add(records, h_.record_bytes(), kHeaderBytes, expected) &&
+                      mul_add(n_tokens, 4, expected, expected);
+    if (!fits || expected != size)
+        fail("truncated or damaged: its header announces " + std::to_string(h_.n_chunk) + " chunks of " +
+             std::to_string(h_.n_ctx) + " tokens with K = " + std::to_string(h_.top_k) + ", which take " +
+             (fits ? std::to_string(expected) : std::string("more than 2^64")) + " bytes, but the file has " +
+             std::to_string(size) + " (was the run that wrote it interrupted?)");
+    tokens_.resize(static_cast<size_t>(n_tokens));
+    in_.read(reinterpret_cast<char*>(tokens_.data()), static_cast<std::streamsize>(n_tokens * 4));
+    if (!in_) fail("cannot read its tokens");
+    for (size_t i = 0; i < tokens_.size(); ++i)
+        if (tokens_[i] < 0 || tokens_[i] >= v.n_vocab)
+            fail("token " + std::to_string(i) + " is " + std::to_string(tokens_[i]) + ", outside the vocabulary of " +
+                 std::to_string(v.n_vocab));
+}
+
+std::span<const int32_t> KlBaseReader::chunk_tokens(int32_t c) const {
+    if (c < 0 || c >= h_.n_chunk) throw std::out_of_range(path_ + ": no chunk " + std::to_string(c));
+    const auto n = static_cast<size_t>(h_.n_ctx);
+    return std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(c) * n, n);
+}
+
+void KlBaseReader::read_chunk(KlBaseChunk& c) {
+    if (read_ == h_.n_chunk) fail("read past its last chunk");
+    const auto n = static_cast<size_t>(h_.n_scored()), k = static_cast<size_t>(h_.top_k);
+    c.resize(h_.n_scored(), h_.top_k);
+    buf_.resize(n * static_cast<size_t>(h_.record_bytes()));
+    in_.read(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    if (!in_) fail("cannot read chunk " + std::to_string(read_ + 1));
+    const char* p = buf_.data();
+    auto damaged = [&](size_t i, const std::string& what) {
+        fail("chunk " + std::to_string(read_ + 1) + ", position " + std::to_string(i) + ": " + what +
+             " (the file is damaged)");
+    };
+    // A log-probability is finite and at most 0; the rest's may be -inf (nothing left).
+    auto check_log_p = [&](size_t i, float x, bool may_be_minus_inf) {
+        if (std::isnan(x) || x > 0.0f || (std::isinf(x) && !may_be_minus_inf))
+            damaged(i, "the log-probability " + std::to_string(x));
+    };
+    for (size_t i = 0; i < n; ++i) {
+        c.log_p_next[i] = get<float>(p);
+        c.log_rest[i] = get<float>(p);
+        check_log_p(i, c.log_p_next[i], false);
+        check_log_p(i, c.log_rest[i], true);
+        std::memcpy(c.ids.data() + i * k, p, 4 * k);
+        p += 4 * k;
+        std::memcpy(c.log_p.data() + i * k, p, 4 * k);
+        p += 4 * k;
+        for (size_t j = 0; j < k; ++j) {
+            const int32_t id = c.ids[i * k + j];
+            if (id < 0 || id >= h_.vocabulary.n_vocab) damaged(i, "token " + std::to_string(id));
+            check_log_p(i, c.log_p[i * k + j], false);
+        }
+    }
+    ++read_;
+}
+
+void KlBaseReader::check(const Vocabulary& v) const {
+    const Vocabulary& b = h_.vocabulary;
+    if (b.n_vocab != v.n_vocab)
+        fail("made with a vocabulary of " + std::to_string(b.n_vocab) + " tokens; this model's has " +
+             std::to_string(v.n_vocab) + ": compare only models of one vocabulary (quantizations of one model)");
+    if (b.fingerprint != v.fingerprint)
+        fail("made with another vocabulary than this model's (as many tokens, but not the same): compare only models "
+             "of one vocabulary (quantizations of one model)");
+    if (b.bos != v.bos)
+        fail("its chunks began with " + bos_text(b.bos) + " but this model's vocabulary asks for " + bos_text(v.bos));
+}
+
+}  // namespace zinc::engine
