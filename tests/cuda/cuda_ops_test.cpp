@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -274,7 +275,9 @@ TEST(CudaMemory, FreeReleasesDeviceMemory) {
     gpu->free(big);
     EXPECT_EQ(big.data, nullptr);
     EXPECT_EQ(gpu->host_waits(), waits + 1);
-    EXPECT_GT(gpu->free_memory(), before - (100ull << 20));
+    // compute-sanitizer's memcheck holds freed device memory back to catch a later use of it, so the driver reports
+    // it free only outside memcheck (tools/gpu/cuda_checks.sh --sanitize says when it runs one).
+    if (!std::getenv("ZINC_UNDER_MEMCHECK")) EXPECT_GT(gpu->free_memory(), before - (100ull << 20));
     EXPECT_NO_THROW(gpu->free(big));  // empty
 
     const auto t = random_tensor(TensorType::F32, 64, 4, "blk.0.ffn_up.weight");

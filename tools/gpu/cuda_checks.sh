@@ -32,7 +32,7 @@ t0=$(date +%s)
 tag=$([ $sanitize = 1 ] && echo memcheck || echo tests)
 for i in $(seq 0 $((shards - 1))); do
   cmd=(./build-gpu/tests/cuda/zinc_cuda_tests ${filter:+--gtest_filter=$filter})
-  [ $sanitize = 1 ] && cmd=(compute-sanitizer --tool memcheck --error-exitcode 99 "${cmd[@]}")
+  [ $sanitize = 1 ] && cmd=(env ZINC_UNDER_MEMCHECK=1 compute-sanitizer --tool memcheck --error-exitcode 99 "${cmd[@]}")
   GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$limit" "${cmd[@]}" > "$logs/$tag-$i.log" 2>&1 &
 done
 status=0
