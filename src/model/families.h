@@ -1,5 +1,5 @@
 // The architectures zinc runs, and each family's tensor list for a model that exists only as metadata (what
-// `zinc synth` and the demo generator write).
+// `zinc synth`, the Brown model's writer and the fuzz seeds write).
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // A family's tensors are declared once, in its model file, as a function of its hyper-parameters: each tensor's
 // name, extents and what it holds. The one declaration serves every use: the engine binds a file's tensors to a
-// backend through it (which the memory plan does on the sizing backend), `zinc synth` and the demo generator list
-// the tensors to write from it.
+// backend through it (which the memory plan does on the sizing backend), `zinc synth`, the Brown model's writer and
+// the fuzz seeds list the tensors to write from it.
 //
 // A declaration is a template over the slot type W: backend::Weight when tensors are bound to a backend, Unbound
 // when they are only listed. The model layer thus declares the per-family weight structs without knowing the
