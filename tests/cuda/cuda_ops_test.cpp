@@ -277,7 +277,9 @@ TEST(CudaMemory, FreeReleasesDeviceMemory) {
     EXPECT_EQ(gpu->host_waits(), waits + 1);
     // compute-sanitizer's memcheck holds freed device memory back to catch a later use of it, so the driver reports
     // it free only outside memcheck (tools/gpu/cuda_checks.sh --sanitize says when it runs one).
-    if (!std::getenv("ZINC_UNDER_MEMCHECK")) EXPECT_GT(gpu->free_memory(), before - (100ull << 20));
+    if (!std::getenv("ZINC_UNDER_MEMCHECK")) {
+        EXPECT_GT(gpu->free_memory(), before - (100ull << 20));
+    }
     EXPECT_NO_THROW(gpu->free(big));  // empty
 
     const auto t = random_tensor(TensorType::F32, 64, 4, "blk.0.ffn_up.weight");

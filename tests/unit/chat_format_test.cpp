@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "gguf/reader.h"
 #include "tokenizer/chat_format.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer_test_util.h"
@@ -102,4 +103,23 @@ TEST(ChatFormat, HarmonyFromFormatsDoc) {
               "Knowledge cutoff: 2024-06\nCurrent date: 2026-08-18\n\nReasoning: high\n\n"
               "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>"
               "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>");
+}
+
+// A base model without a chat template or ChatML tokens is written with, not chatted with: the messages are one
+// text, a message set apart from the text before it by a space unless either side has white space there.
+TEST(ChatFormat, CompletionStyleForBaseModels) {
+    const std::vector<ChatMessage> msgs = {{"user", "The old house"}, {"assistant", " stood on the hill."},
+                                           {"user", "Nobody"}, {"assistant", "\nlived there"}, {"user", "now."}};
+    EXPECT_EQ(render_chat(ChatStyle::Completion, msgs, {}), "The old house stood on the hill. Nobody\nlived there now.");
+    EXPECT_THROW(render_chat(ChatStyle::Completion, {{"tool", "{}"}}, {}), Error);
+}
+
+TEST(ChatFormat, StyleOfATokenizer) {
+    // The built-in Brown model: a cut Qwen3 vocabulary without ChatML markers, no template.
+    const auto brown = Tokenizer::from_gguf(zinc::gguf::File(std::string(ZINC_BROWN_DIR) + "/brown-qwen3-5m-bf16.gguf"));
+    EXPECT_EQ(chat_style_of(brown), ChatStyle::Completion);
+    // The qwen3 fixture's vocabulary has <|im_start|> and its template: ChatML with thinking.
+    const auto qwen3 = Tokenizer::from_gguf(zinc::gguf::File(std::string(ZINC_FIXTURES_DIR) + "/qwen3/qwen3-q8_0.gguf"));
+    EXPECT_EQ(chat_style_of(qwen3), detect_chat_style(qwen3.chat_template()));
+    EXPECT_NE(chat_style_of(qwen3), ChatStyle::Completion);
 }

@@ -2,6 +2,7 @@
 // come from, what -v and bench report, tokenize/detokenize/logits, and output that cannot be written.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -329,3 +330,15 @@ TEST(Cli, TokenizeReadsOnlyTheVocabulary) {
 }
 
 }  // namespace
+
+// zinc chat with the built-in model, which has no chat template: each message continues the text and each reply
+// ends with its paragraph.
+TEST(Cli, ChatWritesWithABaseModel) {
+    const std::string brown = shell_word(ZINC_BROWN_DIR "/brown-qwen3-5m-bf16.gguf");
+    const auto r = run_zinc("chat -m " + brown + " --seed 3 --temp 0.8 --top-k 40 -n 200 -t 1", "The old house\nIt\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.err, "no chat template: each message continues the text")) << r.err;
+    // Two prompts, two replies, each on one line (a reply stops at its paragraph's end or after -n tokens).
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 3) << r.out;
+    EXPECT_GT(r.out.size(), 20u) << r.out;
+}
