@@ -106,8 +106,12 @@ void run(const Options& o) {
         engine::GenerateOptions go;
         go.max_tokens = o.max_tokens;
         const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
-            // A completion reply ends with its paragraph.
-            const size_t eol = completion ? piece.find('\n') : std::string::npos;
+            // A completion reply ends with its paragraph (line breaks before any text begin it).
+            size_t eol = std::string::npos;
+            if (completion) {
+                const size_t text = reply.empty() ? piece.find_first_not_of('\n') : 0;
+                eol = text == std::string::npos ? std::string::npos : piece.find('\n', text);
+            }
             const std::string shown = piece.substr(0, eol);
             reply += shown;
             write_out(shown);

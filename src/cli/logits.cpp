@@ -67,6 +67,8 @@ void run(const Options& o) {
         throw CLI::ValidationError("--ctx-size", "the prompt has " + std::to_string(ids.size()) +
                                                      " tokens; a context of " + std::to_string(n_ctx) +
                                                      " does not hold them");
+    gguf::check_output_path(o.out, model.get(), false);
+    if (!o.ids_out.empty()) gguf::check_output_path(o.ids_out, model.get(), false);
     engine::OpenedModel om = open_model(flags, std::move(model));
     engine::Family& family = om.session->family();
     if (o.model.verbose) {

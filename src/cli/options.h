@@ -46,7 +46,8 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set = {});
 // The library's open_model with the flags, reading a CPU model in with a progress line on a terminal; `model`, when
 // given, is the file already mapped.
 engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model> model = nullptr);
-// "backend CPU, 8 threads; context 4096 (trained 40960), micro-batch 512; weights ..., free ..." for -v and bench.
+// "backend cpu (8 threads), context 4096 (trained 40960), micro-batch 512; memory: weights ..., free ..." for -v
+// and bench.
 std::string describe_plan(const engine::OpenPlan& p);
 
 // --- Sampling.

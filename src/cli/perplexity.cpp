@@ -72,6 +72,7 @@ void run_perplexity(const Options& o) {
     const std::vector<int32_t> tokens =
         engine::perplexity_tokens(tokenizer::Tokenizer::from_gguf(model->first()), input);
     engine::check_token_count(tokens.size(), n_ctx);  // before the weights are loaded
+    if (!o.base.empty()) gguf::check_output_path(o.base, model.get(), false);
     engine::OpenedModel om = open_model(flags, std::move(model));
     print_plan(o, om);
     engine::Family& family = om.session->family();
@@ -98,8 +99,8 @@ void run_perplexity(const Options& o) {
     if (std::isfinite(err))
         write_out(text("Final estimate: PPL = %.4f +/- %.5f\n", r.nll.ppl(), err));
     else
-        write_out(text("Final estimate: PPL = %.4f (no standard error: the log-probabilities do not vary)\n",
-                       r.nll.ppl()));
+        write_out(text("Final estimate: PPL = %.4f (no standard error: %s)\n", r.nll.ppl(),
+                       r.nll.count < 2 ? "fewer than two positions were scored" : "the log-probabilities do not vary"));
     write_out(speed(r.n_chunk, r.n_ctx, r.seconds, r.tokens_per_second()));
     if (!o.base.empty())
         std::fprintf(stderr, "perplexity: wrote %s (%" PRId64 " scored positions, %.1f KiB)\n", o.base.c_str(),

@@ -8,7 +8,6 @@
 #include "engine/gpt_oss.h"
 #include "engine/llama_like.h"
 #include "engine/qwen35.h"
-#include "gguf/printable.h"
 #include "model/families.h"
 #include "model/metadata.h"
 
@@ -135,8 +134,7 @@ std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, 
     if (model::is_qwen35(arch)) return std::make_unique<Qwen35>(m, be, size);
     if (model::is_gemma4(arch)) return std::make_unique<Gemma4>(m, be, size);
     if (model::is_gpt_oss(arch)) return std::make_unique<GptOss>(m, be, size);
-    throw gguf::Error(m.first().path() + ": architecture '" + gguf::printable(arch, 64) +
-                      "' is not supported yet (supported: " + model::supported_architectures() + ")");
+    model::unsupported_architecture(m.first().path(), arch);
 }
 
 }  // namespace zinc::engine

@@ -94,7 +94,6 @@ public:
     ~KlBaseWriter();
     KlBaseWriter(const KlBaseWriter&) = delete;
     KlBaseWriter& operator=(const KlBaseWriter&) = delete;
-    const KlBaseHeader& header() const { return h_; }
     void write_chunk(const KlBaseChunk& c);
     // Flushes and closes; throws when the header's chunks were not all written or the file could not be.
     void close();
@@ -119,7 +118,6 @@ class KlBaseReader {
 public:
     explicit KlBaseReader(std::string path);
     const KlBaseHeader& header() const { return h_; }
-    const std::string& path() const { return path_; }
     // The tokens of chunk c.
     std::span<const int32_t> chunk_tokens(int32_t c) const;
     // The next chunk's records.

@@ -98,7 +98,10 @@ int n_layers(const gguf::Model& m) { return model::Metadata(m).count("block_coun
 
 std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) {
     const int threads = c.threads > 0 ? c.threads : physical_cores();
-    if (c.backend == "cpu") return backend::make_cpu_backend(threads);
+    if (c.backend == "cpu") {
+        if (c.device >= 0) throw std::invalid_argument("--device chooses a GPU; it does not go with --backend cpu");
+        return backend::make_cpu_backend(threads);
+    }
     if (c.backend != "auto" && c.backend != "cuda")
         throw std::invalid_argument("unknown backend '" + c.backend + "' (auto, cpu or cuda)");
     const backend::CudaReport r = backend::query_cuda();
@@ -133,7 +136,8 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     BackendChoice choice = resolve_gpu_layers(o.backend, *r.model);
     if (choice.threads <= 0) choice.threads = physical_cores();
 
-    // The plan comes first: a file that cannot be run is refused before a GPU is touched.
+    // The plan comes first: a file whose shapes are wrong or that needs more memory than there is is refused before
+    // a GPU is touched (a limit of one backend's kernels, such as a head size, shows at the first forward pass).
     ContextSize settled;
     OpenPlan& plan = r.plan;
     plan.use = plan_memory(*r.model, o.context, o.all_logits, &settled);

@@ -33,7 +33,7 @@ struct OpenOptions {
     std::string path;  // the .gguf (the first shard of a split model)
     BackendChoice backend;
     ContextSize context;        // n_ctx <= 0: the family's default
-    bool all_logits = false;    // the plan covers the logits of every token of a micro-batch (zinc logits)
+    bool all_logits = false;    // the plan covers the logits of every token of a micro-batch (logits, perplexity)
     // When > 0, the memory the plan is checked against instead of what the backend reports free.
     uint64_t memory_limit = 0;
     // Progress of reading a CPU model's pages in: bytes done of total, at least every 64 MiB and at the end.

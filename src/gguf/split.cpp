@@ -1,6 +1,8 @@
 #include "gguf/split.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <stdexcept>
 
 #include "gguf/printable.h"
 
@@ -131,6 +133,19 @@ uint64_t Model::total_size() const {
     uint64_t n = 0;
     for (const File& f : files_) n += f.file_size();
     return n;
+}
+
+void check_output_path(const std::string& out, const Model* in, bool renamed) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const auto st = fs::status(out, ec);
+    if (renamed && !ec && fs::exists(st) && !fs::is_regular_file(st))
+        throw std::invalid_argument(printable(out) + " exists and is not a regular file");
+    if (!in) return;
+    for (const File& f : in->files())
+        if (fs::equivalent(out, f.path(), ec))
+            throw std::invalid_argument("the output " + printable(out) + " would overwrite the input " +
+                                        printable(f.path()));
 }
 
 }  // namespace zinc::gguf

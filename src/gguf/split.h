@@ -55,4 +55,9 @@ private:
     bool split_ = false;
 };
 
+// Throws std::invalid_argument when a command may not write `out`: it is, by any name, one of the files of `in`
+// (which stay mapped while the command runs), when `in` is given; or, for an output that is written beside its
+// path and renamed over it (`renamed`), it exists and is not a regular file.
+void check_output_path(const std::string& out, const Model* in, bool renamed);
+
 }  // namespace zinc::gguf

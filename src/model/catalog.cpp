@@ -129,7 +129,6 @@ gguf::KeyValue kv(std::string key, gguf::Value v) {
     return {std::move(key), std::move(v)};
 }
 
-// llama-quantize's weights_map order: model-level tensors (no blk. prefix) first, then by layer, by name within.
 }  // namespace
 
 const std::vector<Preset>& presets() {

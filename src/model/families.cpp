@@ -45,14 +45,18 @@ bool is_supported_architecture(const std::string& arch) {
     return is_llama_like(arch) || is_qwen35(arch) || is_gemma4(arch) || is_gpt_oss(arch);
 }
 
+void unsupported_architecture(const std::string& name, const std::string& arch) {
+    throw gguf::Error(name + ": architecture '" + gguf::printable(arch, 64) + "' is not supported yet (supported: " +
+                      supported_architectures() + ")");
+}
+
 std::vector<TensorSpec> list_tensors(const Metadata& md, bool tied) {
     const std::string& a = md.arch();
     if (is_llama_like(a)) return list<LlamaLikeWeights<Unbound>>(md, tied, read_llama_like_params(md));
     if (is_qwen35(a)) return list<Qwen35Weights<Unbound>>(md, tied, read_qwen35_params(md));
     if (is_gemma4(a)) return list<Gemma4Weights<Unbound>>(md, tied, read_gemma4_params(md));
     if (is_gpt_oss(a)) return list<GptOssWeights<Unbound>>(md, tied, read_gpt_oss_params(md));
-    md.fail("architecture '" + gguf::printable(a, 64) + "' is not supported (supported: " + supported_architectures() +
-            ")");
+    unsupported_architecture(md.name(), a);
 }
 
 }  // namespace zinc::model

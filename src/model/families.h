@@ -12,6 +12,8 @@ namespace zinc::model {
 
 // "llama, qwen3, qwen35, qwen35moe, gemma4, gpt-oss"
 const std::string& supported_architectures();
+// Throws gguf::Error "<name>: architecture '<arch>' is not supported yet (supported: ...)".
+[[noreturn]] void unsupported_architecture(const std::string& name, const std::string& arch);
 bool is_supported_architecture(const std::string& arch);
 
 // The tensors a file of the model `md` holds, as its family declares them, in declaration order. `tied`: the head

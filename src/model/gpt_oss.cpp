@@ -45,6 +45,7 @@ GptOssParams read_gpt_oss_params(const Metadata& md) {
     const std::string type = md.string_or("rope.scaling.type", "none");
     const float factor = md.positive_or("rope.scaling.factor", 1.0f);
     if (type == "yarn" && factor > 1.0f) {
+        if (p.rope_base <= 1.0f) md.fail(a + "rope.freq_base must be greater than 1 for YaRN scaling");
         const int n_ctx_train = md.count_or("context_length", 4096, kMaxContext);
         const float n_ctx_orig = float(md.count_or("rope.scaling.original_context_length", n_ctx_train, kMaxContext));
         const float beta_fast = md.positive_or("rope.scaling.yarn_beta_fast", 32.0f);
@@ -63,7 +64,7 @@ GptOssParams read_gpt_oss_params(const Metadata& md) {
         p.yarn_high = std::min(float(p.n_rot - 1), corr(beta_slow));
         p.yarn_mscale = 1.0f + 0.1f * std::log(factor);  // transformers' attention_factor, on cos and sin
         if (!std::isfinite(p.yarn_low) || !std::isfinite(p.yarn_high))
-            md.fail("the YaRN correction range is not finite (rope.freq_base must be greater than 1)");
+            md.fail("the YaRN correction range is not finite");
     } else if (type == "linear") {
         p.rope_freq_scale = 1.0f / factor;
     } else if (type != "none" && type != "yarn") {

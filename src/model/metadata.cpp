@@ -17,7 +17,7 @@ std::string range_str(double lo, double hi) {
 }  // namespace
 
 Metadata::Metadata(const gguf::Model& m) : name_(m.first().path()), model_(&m) {
-    arch_ = m.get("general.architecture").get_string();
+    arch_ = checked([&] { return m.get("general.architecture").get_string(); });
     const gguf::ModelTensor* embd = m.find_tensor("token_embd.weight");
     if (!embd) fail("tensor token_embd.weight is missing");
     n_vocab_ = embd->info->ne[1];
@@ -29,7 +29,7 @@ Metadata::Metadata(std::vector<gguf::KeyValue> kv, int64_t n_vocab, std::string 
     : name_(std::move(name)), n_vocab_(n_vocab), kv_(std::move(kv)) {
     const gguf::Value* a = find("general.architecture");
     if (!a) fail("general.architecture is missing");
-    arch_ = a->get_string();
+    arch_ = checked([&] { return a->get_string(); });
 }
 
 const gguf::Value* Metadata::find(std::string_view key) const {
@@ -47,8 +47,12 @@ const gguf::Value& Metadata::get(const std::string& key) const {
     return *v;
 }
 
+int64_t Metadata::integer(const gguf::Value& v) const {
+    return checked([&] { return v.get_int<int64_t>(); });
+}
+
 int Metadata::count(const std::string& key, int max) const {
-    const int64_t v = get(key).get_int<int64_t>();
+    const int64_t v = integer(get(key));
     if (v < 1 || v > max)
         fail(arch_ + "." + key + " is " + std::to_string(v) + "; expected 1 to " + std::to_string(max));
     return static_cast<int>(v);
@@ -60,13 +64,13 @@ int Metadata::count_or(const std::string& key, int fallback, int max) const {
 
 int Metadata::integer_or(const std::string& key, int fallback, int lo, int hi) const {
     if (!find(arch_ + "." + key)) return fallback;
-    const int64_t v = get(key).get_int<int64_t>();
+    const int64_t v = integer(get(key));
     if (v < lo || v > hi) fail(arch_ + "." + key + " is " + std::to_string(v) + "; expected " + range_str(lo, hi));
     return static_cast<int>(v);
 }
 
 float Metadata::positive(const std::string& key) const {
-    const double v = get(key).get_number();
+    const double v = checked([&] { return get(key).get_number(); });
     if (!std::isfinite(v) || v <= 0.0 || v > 3.4e38)
         fail(arch_ + "." + key + " is " + std::to_string(v) + "; expected a finite number greater than 0");
     return static_cast<float>(v);
@@ -78,7 +82,7 @@ float Metadata::positive_or(const std::string& key, float fallback) const {
 
 float Metadata::number_or(const std::string& key, float fallback, float lo, float hi) const {
     if (!find(arch_ + "." + key)) return fallback;
-    const double v = get(key).get_number();
+    const double v = checked([&] { return get(key).get_number(); });
     if (!std::isfinite(v) || v < lo || v > hi)
         fail(arch_ + "." + key + " is " + std::to_string(v) + "; expected a number in " + range_str(lo, hi));
     return static_cast<float>(v);
@@ -86,20 +90,20 @@ float Metadata::number_or(const std::string& key, float fallback, float lo, floa
 
 std::string Metadata::string_or(const std::string& key, const std::string& fallback) const {
     const gguf::Value* v = find(arch_ + "." + key);
-    return v ? v->get_string() : fallback;
+    return v ? checked([&] { return v->get_string(); }) : fallback;
 }
 
 std::vector<int> Metadata::layer_values(const gguf::Value& v, const std::string& key, int n_layer, int lo,
                                         int hi) const {
     std::vector<int64_t> a;
     if (v.is_array()) {
-        a = v.get_int_array<int64_t>();
-        if (a.size() < static_cast<size_t>(n_layer))
-            fail(arch_ + "." + key + " has " + std::to_string(a.size()) + " values for " + std::to_string(n_layer) +
+        // Only the values of the layers are read: a hostile array may be far longer than the model.
+        if (checked([&] { return v.size(); }) < static_cast<uint64_t>(n_layer))
+            fail(arch_ + "." + key + " has " + std::to_string(v.size()) + " values for " + std::to_string(n_layer) +
                  " layers");
-        a.resize(static_cast<size_t>(n_layer));
+        for (int l = 0; l < n_layer; ++l) a.push_back(integer(checked([&] { return v.at(uint64_t(l)); })));
     } else {
-        a.assign(static_cast<size_t>(n_layer), v.get_int<int64_t>());
+        a.assign(static_cast<size_t>(n_layer), integer(v));
     }
     std::vector<int> out;
     for (size_t l = 0; l < a.size(); ++l) {
@@ -121,12 +125,26 @@ std::vector<int> Metadata::per_layer_or(const std::string& key, int n_layer, int
 }
 
 std::vector<bool> Metadata::flags_per_layer(const std::string& key, int n_layer) const {
-    std::vector<bool> a = get(key).get_bool_array();
-    if (a.size() < static_cast<size_t>(n_layer))
-        fail(arch_ + "." + key + " has " + std::to_string(a.size()) + " values for " + std::to_string(n_layer) +
+    const gguf::Value& v = get(key);
+    if (checked([&] { return v.size(); }) < static_cast<uint64_t>(n_layer))
+        fail(arch_ + "." + key + " has " + std::to_string(v.size()) + " values for " + std::to_string(n_layer) +
              " layers");
-    a.resize(static_cast<size_t>(n_layer));
+    std::vector<bool> a;
+    for (int l = 0; l < n_layer; ++l) a.push_back(checked([&] { return v.at(uint64_t(l)).get_bool(); }));
     return a;
+}
+
+std::vector<int> Metadata::leading_values(const std::string& key, int n, int lo, int hi) const {
+    const gguf::Value& v = get(key);
+    const uint64_t size = checked([&] { return v.size(); });
+    std::vector<int> out;
+    for (uint64_t i = 0; i < size && i < uint64_t(n); ++i) {
+        const int64_t x = integer(checked([&] { return v.at(i); }));
+        if (x < lo || x > hi)
+            fail(arch_ + "." + key + " holds " + std::to_string(x) + "; expected " + range_str(lo, hi));
+        out.push_back(static_cast<int>(x));
+    }
+    return out;
 }
 
 }  // namespace zinc::model

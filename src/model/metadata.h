@@ -54,12 +54,24 @@ public:
     std::vector<int> per_layer_or(const std::string& key, int n_layer, int lo, int hi, int fallback) const;
     // A per-layer bool array (cut like per_layer).
     std::vector<bool> flags_per_layer(const std::string& key, int n_layer) const;
+    // The first n values (fewer when the array is shorter) of an integer array, each in [lo, hi].
+    std::vector<int> leading_values(const std::string& key, int n, int lo, int hi) const;
 
     // Throws gguf::Error "<name>: <what>".
     [[noreturn]] void fail(const std::string& what) const;
 
 private:
     const gguf::Value& get(const std::string& key) const;  // "<arch>.<key>", which must exist
+    int64_t integer(const gguf::Value& v) const;
+    // f(), with a value's own error (of type or range) made one that names the file.
+    template <class F>
+    auto checked(F f) const -> decltype(f()) {
+        try {
+            return f();
+        } catch (const gguf::Error& e) {
+            fail(e.what());
+        }
+    }
     std::vector<int> layer_values(const gguf::Value& v, const std::string& key, int n_layer, int lo, int hi) const;
 
     std::string name_, arch_;

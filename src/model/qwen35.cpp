@@ -57,14 +57,11 @@ Qwen35Params read_qwen35_params(const Metadata& md) {
     p.rms_eps = md.positive("attention.layer_norm_rms_epsilon");
     // IMRoPE (docs/models.md §1.3): for text every pair whose section is t, h or w rotates with position p — plain
     // NeoX. A pair in the 4th section would use position 0 (no rotation); no released model has one, so refuse it.
-    if (const gguf::Value* s = md.find(p.arch + ".rope.dimension_sections")) {
-        std::vector<int64_t> sec = s->get_int_array<int64_t>();
+    if (md.find(p.arch + ".rope.dimension_sections")) {
+        std::vector<int> sec = md.leading_values("rope.dimension_sections", 4, 0, kMaxWidth);
         sec.resize(4, 0);
         int64_t total = 0;
-        for (int64_t n : sec) {
-            if (n < 0 || n > kMaxWidth) md.fail(p.arch + ".rope.dimension_sections holds " + std::to_string(n));
-            total += n;
-        }
+        for (int n : sec) total += n;
         for (int64_t i = 0; i < p.n_rot / 2 && total > 0; ++i) {
             const int64_t k = i % total;
             const bool thw = (k % 3 == 0 && k < 3 * sec[0]) || (k % 3 == 1 && k < 3 * sec[1]) ||

@@ -40,19 +40,6 @@ std::string gb(uint64_t bytes) {
     return buf;
 }
 
-// Refuses an output that would replace or truncate a file of the input (or its temporary name one of them) and
-// one that is not a regular file.
-void check_output_path(const gguf::Model& in, const std::string& out) {
-    std::error_code ec;
-    const auto st = fs::status(out, ec);
-    if (!ec && fs::exists(st) && !fs::is_regular_file(st))
-        throw std::invalid_argument(out + " exists and is not a regular file");
-    for (const gguf::File& f : in.files())
-        for (const std::string& path : {out, out + ".tmp"})
-            if (fs::equivalent(path, f.path(), ec))
-                throw std::invalid_argument("the output " + out + " would overwrite the input " + f.path());
-}
-
 // Refuses an output that cannot fit on its file system (the input's metadata stands for the output's).
 void check_free_space(const gguf::Model& in, const std::string& out, uint64_t tensor_bytes) {
     fs::path dir = fs::path(out).parent_path();
@@ -158,7 +145,9 @@ QuantizePlan plan_quantize(const QuantizeOptions& o) {
     if (p.options.threads <= 0) p.options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     p.input = std::make_unique<gguf::Model>(o.in);
     const gguf::Model& in = *p.input;
-    check_output_path(in, o.out);
+    // The output is written as OUT.tmp and renamed: neither may be a file of the input.
+    gguf::check_output_path(o.out, &in, true);
+    gguf::check_output_path(o.out + ".tmp", &in, true);
 
     const model::Metadata md(in);
     if (!model::is_supported_architecture(md.arch()))

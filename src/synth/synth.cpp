@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "gguf/split.h"
 #include "gguf/writer.h"
 #include "quant/quantize.h"
 #include "synth/vocab.h"
@@ -220,12 +221,7 @@ Plan plan(const Options& o) {
     if (p.options.vocab.empty()) p.options.vocab = p.preset.vocab;
     if (std::find(std::begin(kVocabularies), std::end(kVocabularies), p.options.vocab) == std::end(kVocabularies))
         throw std::invalid_argument("unknown vocabulary '" + p.options.vocab + "' (qwen3 or gemma3)");
-    {
-        std::error_code ec;
-        const auto st = std::filesystem::status(o.out, ec);
-        if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-            throw std::invalid_argument(o.out + " exists and is not a regular file");
-    }
+    gguf::check_output_path(o.out, nullptr, true);
     p.tensors = model::tensor_list(p.preset);
     p.types = model::choose_types(model::mix_model(p.preset), p.tensors, p.mix);
     for (size_t i = 0; i < p.tensors.size(); ++i)

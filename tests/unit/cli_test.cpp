@@ -342,3 +342,30 @@ TEST(Cli, ChatWritesWithABaseModel) {
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 3) << r.out;
     EXPECT_GT(r.out.size(), 20u) << r.out;
 }
+
+// An output that is the model being read is refused before anything is written: the file stays mapped while the
+// command runs (and is the model).
+TEST(Cli, OutputsNeverOverwriteTheModel) {
+    const std::string dir = ::testing::TempDir() + "zinc_overwrite_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string copy = dir + "/m.gguf";
+    std::filesystem::copy_file(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf", copy,
+                               std::filesystem::copy_options::overwrite_existing);
+    const auto size = std::filesystem::file_size(copy);
+    const std::string text = shell_word(ZINC_TEST_DATA_DIR "/perplexity/text.txt");
+    for (const std::string& args : {"perplexity -m " + shell_word(copy) + " -f " + text + " -c 64 --kl-divergence-base " +
+                                        shell_word(copy),
+                                    "logits -m " + shell_word(copy) + " --ids 1,2 -o " + shell_word(copy)}) {
+        const auto r = run_zinc(args);
+        EXPECT_EQ(r.status, 1) << args;
+        EXPECT_TRUE(has(r.err, "would overwrite the input")) << r.err;
+        EXPECT_EQ(std::filesystem::file_size(copy), size) << args;
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, DeviceNeedsAGpuBackend) {
+    const auto r = run_zinc("run -m " + kQwen3 + " -p hi -n 1 --backend cpu --device 0");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(has(r.err, "--device chooses a GPU; it does not go with --backend cpu")) << r.err;
+}
