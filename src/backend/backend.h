@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -219,6 +220,18 @@ public:
     // (ascending), as the sampler orders candidates; waits for the result. k <= kMaxTopK and k <= x.cols.
     static constexpr int kMaxTopK = 128;
     void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values);
+
+    // Runs `step`, which queues the ops of one forward pass over the tokens `ids` at positions `pos` and returns its
+    // result, and returns that result. A backend may record the ops of a step the first times it sees `shape` and
+    // replay the recording for later steps of the same shape instead of calling `step` (the CUDA backend does for
+    // single-token steps, with CUDA graphs). So `step` must only queue ops, and what it queues may depend on the host
+    // only through `shape`, `ids` and `pos`: ops given these ids and positions (get_rows; rope, kv_write and
+    // attention at pos[0]) read them from backend memory that this call fills, and a replay reads the new values.
+    virtual Act run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+                         const std::function<Act()>& step) {
+        (void)shape, (void)ids, (void)pos;
+        return step();
+    }
 
     // Waits for queued work (no-op on the CPU).
     virtual void synchronize() {}

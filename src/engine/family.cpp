@@ -32,11 +32,21 @@ void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
 }
 
 backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out) {
+    if (!can_rewind() && pos0 != 0 && pos0 != state_end_)
+        throw std::invalid_argument("the recurrent state holds " + std::to_string(state_end_) +
+                                    " tokens and cannot restart at position " + std::to_string(pos0));
     n_rows_ = static_cast<int64_t>(ids.size());
     n_out_ = n_out;
     pos_.resize(ids.size());
     for (size_t t = 0; t < ids.size(); ++t) pos_[t] = static_cast<int32_t>(pos0 + static_cast<int64_t>(t));
-    return compute(ids, pos0);
+    state_end_ = 0;  // until this micro-batch completes, the state is not trustworthy
+    // What compute() queues depends on the host only through the token count, the rows wanted, whether the state
+    // starts afresh, and the ids and positions: the key under which a backend may record and replay it.
+    const uint64_t shape = static_cast<uint64_t>(n_rows_) | static_cast<uint64_t>(n_out_) << 24 |
+                           static_cast<uint64_t>(pos0 == 0) << 48;
+    const backend::Act out = be_.run_step(shape, ids, pos_, [&] { return compute(ids, pos0); });
+    state_end_ = pos0 + n_rows_;
+    return out;
 }
 
 backend::Act Family::run(std::span<const int32_t> ids, int64_t pos0) {

@@ -56,7 +56,9 @@ protected:
     Family(backend::Backend& be, const gguf::Model& m, ContextSize size);
 
     // The family's forward pass over one micro-batch of ids at positions(), ending in head(), whose result it
-    // returns: the logits of the rows that are wanted (none for micro-batches whose logits nobody reads).
+    // returns: the logits of the rows that are wanted (none for micro-batches whose logits nobody reads). It only
+    // queues backend ops, and they may depend on the host only through the number of ids, the rows wanted, whether
+    // pos0 is 0, and the ids and positions themselves (Backend::run_step may replay a recording of it).
     virtual backend::Act compute(std::span<const int32_t> ids, int64_t pos0) = 0;
 
     // --- shared steps of the forward passes ---
@@ -86,6 +88,7 @@ private:
 
     int n_vocab_ = 0, n_ctx_train_ = 0, n_ctx_ = 0, n_ubatch_ = 0;
     int64_t n_rows_ = 0, n_out_ = 0;  // the current micro-batch: its tokens, the rows whose logits are wanted
+    int64_t state_end_ = 0;           // the position after the last one whose state is complete
     std::vector<int32_t> pos_;
     backend::Act logits_;
 };

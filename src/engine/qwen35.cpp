@@ -167,16 +167,12 @@ void Qwen35::ffn(const Layer& L) {
 }
 
 backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {
-    if (pos0 != 0 && pos0 != n_past_)
-        throw std::invalid_argument(p_.arch + ": the recurrent state holds " + std::to_string(n_past_) +
-                                    " tokens and cannot restart at position " + std::to_string(pos0));
     if (pos0 == 0)
         for (int l = 0; l < p_.n_layer; ++l)
             if (p_.recurrent[l]) {
                 be_.fill(state_[l].conv, 0.0f);
                 be_.fill(state_[l].recurrence, 0.0f);
             }
-    n_past_ = 0;  // until this micro-batch completes, the state is not trustworthy
     auto x = rows(x_), h = rows(h_);
     be_.get_rows(w_.token_embd, ids, x);
     for (int l = 0; l < p_.n_layer; ++l) {
@@ -188,7 +184,6 @@ backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {
             attention_layer(L, l, pos0);
         ffn(L);
     }
-    n_past_ = pos0 + x.rows;
     return head(x, h, w_, p_.rms_eps);
 }
 

@@ -31,7 +31,6 @@ private:
     model::Qwen35Params p_;
     model::Qwen35Weights<backend::Weight> w_;
     std::vector<LayerState> state_;
-    int64_t n_past_ = 0;  // tokens in the state
     // scratch activations
     backend::Act x_, h_, y_;
     backend::Act qg_, q_, gate_, k_, v_, attn_;                             // attention

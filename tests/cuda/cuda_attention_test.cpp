@@ -105,31 +105,47 @@ TEST(CudaAttentionHostLogic, SplitsCoverEveryRowsKeysOnce) {
                     const kern::AttentionPlan plan = kern::plan_attention(n_q, n_head, pos0, window);
                     ASSERT_GE(plan.n_split, 1);
                     ASSERT_LE(plan.n_split, kern::kMaxSplits);
-                    ASSERT_GE(plan.chunk, 1);
                     if (n_q * n_head >= kern::kTargetBlocks) {
                         ASSERT_EQ(plan.n_split, 1);
                     }
                     ASSERT_EQ(plan.row_tiles, n_q * n_head >= kern::kTargetBlocks && n_q >= 2 * kern::kTileRows);
+                    const int64_t chunk = kern::split_chunk(kern::visible_keys(pos0 + n_q - 1, window), plan.n_split);
+                    ASSERT_GE(chunk, 1);
                     for (int64_t t = 0; t < n_q; ++t) {
                         const kern::KeyRange vis = kern::visible_keys(pos0 + t, window);
                         int64_t next = vis.begin;
                         for (int s = 0; s < plan.n_split; ++s) {
-                            const kern::KeyRange r = kern::split_keys(vis, plan.chunk, s);
+                            const kern::KeyRange r = kern::split_keys(vis, chunk, s);
                             ASSERT_LE(r.begin, r.end);
                             if (r.begin == r.end) continue;
                             ASSERT_EQ(r.begin, next) << "split " << s;
                             next = r.end;
-                            // The merge kernel relies on split 0 holding keys (the query's own position at least).
+                            // The merge kernel relies on split 0 holding keys (the row's first visible one).
                             if (s == 0) {
                                 ASSERT_GT(r.end, r.begin);
                             }
                         }
                         ASSERT_EQ(next, vis.end) << "row " << t << " n_q " << n_q << " pos0 " << pos0;
-                        if (t == n_q - 1) {  // the longest row leaves no split empty
-                            ASSERT_LT(kern::split_keys(vis, plan.chunk, plan.n_split - 1).begin, vis.end);
-                        }
                     }
                 }
+}
+
+// A recorded decode step replays the plan it was recorded with for every position of its key bucket.
+TEST(CudaAttentionHostLogic, PlanIsTheSameWithinAKeyBucket) {
+    for (int64_t window : {0, 100, 1024})
+        for (int n_head : {1, 8, 32, 64}) {
+            int64_t bucket = -1;
+            kern::AttentionPlan first;
+            for (int64_t pos = 0; pos < 20000; ++pos) {
+                const kern::AttentionPlan p = kern::plan_attention(1, n_head, pos, window);
+                if (kern::key_bucket(pos + 1) != bucket) {
+                    bucket = kern::key_bucket(pos + 1);
+                    first = p;
+                }
+                ASSERT_EQ(p.n_split, first.n_split) << pos << " " << n_head << " " << window;
+                ASSERT_EQ(p.row_tiles, first.row_tiles);
+            }
+        }
 }
 
 TEST(CudaAttentionHostLogic, RopePairsCoverTheRotatedDimsOnce) {

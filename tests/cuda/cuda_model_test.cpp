@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "engine/family.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -105,6 +106,51 @@ TEST_P(CudaModel, DecodeStepWaitsOnce) {
     const uint64_t before = be->host_waits();
     for (int i = 0; i < 8; ++i) next = f->forward_argmax(std::span<const int32_t>(&next, 1), pos++);
     EXPECT_EQ(be->host_waits() - before, 8u);
+}
+
+// Decode steps replayed from CUDA graphs give the same logits, bit for bit, as the same steps run eagerly: across
+// the attention key buckets (a new recording at 128 and 256 positions) and after a micro-batch of several tokens
+// whose wider logits buffer replaces the one the first recordings wrote to.
+TEST_P(CudaModel, RecordedDecodeMatchesEager) {
+    ZINC_REQUIRE_GPU();
+    const std::string fam = GetParam();
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const zinc::gguf::Model model(fixture_gguf(fam, "q8_0"));
+    const size_t n_decode = 300 - fx.prompt.size();
+    auto decode = [&](bool graphs, uint64_t* recorded, uint64_t* replayed) {
+        auto be = zinc::backend::make_cuda_backend(0);
+        auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be);
+        cuda.set_graphs(graphs);
+        auto f = zinc::engine::make_family(model, *be, {320});
+        std::vector<float> logits;
+        f->forward(fx.prompt, 0, false, logits);
+        int64_t pos = static_cast<int64_t>(fx.prompt.size());
+        for (size_t i = 0; i < n_decode; ++i) {
+            const int32_t id = fx.prompt[i % fx.prompt.size()];
+            f->forward(std::span<const int32_t>(&id, 1), pos++, false, logits);
+        }
+        f->forward(std::span<const int32_t>(fx.prompt).first(3), pos, true, logits);
+        pos += 3;
+        for (int i = 0; i < 5; ++i) {
+            const int32_t id = fx.prompt[size_t(i)];
+            f->forward(std::span<const int32_t>(&id, 1), pos++, false, logits);
+        }
+        *recorded = cuda.graphs_recorded();
+        *replayed = cuda.graphs_replayed();
+        return logits;
+    };
+    uint64_t rec = 0, rep = 0, rec_off = 0, rep_off = 0;
+    const auto eager = decode(false, &rec_off, &rep_off);
+    const auto graphs = decode(true, &rec, &rep);
+    EXPECT_EQ(rec_off + rep_off, 0u);
+    EXPECT_GE(rec, 4u);                   // the 128-, 256- and 512-key buckets, and again after the 3-token batch
+    EXPECT_GE(rep, n_decode - 2 * rec);   // every other step of a bucket is a replay
+    ASSERT_EQ(graphs.size(), eager.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < eager.size(); ++i) differ += graphs[i] != eager[i];
+    EXPECT_EQ(differ, 0u) << fam << ": " << rec << " recordings, " << rep << " replays";
+    std::printf("cuda %s: %zu decode steps, %llu recordings, %llu replays, logits identical to eager\n", fam.c_str(),
+                n_decode + 5, static_cast<unsigned long long>(rec), static_cast<unsigned long long>(rep));
 }
 
 // BF16 and quantized weights against the CPU engine on the same file. The paths differ in how activations are

@@ -5,6 +5,7 @@
 //    denominator, output) and combine_kernel merges the splits (flash-decoding), so one row still fills the GPU.
 //  - rows_kernel (prefill): a block of kTileRows warps, one query row each, of one head; the K/V rows the block's
 //    rows see pass through shared memory in tiles, fetched once for all of them.
+// kv_write stores a micro-batch's K and V rows at the cache rows of its positions.
 // Every warp keeps an online softmax of its keys in registers (WarpSoftmax); the sink joins the max and the
 // denominator when the output is normalized.
 #include <cuda_runtime.h>
@@ -99,13 +100,14 @@ __device__ inline float* partial_ml(float* part, const AttentionArgs& a, int64_t
 }
 
 template <int kPerLane, int kBatch>
-__global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int64_t chunk, int n_split, float* part) {
+__global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int n_split, float* part) {
     const int64_t bt = blockIdx.x;
     const int h = int(bt % a.n_head), split = int(blockIdx.y);
-    const int64_t t = bt / a.n_head;
+    const int64_t t = bt / a.n_head, pos0 = *a.pos;
     const int d = a.head_dim, kvh = h / (a.n_head / a.n_head_kv);
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    const KeyRange keys = split_keys(visible_keys(a.pos0 + t, a.window), chunk, split);
+    const int64_t chunk = split_chunk(visible_keys(pos0 + a.n_q - 1, a.window), n_split);
+    const KeyRange keys = split_keys(visible_keys(pos0 + t, a.window), chunk, split);
     const int64_t q_cols = int64_t(a.n_head) * d;
     const float* kb = a.k + int64_t(kvh) * d;
     const float* vb = a.v + int64_t(kvh) * d;
@@ -182,7 +184,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(AttentionArgs 
     float mx = a.sinks ? a.sinks[h] : -INFINITY;
     for (int s = 0; s < n_split; ++s)
         if (ml[2 * s + 1] > 0.0f) mx = fmaxf(mx, ml[2 * s]);
-    // Split 0 holds the query's own position, so mx is finite.
+    // Split 0 holds the row's first visible key, so mx is finite.
     __shared__ float sm_f[kMaxSplits];
     if (int(threadIdx.x) < n_split) {
         const int s = int(threadIdx.x);
@@ -213,8 +215,9 @@ __global__ void __launch_bounds__(kTileRows * 32) rows_kernel(AttentionArgs a, i
     const int d = a.head_dim, kvh = h / (a.n_head / a.n_head_kv);
     const int64_t q_cols = int64_t(a.n_head) * d;
     // The block reads the keys its first row sees onwards, up to its last row's position.
-    const int64_t begin = visible_keys(a.pos0 + t0, a.window).begin, end = a.pos0 + t_last + 1;
-    const KeyRange mine = visible_keys(a.pos0 + (active ? t : t_last), a.window);
+    const int64_t pos0 = *a.pos;
+    const int64_t begin = visible_keys(pos0 + t0, a.window).begin, end = pos0 + t_last + 1;
+    const KeyRange mine = visible_keys(pos0 + (active ? t : t_last), a.window);
     float* ks = sm_kv;
     float* vs = sm_kv + tile_keys * d;
 
@@ -266,7 +269,7 @@ cudaError_t launch(const AttentionArgs& a, const AttentionPlan& p, float* part, 
         return cudaGetLastError();
     }
     const dim3 grid{unsigned(a.n_q * a.n_head), unsigned(p.n_split)};
-    keys_kernel<kPerLane, kBatch><<<grid, kWarps * 32, 0, s>>>(a, p.chunk, p.n_split, part);
+    keys_kernel<kPerLane, kBatch><<<grid, kWarps * 32, 0, s>>>(a, p.n_split, part);
     if (p.n_split > 1) {
         if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
         combine_kernel<<<unsigned(a.n_q * a.n_head), kCombineThreads, 0, s>>>(a, p.n_split, part);
@@ -274,7 +277,23 @@ cudaError_t launch(const AttentionArgs& a, const AttentionPlan& p, float* part, 
     return cudaGetLastError();
 }
 
+__global__ void kv_write_kernel(float* kc, float* vc, const float* k, const float* v, int64_t n, int64_t width,
+                                const int32_t* pos) {
+    const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+    if (i >= n) return;
+    const int64_t dst = int64_t(*pos) * width + i;  // rows follow each other in the cache as in k and v
+    kc[dst] = k[i];
+    vc[dst] = v[i];
+}
+
 }  // namespace
+
+cudaError_t kv_write(float* k_cache, float* v_cache, const float* k, const float* v, int64_t rows, int64_t width,
+                     const int32_t* pos, cudaStream_t s) {
+    const int64_t n = rows * width;
+    if (n > 0) kv_write_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(k_cache, v_cache, k, v, n, width, pos);
+    return cudaGetLastError();
+}
 
 cudaError_t attention(const AttentionArgs& a, const AttentionPlan& p, float* partials, cudaStream_t s) {
     if (a.n_q <= 0 || a.n_head <= 0) return cudaGetLastError();

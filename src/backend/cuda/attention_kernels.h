@@ -76,6 +76,11 @@ __host__ __device__ inline float rope_angle(float theta_i, float ff, int i, cons
     return theta;
 }
 
+// attention.cu: stores the `rows` rows of k and v (`width` values each) at cache rows *pos, *pos + 1, ... (pos in
+// device memory).
+cudaError_t kv_write(float* k_cache, float* v_cache, const float* k, const float* v, int64_t rows, int64_t width,
+                     const int32_t* pos, cudaStream_t s);
+
 // rope.cu: rotates the first n_rot values of each head of width head_dim in place; pos: `rows` positions (device).
 cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos, const RopeArgs& a,
                  cudaStream_t s);
@@ -106,41 +111,55 @@ __host__ __device__ inline KeyRange split_keys(KeyRange r, int64_t chunk, int sp
     return {b < r.end ? b : r.end, e < r.end ? e : r.end};
 }
 
+// The length of the pieces when the last query row's visible keys `last` (the most of any row) are cut into n_split;
+// every row cuts its own keys into pieces of this length, the trailing ones possibly empty.
+__host__ __device__ inline int64_t split_chunk(KeyRange last, int n_split) {
+    return (last.end - last.begin + n_split - 1) / n_split;
+}
+
 // How one attention call spreads the work. Row tiles: blocks of kTileRows query rows of one head that share the
 // K/V rows they read through shared memory (prefill). Otherwise a block per (row, head, key split), every query row
-// cutting its visible keys into n_split pieces of `chunk` (decode and short prefill chunks).
+// cutting its visible keys into n_split pieces of equal length (decode and short prefill chunks); the kernel sizes
+// the pieces from the positions in device memory.
 struct AttentionPlan {
     bool row_tiles = false;
     int n_split = 1;
-    int64_t chunk = 0;
 };
 
+// The key count the plan is made for: the last row's visible keys rounded up to a power of two (at least
+// kMinSplitKeys), so that the plan, and with it a recorded decode step, stays the same while the context grows
+// within a bucket (CudaBackend::run_step keys its recordings on this bucket). A window caps the keys, and rounding
+// up commutes with that cap, so the bucket of a row's position decides the plan of every layer.
+inline int64_t key_bucket(int64_t keys) {
+    int64_t b = kMinSplitKeys;
+    while (b < keys) b *= 2;
+    return b;
+}
+
 // Row tiles when the (row, head) pairs alone fill the GPU and make a few tiles per head; splits only when those
-// blocks would leave it idle, at long contexts. The last row sees the most keys, so its pieces are all non-empty and
-// cover every row's keys.
+// blocks would leave it idle, at long contexts, and never into pieces below kMinSplitKeys keys of the bucket.
 inline AttentionPlan plan_attention(int64_t n_q, int n_head, int64_t pos0, int64_t window) {
     const KeyRange last = visible_keys(pos0 + n_q - 1, window);
-    const int64_t keys = last.end - last.begin, blocks = n_q * n_head;
+    const int64_t keys = key_bucket(last.end - last.begin), blocks = n_q * n_head;
     int64_t n = 1;
     if (blocks > 0 && blocks < kTargetBlocks) {
-        const int64_t want = (kTargetBlocks + blocks - 1) / blocks, most = (keys + kMinSplitKeys - 1) / kMinSplitKeys;
+        const int64_t want = (kTargetBlocks + blocks - 1) / blocks, most = keys / kMinSplitKeys;
         n = want < most ? want : most;
     }
-    n = n < 1 ? 1 : (n > kMaxSplits ? kMaxSplits : n);
     AttentionPlan p;
     p.row_tiles = blocks >= kTargetBlocks && n_q >= 2 * kTileRows;
-    p.chunk = keys > 0 ? (keys + n - 1) / n : 1;
-    p.n_split = int(keys > 0 ? (keys + p.chunk - 1) / p.chunk : 1);
+    p.n_split = int(n < 1 ? 1 : (n > kMaxSplits ? kMaxSplits : n));
     return p;
 }
 
 struct AttentionArgs {
-    const float* q = nullptr;  // n_q rows of n_head * head_dim, at positions pos0, pos0 + 1, ...
+    const float* q = nullptr;  // n_q rows of n_head * head_dim, at positions *pos, *pos + 1, ...
     const float* k = nullptr;  // cache rows of kv_width = n_head_kv * head_dim
     const float* v = nullptr;
     float* out = nullptr;           // q's shape
     const float* sinks = nullptr;   // one logit per query head (device), or null
-    int64_t n_q = 0, kv_width = 0, pos0 = 0, window = 0;
+    const int32_t* pos = nullptr;   // the position of query row 0 (device)
+    int64_t n_q = 0, kv_width = 0, window = 0;
     int n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.0f, softcap = 0.0f;
 };

@@ -24,7 +24,7 @@ void CudaBackend::do_rope(Act& x, int head_dim, std::span<const int32_t> pos, co
     a.yarn_low = p.yarn_low;
     a.yarn_high = p.yarn_high;
     a.mscale = p.mscale;
-    const int32_t* d_pos = upload_positions(pos);
+    const int32_t* d_pos = device_positions(pos);
     ZINC_CUDA_CHECK(cuda::rope(x.data, x.rows, x.cols, head_dim, d_pos, a, stream_), "rope",
                     p.freq_factors ? p.freq_factors->name : std::string());
 }
@@ -43,9 +43,9 @@ void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, co
     a.v = kv.v;
     a.out = out.data;
     a.sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
+    a.pos = device_positions(pos0, q.rows);
     a.n_q = q.rows;
     a.kv_width = kv.width;
-    a.pos0 = pos0;
     a.window = p.window;
     a.n_head = p.n_head;
     a.n_head_kv = p.n_head_kv;
@@ -60,21 +60,8 @@ void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, co
 }
 
 void CudaBackend::do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream_),
-                    "kv_write", "K");
-    ZINC_CUDA_CHECK(cudaMemcpyAsync(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, stream_),
-                    "kv_write", "V");
-}
-
-const int32_t* CudaBackend::upload_positions(std::span<const int32_t> pos) {
-    if (pos_valid_ && pos.size() == last_pos_.size() && std::equal(pos.begin(), pos.end(), last_pos_.begin()))
-        return static_cast<const int32_t*>(scratch("rope positions", pos.size_bytes(), "rope"));
-    const int32_t* p = upload_ints("rope positions", pos, "rope");
-    last_pos_.assign(pos.begin(), pos.end());
-    pos_valid_ = true;
-    return p;
+    ZINC_CUDA_CHECK(cuda::kv_write(kv.k, kv.v, k.data, v.data, k.rows, kv.width, device_positions(pos0, k.rows), stream_),
+                    "kv_write", "");
 }
 
 }  // namespace zinc::backend

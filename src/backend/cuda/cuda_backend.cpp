@@ -3,15 +3,26 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend {
 
 using gguf::TensorType;
+
+namespace {
+
+// What a step being recorded asked for that a graph cannot hold; run_step then runs the step as it is.
+struct StepNotRecordable : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace
 
 void check_cuda(cudaError_t e, const char* call, std::string_view op, std::string_view tensor) {
     if (e == cudaSuccess) return;
@@ -33,6 +44,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     ZINC_CUDA_CHECK(cudaGetDeviceProperties(&prop, device), "init", "");
     device_name_ = prop.name;
     ZINC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "init", "");
+    if (const char* g = std::getenv("ZINC_CUDA_GRAPHS"); g && std::string(g) == "0") graphs_on_ = false;
     for (int i = 0; i < 2; ++i) {
         ZINC_CUDA_CHECK(cudaMallocHost(&staging_[i], kStagingBytes), "init", "pinned staging buffer");
         ZINC_CUDA_CHECK(cudaEventCreateWithFlags(&staged_[i], cudaEventDisableTiming), "init", "");
@@ -42,6 +54,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 CudaBackend::~CudaBackend() {
     cudaSetDevice(device_);
     if (stream_) cudaStreamSynchronize(stream_);
+    for (auto& [key, g] : graphs_)
+        if (g.exec) cudaGraphExecDestroy(g.exec);
     for (void* p : allocations_) cudaFree(p);
     for (auto& [key, b] : scratch_)
         if (b.ptr) cudaFree(b.ptr);
@@ -128,16 +142,19 @@ void CudaBackend::do_download(const Act& src, std::span<float> dst) {
 void CudaBackend::synchronize() { ZINC_CUDA_CHECK(cuda_stream_synchronize(), "synchronize", ""); }
 
 cudaError_t CudaBackend::cuda_stream_synchronize() {
+    not_while_recording("a wait for the GPU");
     ++waits_;
     return cudaStreamSynchronize(stream_);
 }
 
 cudaError_t CudaBackend::cuda_event_synchronize(cudaEvent_t e) {
+    not_while_recording("a wait for the GPU");
     ++waits_;
     return cudaEventSynchronize(e);
 }
 
 void* CudaBackend::device_alloc(size_t bytes, const char* op, const std::string& what, bool freeable) {
+    not_while_recording("an allocation");
     void* p = nullptr;
     if (cudaError_t e = cudaMalloc(&p, std::max<size_t>(bytes, 1)); e != cudaSuccess) {
         cudaGetLastError();
@@ -165,6 +182,7 @@ bool CudaBackend::do_free(const void* data) {
     void* p = const_cast<void*>(data);
     ZINC_CUDA_CHECK(cuda_stream_synchronize(), "free", "");
     ZINC_CUDA_CHECK(cudaFree(p), "free", "");
+    ++generation_;
     freeable_.erase(it);
     allocations_.erase(p);
     return true;
@@ -176,6 +194,7 @@ void* CudaBackend::scratch(const std::string& key, size_t bytes, const char* op)
     const size_t n = std::max(bytes, b.bytes * 2);
     ZINC_CUDA_CHECK(cuda_stream_synchronize(), op, key);
     if (b.ptr) ZINC_CUDA_CHECK(cudaFree(b.ptr), op, key);
+    ++generation_;
     b.ptr = nullptr;
     b.bytes = 0;
     ZINC_CUDA_CHECK(cudaMalloc(&b.ptr, n), op, key);
@@ -184,6 +203,7 @@ void* CudaBackend::scratch(const std::string& key, size_t bytes, const char* op)
 }
 
 const int32_t* CudaBackend::upload_ints(const std::string& key, std::span<const int32_t> v, const char* op) {
+    not_while_recording("an upload");
     auto* dst = static_cast<int32_t*>(scratch(key, std::max<size_t>(v.size_bytes(), 4), op));
     const size_t bytes = v.size_bytes();
     if (bytes == 0) return dst;
@@ -202,6 +222,92 @@ const int32_t* CudaBackend::upload_ints(const std::string& key, std::span<const 
     ring_offset_ += (bytes + 255) & ~size_t(255);
     ZINC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), op, key);
     return dst;
+}
+
+const int32_t* CudaBackend::device_ints(const std::string& key, std::vector<int32_t>& last, std::span<const int32_t> v,
+                                        const char* op) {
+    if (v.size() == last.size() && std::equal(v.begin(), v.end(), last.begin()))
+        return static_cast<const int32_t*>(scratch(key, v.size_bytes(), op));
+    const int32_t* p = upload_ints(key, v, op);
+    last.assign(v.begin(), v.end());
+    return p;
+}
+
+const int32_t* CudaBackend::device_ids(std::span<const int32_t> ids) {
+    return device_ints("step ids", last_ids_, ids, "get_rows");
+}
+
+const int32_t* CudaBackend::device_positions(std::span<const int32_t> pos) {
+    return device_ints("step positions", last_pos_, pos, "positions");
+}
+
+const int32_t* CudaBackend::device_positions(int64_t pos0, int64_t rows) {
+    bool same = int64_t(last_pos_.size()) == rows;
+    for (int64_t t = 0; same && t < rows; ++t) same = last_pos_[size_t(t)] == pos0 + t;
+    if (same) return static_cast<const int32_t*>(scratch("step positions", last_pos_.size() * 4, "positions"));
+    std::vector<int32_t> pos(static_cast<size_t>(rows));
+    for (int64_t t = 0; t < rows; ++t) pos[size_t(t)] = static_cast<int32_t>(pos0 + t);
+    return device_positions(pos);
+}
+
+void CudaBackend::not_while_recording(const char* what) const {
+    if (recording_) throw StepNotRecordable(std::string(what) + " inside a recorded step");
+}
+
+// A graph holds the kernels' arguments, device pointers included, as they were recorded; the values that change from
+// token to token (the id, the position, the attention length) are read from device buffers that stay in place, and
+// the attention plan only changes between key buckets, which are part of the key. The first step of a key runs
+// eagerly so that the scratch buffers it needs are allocated before a recording points into them.
+Act CudaBackend::run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+                          const std::function<Act()>& step) {
+    if (ids.empty()) return step();
+    device_ids(ids);
+    device_positions(pos);
+    if (!graphs_on_ || ids.size() != 1 || pos.size() != 1) return step();
+    StepGraph& g = graphs_[{shape, cuda::key_bucket(int64_t{pos[0]} + 1)}];
+    if (g.generation != generation_) {
+        if (g.exec) ZINC_CUDA_CHECK(cudaGraphExecDestroy(g.exec), "run_step", "graph");
+        g = StepGraph{};
+        g.generation = generation_;
+    }
+    if (g.exec) {
+        ZINC_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_), "run_step", "graph launch");
+        ++graphs_replayed_;
+        return g.result;
+    }
+    if (g.eager || g.seen++ == 0) return step();
+
+    ZINC_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "run_step", "graph capture");
+    recording_ = true;
+    auto abandon = [&] {
+        recording_ = false;
+        cudaGraph_t partial = nullptr;
+        cudaStreamEndCapture(stream_, &partial);
+        if (partial) cudaGraphDestroy(partial);
+        cudaGetLastError();
+    };
+    Act result;
+    try {
+        result = step();
+    } catch (const StepNotRecordable&) {
+        // Nothing was executed: run the step as it is, and do not try this key again in this generation.
+        abandon();
+        g.eager = true;
+        return step();
+    } catch (...) {
+        abandon();
+        throw;
+    }
+    recording_ = false;
+    cudaGraph_t graph = nullptr;
+    ZINC_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph), "run_step", "graph capture");
+    const cudaError_t e = cudaGraphInstantiate(&g.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    ZINC_CUDA_CHECK(e, "run_step", "graph instantiation");
+    g.result = result;
+    ++graphs_recorded_;
+    ZINC_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_), "run_step", "graph launch");
+    return result;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }

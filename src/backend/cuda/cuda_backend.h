@@ -4,11 +4,13 @@
 // norm, elementwise, attention, delta_net, moe, sampling. One GPU and one stream. Weights are copied to device memory
 // through two bounded pinned staging buffers; activations and the KV cache live in device memory.
 // upload/download/load_weight and the sampling ops wait for the stream; every other op only enqueues work on it.
+// Single-token forward passes (run_step) are recorded as CUDA graphs and replayed: one launch per decoded token.
 // Every CUDA call is checked, and a failure names the call, the op and the tensor.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -36,6 +38,16 @@ public:
     uint64_t free_memory() const override;
     void synchronize() override;
     uint64_t host_waits() const override { return waits_; }
+
+    // Records a single-token step as a CUDA graph the second time its shape (and attention bucket) is seen, and
+    // replays that graph after; other steps, and every step while graphs are off, run as they are.
+    Act run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+                 const std::function<Act()>& step) override;
+    // Graphs are on unless the environment sets ZINC_CUDA_GRAPHS=0; tests compare both ways.
+    void set_graphs(bool on) { graphs_on_ = on; }
+    // How many steps were recorded as graphs, and how many were replayed from one, so far.
+    uint64_t graphs_recorded() const { return graphs_recorded_; }
+    uint64_t graphs_replayed() const { return graphs_replayed_; }
 
     cudaStream_t stream() const { return stream_; }
 
@@ -113,8 +125,18 @@ private:
         size_t bytes = 0;
     };
 
-    // rope is called with the same positions for q and k (and for every layer): upload them once.
-    const int32_t* upload_positions(std::span<const int32_t> pos);
+    // The step's token ids and positions in device memory. The ops of a step are given the same values again and
+    // again (rope for q and k of every layer): they are uploaded once, when they differ from the last ones, and
+    // always to the same buffer, which a recorded step reads.
+    const int32_t* device_ids(std::span<const int32_t> ids);
+    const int32_t* device_positions(std::span<const int32_t> pos);
+    // The positions pos0, pos0 + 1, ... of `rows` rows (kv_write, attention).
+    const int32_t* device_positions(int64_t pos0, int64_t rows);
+    const int32_t* device_ints(const std::string& key, std::vector<int32_t>& last, std::span<const int32_t> v,
+                               const char* op);
+    // Throws StepNotRecordable while a step is being recorded: for what a graph cannot hold (a wait for the GPU,
+    // memory freed or allocated, an upload whose values the replays would not see).
+    void not_while_recording(const char* what) const;
 
     int device_ = 0;
     std::string device_name_;
@@ -127,8 +149,22 @@ private:
     std::unordered_set<void*> allocations_;  // every device allocation but scratch, freed by the destructor
     std::unordered_set<const void*> freeable_;  // those of them alloc, alloc_kv and alloc_ids returned
     std::map<std::string, DevBuf> scratch_;
-    std::vector<int32_t> last_pos_;
-    bool pos_valid_ = false;
+    std::vector<int32_t> last_ids_, last_pos_;  // what device_ids and device_positions last uploaded
+
+    // Recorded steps, by (shape, attention key bucket). A recording points into device memory: releasing any
+    // (free, a scratch buffer that grows) bumps generation_, and recordings of an older generation are dropped.
+    struct StepGraph {
+        cudaGraphExec_t exec = nullptr;
+        Act result;
+        uint64_t generation = 0;
+        int seen = 0;          // steps of this key run eagerly so far in this generation
+        bool eager = false;    // recording failed: run eagerly until the generation changes
+    };
+    std::map<std::pair<uint64_t, int64_t>, StepGraph> graphs_;
+    uint64_t generation_ = 1;
+    bool graphs_on_ = true;
+    bool recording_ = false;
+    uint64_t graphs_recorded_ = 0, graphs_replayed_ = 0;
 };
 
 }  // namespace zinc::backend

@@ -9,7 +9,7 @@
 namespace zinc::backend {
 
 void CudaBackend::do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
-    const int32_t* d_ids = upload_ints("get_rows ids", ids, "get_rows");
+    const int32_t* d_ids = device_ids(ids);
     ZINC_CUDA_CHECK(cuda::get_rows(int(table.type), table.data, gguf::row_bytes(table.type, table.cols), table.cols,
                                    d_ids, out.rows, out.data, stream_),
                     "get_rows", table.name);
