@@ -72,7 +72,10 @@ __global__ void matvec_q_kernel(const uint8_t* w, size_t row_bytes, size_t exper
     const uint8_t* row = weight_row(w, row_bytes, expert_bytes, ids, p, o);
     const int64_t n_chunks = cols / 32;
     const BlockQ8_1f* y = xq + (p / x_div) * n_chunks;
+    // Unrolled so that the loads of several chunks are in flight together: one chunk's loads alone leave the memory
+    // system mostly idle (a 4096-wide row gives each lane only 4 chunks).
     float sum = 0.0f;
+#pragma unroll 4
     for (int64_t c = lane; c < n_chunks; c += 32) sum += chunk_dot<T>(row, c, y[c]);
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
     if (lane == 0) out[p * out_stride + o] = sum;
@@ -100,6 +103,7 @@ __global__ void matvec_f_kernel(const uint8_t* w, size_t row_bytes, size_t exper
     const uint8_t* row = weight_row(w, row_bytes, expert_bytes, ids, p, o);
     const float* xr = x + (p / x_div) * cols;
     float sum = 0.0f;
+#pragma unroll 8
     for (int64_t i = lane; i < cols; i += 32) sum += float_weight<T>(row, i) * xr[i];
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
     if (lane == 0) out[p * out_stride + o] = sum;

@@ -1,0 +1,206 @@
+// Micro-benchmarks of the CUDA kernels on real model shapes, beside the kernel tests: each kernel timed alone, in
+// µs per call, GB/s of the bytes it must move, and that rate as a share of the measured device-to-device copy
+// bandwidth. A regression or a slow kernel shows here without a whole model run.
+//
+//   zinc_cuda_kernel_bench [--filter SUBSTRING] [--reps N]
+//
+// Calls are replayed from a recorded step (Backend::run_step, a CUDA graph) so launch gaps do not count, and each
+// call reads its own copy of the weights among enough copies to exceed the L2 cache, so the bytes come from memory.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "../cuda_test_util.h"
+#include "gguf/tensor_type.h"
+
+namespace {
+
+using zinc::backend::Act;
+using zinc::backend::CudaBackend;
+using zinc::backend::KvLayer;
+using zinc::backend::Weight;
+using zinc::gguf::TensorType;
+
+constexpr size_t kColdBytes = size_t(512) << 20;  // weight copies per shape: at least this many bytes (L2: 50 MB)
+
+struct Options {
+    std::string filter;
+    int reps = 50;
+};
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+        std::exit(1);
+    }
+}
+
+// The median over rounds of the time per call of `call(i)` (i = 0 .. reps-1), replayed from a recorded step.
+double time_us(CudaBackend& be, int reps, const std::function<void(int)>& call) {
+    static uint64_t shape = 1;
+    const uint64_t key = shape++;
+    const int32_t id = 0;
+    auto step = [&] {
+        for (int i = 0; i < reps; ++i) call(i);
+        return Act{};
+    };
+    cudaEvent_t t0, t1;
+    check(cudaEventCreate(&t0), "event");
+    check(cudaEventCreate(&t1), "event");
+    std::vector<double> rounds;
+    for (int r = 0; r < 7; ++r) {
+        check(cudaEventRecord(t0, be.stream()), "record");
+        be.run_step(key, {&id, 1}, {&id, 1}, step);  // round 0 runs eagerly, round 1 records, the rest replay
+        check(cudaEventRecord(t1, be.stream()), "record");
+        be.synchronize();
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, t0, t1), "elapsed");
+        if (r >= 2) rounds.push_back(double(ms) * 1e3 / reps);
+    }
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    std::sort(rounds.begin(), rounds.end());
+    return rounds[rounds.size() / 2];
+}
+
+double copy_gbps(CudaBackend& be) {
+    const size_t n = size_t(1) << 30;
+    void *a = nullptr, *b = nullptr;
+    check(cudaMalloc(&a, n), "malloc");
+    check(cudaMalloc(&b, n), "malloc");
+    check(cudaMemset(a, 1, n), "memset");
+    cudaEvent_t t0, t1;
+    cudaEventCreate(&t0);
+    cudaEventCreate(&t1);
+    double best = 0;
+    for (int r = 0; r < 5; ++r) {
+        cudaEventRecord(t0, be.stream());
+        cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, be.stream());
+        cudaEventRecord(t1, be.stream());
+        check(cudaEventSynchronize(t1), "copy");
+        float ms = 0;
+        cudaEventElapsedTime(&ms, t0, t1);
+        if (r > 0) best = std::max(best, 2.0 * double(n) / (double(ms) * 1e-3) / 1e9);  // read + write
+    }
+    cudaFree(a);
+    cudaFree(b);
+    return best;
+}
+
+void report(const char* kernel, const std::string& what, double us, double bytes, double copy) {
+    const double gbps = bytes / (us * 1e-6) / 1e9;
+    std::printf("| %-14s | %-34s | %9.2f | %8.1f | %5.1f%% |\n", kernel, what.c_str(), us, gbps, 100.0 * gbps / copy);
+}
+
+struct Shape {
+    const char* name;
+    int64_t cols, rows;
+};
+
+// Qwen3-8B's decode matvecs (and its LM head), and the wider FFN of the MoE models' shared parts.
+const Shape kShapes[] = {
+    {"attn_k/v 4096x1024", 4096, 1024},    {"attn_q/o 4096x4096", 4096, 4096},
+    {"ffn_gate/up 4096x12288", 4096, 12288}, {"ffn_down 12288x4096", 12288, 4096},
+    {"output 4096x151936", 4096, 151936},
+};
+
+void bench_matvecs(CudaBackend& be, const Options& o, double copy) {
+    const TensorType types[] = {TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K, TensorType::Q8_0,
+                                TensorType::MXFP4, TensorType::IQ4_XS, TensorType::F16,  TensorType::BF16};
+    for (TensorType t : types)
+        for (const Shape& s : kShapes) {
+            const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
+            if (what.find(o.filter) == std::string::npos) continue;
+            auto host = zinc::cuda_test::random_tensor(t, s.cols, s.rows, "w");
+            const double bytes = double(host->info.nbytes);
+            const int copies = int(std::max<size_t>(1, (kColdBytes + host->info.nbytes - 1) / host->info.nbytes));
+            std::vector<Weight> w;  // device copies, freed with the backend
+            for (int c = 0; c < copies; ++c) w.push_back(be.load_weight(host->info));
+            Act x = be.alloc(1, s.cols), y = be.alloc(1, s.rows);
+            be.upload(x, zinc::cuda_test::random_floats(size_t(s.cols)));
+            const double us = time_us(be, o.reps, [&](int i) { be.matmul(w[size_t(i % copies)], x, y); });
+            report("matmul (1 row)", what, us, bytes, copy);
+            be.free(x);
+            be.free(y);
+        }
+}
+
+void bench_norm(CudaBackend& be, const Options& o, double copy) {
+    for (int64_t cols : {4096, 5120}) {
+        const std::string what = "rms_norm 1x" + std::to_string(cols);
+        if (what.find(o.filter) == std::string::npos) continue;
+        Act x = be.alloc(1, cols), y = be.alloc(1, cols);
+        be.upload(x, zinc::cuda_test::random_floats(size_t(cols)));
+        const double us = time_us(be, o.reps, [&](int) { be.rms_norm(x, nullptr, 1e-6f, cols, y); });
+        report("rms_norm", what, us, 2.0 * 4.0 * double(cols), copy);
+        be.free(x);
+        be.free(y);
+    }
+}
+
+// One decode query of Qwen3-8B's attention (32 heads, 8 KV heads of 128) at several cache lengths.
+void bench_attention(CudaBackend& be, const Options& o, double copy) {
+    const int n_head = 32, n_head_kv = 8, head_dim = 128;
+    for (int64_t depth : {128, 4096, 16384, 32768}) {
+        const std::string what = "decode at " + std::to_string(depth);
+        if (what.find(o.filter) == std::string::npos) continue;
+        KvLayer kv = be.alloc_kv(int64_t(n_head_kv) * head_dim, depth);
+        Act k = be.alloc(1, kv.width), v = be.alloc(1, kv.width);
+        Act q = be.alloc(1, int64_t(n_head) * head_dim), out = be.alloc(1, q.cols);
+        be.upload(q, zinc::cuda_test::random_floats(size_t(q.cols)));
+        for (int64_t p = 0; p < depth; p += 1) {
+            if (p % 1024 != 0 && p != depth - 1) continue;  // a few rows are enough to give the cache values
+            be.upload(k, zinc::cuda_test::random_floats(size_t(kv.width)));
+            be.kv_write(kv, k, k, p);
+        }
+        zinc::backend::AttentionParams ap{n_head, n_head_kv, head_dim, 0.088f};
+        const double us = time_us(be, o.reps, [&](int) { be.attention(q, kv, depth - 1, ap, out); });
+        report("attention", what, us, 2.0 * double(depth) * double(kv.width) * 4.0, copy);
+        be.free(kv);
+        be.free(k);
+        be.free(v);
+        be.free(q);
+        be.free(out);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
+            o.filter = argv[++i];
+        } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+            o.reps = std::max(1, std::atoi(argv[++i]));
+        } else {
+            std::fprintf(stderr, "usage: %s [--filter SUBSTRING] [--reps N]\n", argv[0]);
+            return 2;
+        }
+    }
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        std::fprintf(stderr, "no CUDA device\n");
+        return 1;
+    }
+    auto owned = zinc::backend::make_cuda_backend(0);
+    auto& be = dynamic_cast<CudaBackend&>(*owned);
+    const double copy = copy_gbps(be);
+    std::printf("%s; device-to-device copy %.0f GB/s (read + write)\n\n", be.where().c_str(), copy);
+    std::printf("| %-14s | %-34s | %9s | %8s | %6s |\n", "kernel", "shape", "us", "GB/s", "% copy");
+    std::printf("|%s|%s|%s|%s|%s|\n", std::string(16, '-').c_str(), std::string(36, '-').c_str(),
+                std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(8, '-').c_str());
+    bench_matvecs(be, o, copy);
+    bench_norm(be, o, copy);
+    bench_attention(be, o, copy);
+    return 0;
+}
