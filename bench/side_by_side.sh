@@ -1,33 +1,200 @@
 #!/usr/bin/env bash
-# Runs `zinc bench` and llama.cpp's llama-bench on the same GGUF, in the same run, with the same
-# prompt and generation lengths and repetitions, and prints both tables.
+# Runs `zinc bench` and llama.cpp's llama-bench on the models of the performance table (docs/architecture.md §7),
+# on the GPU, each pair on the same file, and writes a dated section for bench/RESULTS.md: the machine, both tools'
+# tables and a summary of tokens/s side by side.
 #
-#   bench/side_by_side.sh MODEL.gguf [-p 512] [-n 128] [-r 5] [-t THREADS]
+#   bench/side_by_side.sh --llama-bench PATH [--models DIR] [-r N] [--only PRESET]... [--append]
 #
-# LLAMA_BENCH must point at a llama-bench binary (built separately; llama.cpp is not part of zinc).
-# ZINC defaults to build/zinc; LLAMA_BENCH_ARGS adds flags to llama-bench.
+#   --llama-bench PATH  a llama-bench binary (built separately; llama.cpp is not part of zinc); or set LLAMA_BENCH
+#   --models DIR        where the model files are, made with `zinc synth` (default seed) when missing
+#                       (default ./bench-models)
+#   -r N                repetitions of each test (default 3)
+#   --only PRESET       only this preset (may be given several times)
+#   --append            append the section to bench/RESULTS.md instead of printing it
+#
+# ZINC is the zinc binary (default: build/zinc of this checkout). Each model runs pp512 and tg128, and Qwen3-8B also
+# tg128 after 8192 tokens of context (-d 8192), with
+#   zinc bench -m F --backend cuda -p 512 -n 128 -r N
+#   llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r N
+# once with -o md for the tables and once with -o json for the summary. A failed run is recorded as such and the
+# others go on.
 set -euo pipefail
-model=${1:?usage: bench/side_by_side.sh MODEL.gguf [-p N] [-n N] [-r N] [-t N]}
-shift
-p=512 n=128 r=5 t=$(nproc)
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+zinc=${ZINC:-$root/build/zinc}
+llama_bench=${LLAMA_BENCH:-}
+models=./bench-models
+reps=3
+append=0
+only=()
+
+# The performance table: preset, `zinc synth --type` (gpt-oss: its experts in MXFP4 as released, the rest Q8_0),
+# and whether it also runs at depth 8192.
+presets=(
+  "qwen3-8b Q4_K_M depth"
+  "qwen3.5-9b Q4_K_M"
+  "qwen3.6-35b-a3b Q4_K_M"
+  "gemma-4-26b-a4b Q4_K_M"
+  "gpt-oss-20b MXFP4_MOE"
+)
+
+# usage STATUS: the help at the top of this file, on stdout for --help, else on stderr.
+usage() {
+  if [ "$1" = 0 ]; then
+    sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//'
+  else
+    sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  fi
+  exit "$1"
+}
+
 while [ $# -gt 0 ]; do
   case "$1" in
-    -p) p=$2; shift 2 ;;
-    -n) n=$2; shift 2 ;;
-    -r) r=$2; shift 2 ;;
-    -t) t=$2; shift 2 ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    --llama-bench) llama_bench=${2:?--llama-bench needs a path}; shift 2 ;;
+    --models) models=${2:?--models needs a directory}; shift 2 ;;
+    -r) reps=${2:?-r needs a count}; shift 2 ;;
+    --only) only+=("${2:?--only needs a preset}"); shift 2 ;;
+    --append) append=1; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "side_by_side.sh: unknown option $1" >&2; usage 2 ;;
   esac
 done
-zinc=${ZINC:-$(dirname "$0")/../build/zinc}
-: "${LLAMA_BENCH:?set LLAMA_BENCH to a llama-bench binary}"
 
-echo "## $(basename "$model") — $(date -u +%Y-%m-%d) — zinc $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?')"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $t threads"
-echo
-echo "### zinc"
-"$zinc" bench -m "$model" -p "$p" -n "$n" -r "$r" -t "$t"
-echo
-echo "### llama.cpp"
-# shellcheck disable=SC2086  # LLAMA_BENCH_ARGS holds extra flags, e.g. "-ngl 99 -fa 1"
-"$LLAMA_BENCH" -m "$model" -p "$p" -n "$n" -r "$r" -t "$t" ${LLAMA_BENCH_ARGS:-}
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "side_by_side.sh: -r expects a count >= 1, not '$reps'" >&2; exit 2; }
+names=$(printf '%s\n' "${presets[@]}" | cut -d' ' -f1)
+for p in "${only[@]}"; do
+  grep -qxF -- "$p" <<<"$names" ||
+    { echo "side_by_side.sh: --only $p is not one of: ${names//$'\n'/ }" >&2; exit 2; }
+done
+[ -n "$llama_bench" ] || { echo "side_by_side.sh: give --llama-bench PATH or set LLAMA_BENCH" >&2; exit 2; }
+[ -x "$llama_bench" ] || { echo "side_by_side.sh: $llama_bench is not an executable" >&2; exit 2; }
+[ -x "$zinc" ] || { echo "side_by_side.sh: $zinc is not an executable (build zinc or set ZINC)" >&2; exit 2; }
+
+selected() {
+  [ ${#only[@]} -eq 0 ] && return 0
+  local p
+  for p in "${only[@]}"; do [ "$p" = "$1" ] && return 0; done
+  return 1
+}
+
+mkdir -p "$models"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# run_tool NAME OUT CMD...: runs CMD with its output in OUT; on failure OUT says so, with the last line of the error.
+run_tool() {
+  local name=$1 out=$2
+  shift 2
+  echo "side_by_side.sh: $name: $*" >&2
+  local rc=0
+  "$@" >"$out" 2>"$work/err" || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "$name failed (exit $rc): $(tail -n 1 "$work/err")" >"$out"
+    return 1
+  fi
+}
+
+# The summary rows of one model: its tests in both JSON outputs (zinc's and llama-bench's share n_prompt, n_gen,
+# n_depth, avg_ts and stddev_ts), matched by test. A missing or failed output leaves its column "—".
+summary_rows() {
+  python3 - "$@" <<'PY'
+import json, sys
+
+label, zinc_files, llama_files = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+
+def rates(paths):
+    r = {}
+    for path in paths:
+        try:
+            with open(path) as f:
+                for t in json.load(f):
+                    r[(t["n_prompt"], t["n_gen"], t.get("n_depth", 0))] = (t["avg_ts"], t.get("stddev_ts", 0.0))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a failed run: its tests show "—"
+    return r
+
+def name(p, g, d):
+    s = f"pp{p}" if g == 0 else f"tg{g}" if p == 0 else f"pp{p}+tg{g}"
+    return s + (f" @ d{d}" if d else "")
+
+z, l = rates(zinc_files), rates(llama_files)
+for key in sorted(set(z) | set(l), key=lambda k: (k[2], k[1] > 0, k)):
+    cell = lambda r: f"{r[0]:,.2f} ± {r[1]:.2f}" if r else "—"
+    ratio = f"{z[key][0] / l[key][0]:.2f}" if key in z and key in l and l[key][0] > 0 else "—"
+    print(f"| {label} | {name(*key)} | {cell(z.get(key))} | {cell(l.get(key))} | {ratio} |")
+PY
+}
+
+# llama.cpp's build as its JSON gives it ("d32676d77 (6410)"), or "?".
+llama_build() {
+  python3 -c '
+import json, sys
+try:
+    t = json.load(open(sys.argv[1]))[0]
+    print("%s (%s)" % (t["build_commit"], t["build_number"]))
+except Exception:
+    print("?")' "$1"
+}
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true)
+gpu_name=${gpu%%,*}
+gpu_driver=${gpu#*, }
+commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')
+rows="" details="" build="?"
+
+for entry in "${presets[@]}"; do
+  read -r preset type depth <<<"$entry"
+  selected "$preset" || continue
+  file=$models/$preset-$type.gguf
+  if [ ! -f "$file" ]; then
+    echo "side_by_side.sh: making $file" >&2
+    "$zinc" synth --preset "$preset" --type "$type" -o "$file"
+  fi
+  # The tests: pp512 and tg128; for depth, also tg128 at 8192.
+  tests=("-p 512 -n 128")
+  if [ -n "${depth:-}" ]; then tests+=("-p 0 -n 128 -d 8192"); fi
+  zinc_json="" llama_json="" zinc_md="" llama_md=""
+  for i in "${!tests[@]}"; do
+    read -r -a t <<<"${tests[$i]}"
+    run_tool zinc "$work/z$i.md" "$zinc" bench -m "$file" --backend cuda "${t[@]}" -r "$reps" -o md || true
+    run_tool zinc "$work/$preset-z$i.json" "$zinc" bench -m "$file" --backend cuda "${t[@]}" -r "$reps" -o json || true
+    run_tool llama-bench "$work/l$i.md" "$llama_bench" -m "$file" -ngl 99 -fa 1 "${t[@]}" -r "$reps" -o md || true
+    run_tool llama-bench "$work/$preset-l$i.json" "$llama_bench" -m "$file" -ngl 99 -fa 1 "${t[@]}" -r "$reps" -o json || true
+    zinc_md+=$(cat "$work/z$i.md")$'\n\n'
+    llama_md+=$(cat "$work/l$i.md")$'\n\n'
+    zinc_json+=" $work/$preset-z$i.json"
+    llama_json+=" $work/$preset-l$i.json"
+    if [ "$build" = "?" ]; then build=$(llama_build "$work/$preset-l$i.json"); fi
+  done
+  r=$(summary_rows "$preset $type" "$zinc_json" "$llama_json")
+  if [ -n "$r" ]; then rows+=$r$'\n'; fi
+  details+="### $preset $type ($(du -h "$file" | cut -f1))"$'\n\n'
+  details+="zinc:"$'\n\n'"$zinc_md"
+  details+="llama.cpp:"$'\n\n'"$llama_md"
+done
+
+section=$(cat <<EOF
+## GPU — $(date -u +%Y-%m-%d) — zinc $commit — side by side with llama.cpp $build
+
+Machine: ${gpu_name:-no nvidia-smi}, driver ${gpu_driver:-?}. Models made by \`zinc synth --preset P --type T\`
+(default seed), each engine on the same file:
+
+\`\`\`
+zinc bench -m F --backend cuda -p 512 -n 128 -r $reps            # Qwen3-8B also: -p 0 -n 128 -d 8192
+llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r $reps            # Qwen3-8B also: -p 0 -n 128 -d 8192
+\`\`\`
+
+| model | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp |
+|---|---|---:|---:|---:|
+$rows
+$details
+EOF
+)
+
+if [ "$append" = 1 ]; then
+  printf '\n%s\n' "$section" >>"$here/RESULTS.md"
+  echo "side_by_side.sh: appended to $here/RESULTS.md" >&2
+else
+  printf '%s\n' "$section"
+fi

@@ -1,6 +1,9 @@
-// `zinc bench`: prompt-processing and generation throughput, in the manner of llama-bench:
-// pp N runs an N-token prompt (in micro-batches of -ub tokens), tg N generates N tokens one at a time from an empty
-// context; each test repeats -r times and reports mean and standard deviation of tokens/s.
+// `zinc bench`: prompt-processing and generation throughput, in the manner of llama-bench, with its flags and test
+// names. A test runs after n_depth tokens already in the context (-d; filled untimed), then times
+//   pp N:       an N-token prompt (in micro-batches of -ub tokens),
+//   tg N:       N tokens generated one at a time,
+//   pp N+tg M:  both, one after the other (-pg N,M; t/s counts all N+M tokens).
+// Each test repeats -r times after a warm-up run and reports the mean and standard deviation of tokens/s.
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -9,12 +12,14 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "model/metadata.h"
+#include "model/weight_bytes.h"
 
 namespace zinc::cli {
 namespace {
@@ -23,100 +28,311 @@ struct Options {
     ModelFlags model;
     std::vector<int> prompt{512};
     std::vector<int> gen{128};
+    std::vector<int> depth{0};
+    std::vector<std::string> pg;  // "PP,TG", checked by pg_lengths()
     int reps = 5;
-    bool json = false;
+    std::string output = "md";
+    bool json = false;  // --json, the older spelling of -o json
+};
+
+// One test as llama-bench defines it: n_prompt tokens as one prompt, then n_gen tokens generated one at a time,
+// after n_depth tokens already in the context.
+struct Test {
+    int n_prompt = 0, n_gen = 0, n_depth = 0;
+
+    int64_t n_tokens() const { return int64_t{n_prompt} + n_gen; }  // the timed ones
+    // Generation alone: the test whose speed is bound by reading the weights once per token.
+    bool decode_only() const { return n_prompt == 0; }
+    // llama-bench's names: "pp512", "tg128", "pp512+tg128", each with " @ d8192" after a depth.
+    std::string name() const {
+        std::string s = n_gen == 0      ? "pp" + std::to_string(n_prompt)
+                        : n_prompt == 0 ? "tg" + std::to_string(n_gen)
+                                        : "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen);
+        return n_depth > 0 ? s + " @ d" + std::to_string(n_depth) : s;
+    }
 };
 
 struct Result {
-    std::string test;
-    int n = 0;
-    double mean = 0, sd = 0;
+    Test test;
+    double mean = 0, sd = 0;  // tokens/s
 };
 
-Result measure(engine::Family& f, const std::string& test, int n, bool batch, int reps) {
-    std::mt19937 rng(n);
-    std::uniform_int_distribution<int32_t> tok(0, f.n_vocab() - 1);
+// "512,128" as the two lengths of -pg; false when it is not two integers from 0 to the largest context.
+bool pg_lengths(const std::string& s, int& pp, int& tg) {
+    const size_t comma = s.find(',');
+    if (comma == std::string::npos) return false;
+    std::string a = s.substr(0, comma), b = s.substr(comma + 1);
+    const CLI::Validator length = integer_in(0, model::kMaxContext);
+    if (!length(a).empty() || !length(b).empty()) return false;
+    pp = std::stoi(a);
+    tg = std::stoi(b);
+    return true;
+}
+
+// Every combination in llama-bench's order: for each depth, the pp tests, the tg tests, then the -pg tests.
+// Lengths of 0 are skipped.
+std::vector<Test> tests_of(const Options& o) {
+    std::vector<Test> tests;
+    for (int d : o.depth) {
+        for (int p : o.prompt)
+            if (p > 0) tests.push_back({p, 0, d});
+        for (int g : o.gen)
+            if (g > 0) tests.push_back({0, g, d});
+        for (const std::string& s : o.pg) {
+            int pp = 0, tg = 0;
+            pg_lengths(s, pp, tg);
+            if (pp > 0 || tg > 0) tests.push_back({pp, tg, d});
+        }
+    }
+    return tests;
+}
+
+std::vector<int32_t> random_ids(int n, uint32_t seed, int n_vocab) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> tok(0, n_vocab - 1);
     std::vector<int32_t> ids(n);
     for (auto& t : ids) t = tok(rng);
-    std::vector<double> rates;
-    for (int r = -1; r < reps; ++r) {  // r = -1 is a warm-up run
-        const auto t0 = std::chrono::steady_clock::now();
-        // As greedy generation runs: the argmax is taken on the backend and only the token id comes back.
-        if (batch) {
-            f.forward_argmax(ids, 0);
-        } else {
-            for (int i = 0; i < n; ++i) f.forward_argmax(std::span<const int32_t>(ids).subspan(i, 1), i);
+    return ids;
+}
+
+// Runs the tests on one family. The depth tokens are one random sequence, of which a depth of N takes the first N,
+// so that a family that can rewind keeps what was filled: a test at depth N overwrites only the positions from N on,
+// and the next test at a depth of N or less fills nothing. A recurrent state only restarts at position 0: there
+// every run fills its depth again.
+class Runner {
+public:
+    Runner(engine::Family& f, int max_depth) : f_(f), depth_ids_(random_ids(max_depth, 0x5eed, f.n_vocab())) {}
+
+    Result measure(const Test& t, int reps, ProgressLine& progress) {
+        // The context holds every test (run() checked), so its length is an int.
+        const int n = static_cast<int>(t.n_tokens());
+        const std::vector<int32_t> ids = random_ids(n, static_cast<uint32_t>(n), f_.n_vocab());
+        std::vector<double> rates;
+        for (int r = -1; r < reps; ++r) {  // r = -1 is a warm-up run
+            progress.update(t.name() + (r < 0 ? " warm-up" : " run " + std::to_string(r + 1) + " of " +
+                                                               std::to_string(reps)),
+                            false);
+            fill(t.n_depth);
+            const double s = timed(t, ids);
+            if (r >= 0) rates.push_back(n / s);
         }
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (r >= 0) rates.push_back(n / s);
+        Result res{t};
+        for (double x : rates) res.mean += x / static_cast<double>(rates.size());
+        for (double x : rates) res.sd += (x - res.mean) * (x - res.mean);
+        res.sd = rates.size() > 1 ? std::sqrt(res.sd / static_cast<double>(rates.size() - 1)) : 0.0;
+        return res;
     }
-    Result res{test, n};
-    for (double x : rates) res.mean += x / rates.size();
-    for (double x : rates) res.sd += (x - res.mean) * (x - res.mean);
-    res.sd = rates.size() > 1 ? std::sqrt(res.sd / (rates.size() - 1)) : 0.0;
-    return res;
+
+private:
+    // Makes the first `depth` positions hold the depth tokens, untimed (forward_argmax returns when the backend is
+    // done, so none of it spills into the timed part).
+    void fill(int depth) {
+        const std::span<const int32_t> all(depth_ids_);
+        if (!f_.can_rewind()) {
+            if (depth > 0) f_.forward_argmax(all.first(static_cast<size_t>(depth)), 0);
+            return;
+        }
+        if (filled_ < depth)
+            f_.forward_argmax(all.subspan(static_cast<size_t>(filled_), static_cast<size_t>(depth - filled_)), filled_);
+        filled_ = depth;  // the test writes the positions after it
+    }
+
+    // The test's own tokens from position n_depth; as greedy generation runs: the argmax is taken on the backend
+    // and only the token id comes back.
+    double timed(const Test& t, const std::vector<int32_t>& ids) {
+        const std::span<const int32_t> all(ids);
+        int64_t pos = t.n_depth;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (t.n_prompt > 0) {
+            f_.forward_argmax(all.first(static_cast<size_t>(t.n_prompt)), pos);
+            pos += t.n_prompt;
+        }
+        for (int i = 0; i < t.n_gen; ++i)
+            f_.forward_argmax(all.subspan(static_cast<size_t>(t.n_prompt + i), 1), pos + i);
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+
+    engine::Family& f_;
+    std::vector<int32_t> depth_ids_;
+    int filled_ = 0;  // positions that hold the first depth tokens
+};
+
+// What is printed of a run: the model, the plan and the results.
+struct Report {
+    std::string model;
+    model::WeightBytes bytes;
+    const engine::OpenPlan& plan;
+    int reps = 0;
+    std::vector<Result> results;
+
+    // Weights read per second in GB/s for generation tests, else NaN: a prompt reads the weights once for many
+    // tokens, so its tokens/s says nothing about bandwidth.
+    double gbps(const Result& r) const {
+        return r.test.decode_only() ? double(bytes.per_token) * r.mean / 1e9 : NAN;
+    }
+
+    // One record per result, the fields in the order of the CSV columns.
+    nlohmann::ordered_json records() const {
+        nlohmann::ordered_json j = nlohmann::ordered_json::array();
+        for (const Result& r : results) {
+            const double g = gbps(r);
+            j.push_back({{"model", model}, {"size_bytes", bytes.total}, {"backend", plan.backend},
+                         {"device", plan.where}, {"n_threads", plan.threads}, {"n_ctx", plan.n_ctx},
+                         {"n_ubatch", plan.n_ubatch}, {"weights_bytes", plan.use.weights},
+                         {"kv_cache_bytes", plan.use.cache}, {"activations_bytes", plan.use.activations_at_peak()},
+                         {"free_bytes", plan.free_bytes}, {"test", r.test.name()}, {"n_prompt", r.test.n_prompt},
+                         {"n_gen", r.test.n_gen}, {"n_depth", r.test.n_depth}, {"n_tokens", r.test.n_tokens()},
+                         {"reps", reps}, {"avg_ts", r.mean}, {"stddev_ts", r.sd},
+                         {"read_bytes_per_token", bytes.per_token},
+                         {"gbps", std::isnan(g) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(g)}});
+        }
+        return j;
+    }
+};
+
+std::string json_text(const Report& r) { return r.records().dump(2) + "\n"; }
+
+// A header row, then one row per result; strings in double quotes (RFC 4180), null (no GB/s) as an empty field.
+std::string csv_text(const Report& r) {
+    const nlohmann::ordered_json rows = r.records();
+    std::string s;
+    auto field = [](const nlohmann::ordered_json& v) -> std::string {
+        if (v.is_null()) return "";
+        if (!v.is_string()) return v.dump();
+        std::string q = "\"";
+        for (char c : v.get<std::string>()) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        return q + "\"";
+    };
+    if (rows.empty()) return s;
+    for (const auto& [key, _] : rows.front().items()) s += (s.empty() ? "" : ",") + key;
+    s += "\n";
+    for (const auto& row : rows) {
+        std::string line;
+        for (const auto& [key, v] : row.items()) line += (line.empty() ? "" : ",") + field(v);
+        s += line + "\n";
+    }
+    return s;
+}
+
+std::string format(const char* fmt, double a, double b = 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, a, b);
+    return buf;
+}
+
+// llama-bench's markdown table: text columns left-aligned, numbers right-aligned, each as wide as its widest cell.
+std::string markdown_text(const Report& r) {
+    std::vector<std::vector<std::string>> rows = {{"model", "size", "backend", "test", "t/s", "GB/s"}};
+    const double mib = double(r.bytes.total) / double(1ull << 20);
+    const std::string size = mib < 1024 ? format("%.2f MiB", mib) : format("%.2f GiB", mib / 1024);
+    for (const Result& res : r.results) {
+        const double g = r.gbps(res);
+        rows.push_back({r.model, size, r.plan.backend, res.test.name(), format("%.2f ± %.2f", res.mean, res.sd),
+                        std::isnan(g) ? "-" : format("%.1f", g)});
+    }
+    const bool right[] = {false, true, false, true, true, true};
+    // "±" is two bytes and one column.
+    auto width = [](const std::string& s) { return s.size() - static_cast<size_t>(s.find("±") != std::string::npos); };
+    std::vector<size_t> w(rows.front().size(), 0);
+    for (const auto& row : rows)
+        for (size_t c = 0; c < row.size(); ++c) w[c] = std::max(w[c], width(row[c]));
+    std::string s;
+    auto line = [&](const std::vector<std::string>& row) {
+        for (size_t c = 0; c < row.size(); ++c) {
+            const std::string pad(w[c] - width(row[c]), ' ');
+            s += "| " + (right[c] ? pad + row[c] : row[c] + pad) + " ";
+        }
+        s += "|\n";
+    };
+    line(rows.front());
+    for (size_t c = 0; c < w.size(); ++c)
+        s += "| " + (right[c] ? std::string(w[c] - 1, '-') + ":" : std::string(w[c], '-')) + " ";
+    s += "|\n";
+    for (size_t i = 1; i < rows.size(); ++i) line(rows[i]);
+    return s;
 }
 
 void run(const Options& o) {
-    // pp and tg each start from an empty context: the longest of them is the context.
-    int n_ctx = 0;
-    for (int p : o.prompt) n_ctx = std::max(n_ctx, p);
-    for (int g : o.gen) n_ctx = std::max(n_ctx, g);
-    if (n_ctx == 0) throw CLI::ValidationError("-p/-n", "nothing to measure: every length is 0");
+    const std::vector<Test> tests = tests_of(o);
+    if (tests.empty()) throw CLI::ValidationError("-p/-n/-pg", "nothing to measure: every length is 0");
+    // One context for all tests: the longest depth plus test.
+    int64_t n_ctx = 0;
+    int max_depth = 0;
+    for (const Test& t : tests) {
+        n_ctx = std::max(n_ctx, t.n_depth + t.n_tokens());
+        max_depth = std::max(max_depth, t.n_depth);
+    }
+    if (n_ctx > model::kMaxContext)
+        throw CLI::ValidationError("-d/-p/-n/-pg", "a depth and a test of " + std::to_string(n_ctx) +
+                                                        " tokens together; the context holds at most " +
+                                                        std::to_string(model::kMaxContext));
     ModelFlags flags = o.model;
-    flags.open.context.n_ctx = n_ctx;
+    flags.open.context.n_ctx = static_cast<int>(n_ctx);
     engine::OpenedModel om = open_model(flags);
     engine::Family& f = om.session->family();
-    const engine::OpenPlan& plan = om.plan;
-    const std::string name = std::filesystem::path(flags.open.path).filename().string();
-    if (!o.json) write_out(describe_plan(plan) + "\n\n");
+    const std::string output = o.json ? "json" : o.output;
+    if (output == "md") write_out(describe_plan(om.plan) + "\n\n");
 
-    std::vector<Result> results;
-    for (int p : o.prompt)
-        if (p > 0) results.push_back(measure(f, "pp" + std::to_string(p), p, true, o.reps));
-    for (int g : o.gen)
-        if (g > 0) results.push_back(measure(f, "tg" + std::to_string(g), g, false, o.reps));
-
-    const uint64_t size = om.model->total_size();
-    if (o.json) {
-        nlohmann::json j = nlohmann::json::array();
-        for (const Result& r : results)
-            j.push_back({{"model", name}, {"size_bytes", size}, {"backend", plan.backend}, {"device", plan.where},
-                         {"n_threads", plan.threads}, {"n_ctx", plan.n_ctx}, {"n_ubatch", plan.n_ubatch},
-                         {"weights_bytes", plan.use.weights}, {"kv_cache_bytes", plan.use.cache},
-                         {"activations_bytes", plan.use.activations_at_peak()}, {"free_bytes", plan.free_bytes},
-                         {"test", r.test}, {"n_tokens", r.n}, {"reps", o.reps}, {"avg_ts", r.mean},
-                         {"stddev_ts", r.sd}});
-        std::printf("%s\n", j.dump(2).c_str());
-        return;
+    Report report{std::filesystem::path(flags.open.path).filename().string(), model::weight_bytes(*om.model),
+                  om.plan, o.reps, {}};
+    Runner runner(f, max_depth);
+    {
+        ProgressLine progress("bench", true);
+        for (const Test& t : tests) report.results.push_back(runner.measure(t, o.reps, progress));
+        progress.update(std::to_string(tests.size()) + (tests.size() == 1 ? " test" : " tests") + " done", true);
     }
-    const double gib = double(size) / (1ull << 30);
-    std::printf("| %-28s | %9s | %-7s | %8s | %20s |\n", "model", "size", "backend", "test", "t/s");
-    std::printf("| %s | %s | %s | %s | %s |\n", std::string(28, '-').c_str(), std::string(9, '-').c_str(),
-                std::string(7, '-').c_str(), std::string(8, '-').c_str(), std::string(20, '-').c_str());
-    for (const Result& r : results)
-        std::printf("| %-28s | %5.2f GiB | %-7s | %8s | %11.2f ± %6.2f |\n", name.c_str(), gib, plan.backend.c_str(),
-                    r.test.c_str(), r.mean, r.sd);
+    write_out(output == "json" ? json_text(report) : output == "csv" ? csv_text(report) : markdown_text(report));
 }
 
 }  // namespace
 
 void register_bench(CLI::App& app) {
     auto o = std::make_shared<Options>();
-    auto* cmd = app.add_subcommand("bench", "Measure prompt (pp) and generation (tg) throughput");
+    auto* cmd = app.add_subcommand(
+        "bench",
+        "Measure prompt (pp) and generation (tg) throughput as llama-bench does. Every depth (-d) runs with every "
+        "pp, tg and pg test; a flag given several times adds its values. The table shows the model's size (its "
+        "tensors' bytes) and, for tg tests only, the weights read per second in GB/s (bytes one token reads: every "
+        "tensor, one row of the token embedding unless it is also the output, n_expert_used/n_expert of the "
+        "experts; the KV cache is not counted), '-' for pp and pg tests, where the weights are read once for many "
+        "tokens.");
     add_model_options(cmd, o->model, {.context = false, .verbose = false});
+    // Lists may be given as commas, as repeated flags, or both (llama-bench's -p 512 -p 1024).
     cmd->add_option("-p,--n-prompt", o->prompt, "prompt lengths to test, comma-separated (0 skips)")
         ->delimiter(',')
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->capture_default_str()
         ->transform(integer_in(0, model::kMaxContext));
     cmd->add_option("-n,--n-gen", o->gen, "generation lengths to test, comma-separated (0 skips)")
         ->delimiter(',')
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->capture_default_str()
         ->transform(integer_in(0, model::kMaxContext));
+    cmd->add_option("-d,--n-depth", o->depth,
+                    "tokens already in the context when each test starts (filled untimed), comma-separated")
+        ->delimiter(',')
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->capture_default_str()
+        ->transform(integer_in(0, model::kMaxContext));
+    cmd->add_option("--pg", o->pg,
+                    "(also -pg) PP,TG: a prompt of PP tokens then TG generated ones, timed together (test "
+                    "ppPP+tgTG, t/s over all PP+TG tokens); may be given several times")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->check(CLI::Validator(
+            [](std::string& s) -> std::string {
+                int pp = 0, tg = 0;
+                if (pg_lengths(s, pp, tg)) return "";
+                return "expects two lengths PP,TG (integers from 0 to " + std::to_string(model::kMaxContext) +
+                       "), not '" + s + "'";
+            },
+            "PP,TG"));
     cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")
         ->capture_default_str()
         ->transform(integer_in(1, INT_MAX));
-    cmd->add_flag("--json", o->json, "print the results as JSON");
+    auto* out = cmd->add_option("-o,--output", o->output, "md (a table, after the plan), csv (a header row) or json")
+                    ->capture_default_str()
+                    ->check(one_of("an output format", {"md", "csv", "json"}));
+    cmd->add_flag("--json", o->json, "the same as -o json")->excludes(out);
     cmd->callback([o] { run(*o); });
 }
 

@@ -21,6 +21,7 @@
 #include "gguf/reader.h"
 #include "gguf/split.h"
 #include "gguf/writer.h"
+#include "model/weight_bytes.h"
 
 namespace {
 
@@ -117,6 +118,12 @@ void check_family(const Model& m) {
     zinc::engine::plan_memory(m, {16, 4});
 }
 
+// `zinc bench`'s byte counts: refused with gguf::Error or counted, and a token never reads more than the model holds.
+void check_weight_bytes(const Model& m) {
+    const zinc::model::WeightBytes b = zinc::model::weight_bytes(m);
+    if (b.per_token > b.total) fail("weight_bytes counts more bytes per token than the model holds");
+}
+
 // What runs on every accepted file, in order. To reach more code with hostile files, add a stage here.
 struct Stage {
     const char* name;
@@ -125,6 +132,7 @@ struct Stage {
 constexpr Stage kStages[] = {
     {"describe", check_describe},
     {"family", check_family},
+    {"weight_bytes", check_weight_bytes},
 };
 
 }  // namespace

@@ -9,10 +9,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/open_model.h"
 #include "gguf/reader.h"
+#include "gguf/split.h"
 #include "gguf/writer.h"
 #include "gguf_test_util.h"
+#include "model/weight_bytes.h"
 #include "zinc_binary.h"
 
 namespace {
@@ -23,8 +27,18 @@ using zinc::test::TempDir;
 
 const std::string kQwen3 = shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf");    // 2 layers, no BOS
 const std::string kGemma4 = shell_word(ZINC_FIXTURES_DIR "/gemma4/gemma4-q8_0.gguf");  // adds BOS (id 2)
+// A recurrent state (cannot rewind) and routed experts.
+const std::string kQwen35Moe = shell_word(ZINC_FIXTURES_DIR "/qwen35moe/qwen35moe-q8_0.gguf");
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The first line of `text` that holds `part` (without its line break), or "".
+std::string line_with(const std::string& text, const std::string& part) {
+    const size_t at = text.find(part);
+    if (at == std::string::npos) return "";
+    const size_t begin = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+    return text.substr(begin, text.find('\n', at) - begin);
+}
 
 // The seed `zinc run -v` reports.
 std::string reported_seed(const std::string& err) {
@@ -77,6 +91,15 @@ TEST(Cli, NumericFlagsAreRangeChecked) {
         {"bench -p 512,-1", "--n-prompt: expects an integer from 0 to 1073741824, not '-1'"},
         {"bench -n -5", "--n-gen: expects an integer from 0 to 1073741824, not '-5'"},
         {"bench -ub 0", "--ubatch-size: expects an integer from 1 to 1073741824"},
+        {"bench -d -1", "--n-depth: expects an integer from 0 to 1073741824, not '-1'"},
+        {"bench -d 8,x", "--n-depth: expects an integer from 0 to 1073741824, not 'x'"},
+        {"bench -pg 5", "--pg: expects two lengths PP,TG (integers from 0 to 1073741824), not '5'"},
+        {"bench -pg 512,-1", "--pg: expects two lengths PP,TG (integers from 0 to 1073741824), not '512,-1'"},
+        {"bench -pg 1,2,3", "--pg: expects two lengths PP,TG"},
+        {"bench -o xml", "--output: expects an output format (md, csv, json), not 'xml'"},
+        {"bench -o csv --json", "--output excludes --json"},
+        {"bench -d 1073741824 -p 0 -n 1", "-d/-p/-n/-pg: a depth and a test of 1073741825 tokens together; the "
+                                          "context holds at most 1073741824"},
         {"logits --ids 1 -o x.npy -b 0", "--batch: expects an integer >= 1, not '0'"},
         {"logits --ids 1 -o x.npy -c -3", "--ctx-size: expects an integer from 1 to 1073741824, not '-3'"},
     };
@@ -255,8 +278,14 @@ TEST(Cli, BenchPrintsThePlan) {
     ASSERT_EQ(t.status, 0) << t.err;
     EXPECT_TRUE(t.out.starts_with("backend cpu (1 thread), context 8 (trained 4096), micro-batch 4; memory: weights "))
         << t.out;
-    EXPECT_TRUE(has(t.out, "|      pp8 |")) << t.out;
-    EXPECT_TRUE(has(t.out, "|      tg4 |")) << t.out;
+    // llama-bench's columns, with GB/s for generation only.
+    EXPECT_TRUE(has(t.out, "| model ")) << t.out;
+    EXPECT_TRUE(has(t.out, " | backend | test |")) << t.out;
+    EXPECT_TRUE(has(t.out, " GB/s |\n")) << t.out;
+    EXPECT_TRUE(has(t.out, " | cpu     |  pp8 | ")) << t.out;
+    EXPECT_TRUE(line_with(t.out, "pp8").ends_with(" - |")) << t.out;
+    EXPECT_TRUE(has(t.out, " | cpu     |  tg4 | ")) << t.out;
+    EXPECT_FALSE(line_with(t.out, "tg4").ends_with(" - |")) << t.out;
     const auto j = run_zinc("bench -m " + kQwen3 + " -p 8 -n 0 -r 1 -ub 4 -t 1 --json");
     ASSERT_EQ(j.status, 0) << j.err;
     for (const char* field : {"\"weights_bytes\": 1416192", "\"kv_cache_bytes\": 16384", "\"activations_bytes\": ",
@@ -266,6 +295,85 @@ TEST(Cli, BenchPrintsThePlan) {
     const auto none = run_zinc("bench -m " + kQwen3 + " -p 0 -n 0");
     EXPECT_EQ(none.status, 2);
     EXPECT_TRUE(has(none.err, "nothing to measure")) << none.err;
+}
+
+// The tests of a bench run as JSON records.
+nlohmann::json bench_json(const std::string& args) {
+    const auto r = run_zinc("bench -r 1 -t 1 -o json " + args);
+    EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+    EXPECT_EQ(r.err, "") << args;  // no progress line off a terminal
+    return r.status == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::array();
+}
+
+std::vector<std::string> test_names(const nlohmann::json& j) {
+    std::vector<std::string> names;
+    for (const auto& t : j) names.push_back(t.at("test").get<std::string>());
+    return names;
+}
+
+// Every depth with every pp, tg and pg test, in llama-bench's order and with its names; the context holds the
+// deepest test.
+TEST(Cli, BenchDepthsAndCombinedTests) {
+    const auto j = bench_json("-m " + kQwen3 + " -p 8 -n 4 -d 0,16 -pg 4,2 -ub 4");
+    EXPECT_EQ(test_names(j), (std::vector<std::string>{"pp8", "tg4", "pp4+tg2", "pp8 @ d16", "tg4 @ d16",
+                                                       "pp4+tg2 @ d16"}));
+    ASSERT_EQ(j.size(), 6u);
+    const auto& pg = j[5];
+    EXPECT_EQ(pg.at("n_prompt"), 4);
+    EXPECT_EQ(pg.at("n_gen"), 2);
+    EXPECT_EQ(pg.at("n_depth"), 16);
+    EXPECT_EQ(pg.at("n_tokens"), 6);
+    EXPECT_EQ(pg.at("n_ctx"), 24);
+    EXPECT_EQ(pg.at("reps"), 1);
+    EXPECT_GT(pg.at("avg_ts").get<double>(), 0.0);
+    // GB/s for generation only; this model's embedding is its head, so a token reads all of it.
+    for (const auto& t : j) {
+        EXPECT_EQ(t.at("gbps").is_number(), t.at("n_prompt") == 0) << t.dump();
+        EXPECT_EQ(t.at("size_bytes"), 1416192) << t.dump();
+        EXPECT_EQ(t.at("read_bytes_per_token"), 1416192) << t.dump();
+    }
+    // Repeated flags add values, as commas do.
+    EXPECT_EQ(test_names(bench_json("-m " + kQwen3 + " -p 2 -p 3 -n 0 -d 0 -d 4 -pg 1,1 --pg 2,0")),
+              (std::vector<std::string>{"pp2", "pp3", "pp1+tg1", "pp2", "pp2 @ d4", "pp3 @ d4", "pp1+tg1 @ d4",
+                                        "pp2 @ d4"}));
+    // A recurrent state, which restarts at position 0 only: every run fills its depth again. The bytes are
+    // model::weight_bytes' (only the used experts per token).
+    const auto moe = bench_json("-m " + kQwen35Moe + " -p 4 -n 2 -d 6 -pg 2,2 -ub 4");
+    EXPECT_EQ(test_names(moe), (std::vector<std::string>{"pp4 @ d6", "tg2 @ d6", "pp2+tg2 @ d6"}));
+    ASSERT_FALSE(moe.empty());
+    const auto bytes = zinc::model::weight_bytes(zinc::gguf::Model(ZINC_FIXTURES_DIR "/qwen35moe/qwen35moe-q8_0.gguf"));
+    EXPECT_LT(bytes.per_token, bytes.total);
+    EXPECT_EQ(moe[0].at("size_bytes"), bytes.total);
+    EXPECT_EQ(moe[0].at("read_bytes_per_token"), bytes.per_token);
+}
+
+TEST(Cli, BenchOutputFormats) {
+    const std::string args = "bench -m " + kQwen3 + " -p 4 -n 2 -d 0,4 -r 1 -t 1";
+    // csv: a header, then one row per test; strings quoted; no GB/s for pp.
+    const auto csv = run_zinc(args + " -o csv -ngl 99");  // llama-bench's -ngl: the GPU when there is one
+    ASSERT_EQ(csv.status, 0) << csv.err;
+    std::vector<std::string> lines;
+    for (size_t at = 0, end; (end = csv.out.find('\n', at)) != std::string::npos; at = end + 1)
+        lines.push_back(csv.out.substr(at, end - at));
+    ASSERT_EQ(lines.size(), 5u) << csv.out;
+    EXPECT_EQ(lines[0], "model,size_bytes,backend,device,n_threads,n_ctx,n_ubatch,weights_bytes,kv_cache_bytes,"
+                        "activations_bytes,free_bytes,test,n_prompt,n_gen,n_depth,n_tokens,reps,avg_ts,stddev_ts,"
+                        "read_bytes_per_token,gbps");
+    EXPECT_TRUE(lines[1].starts_with("\"qwen3-q8_0.gguf\",")) << lines[1];
+    EXPECT_TRUE(has(lines[1], ",\"pp4\",4,0,0,4,1,")) << lines[1];
+    EXPECT_TRUE(lines[1].ends_with(",")) << "no GB/s for pp: " << lines[1];
+    EXPECT_TRUE(has(lines[4], ",\"tg2 @ d4\",0,2,4,2,1,")) << lines[4];
+    EXPECT_FALSE(lines[4].ends_with(",")) << lines[4];
+    // json: the same records.
+    const auto j = run_zinc(args + " -o json");
+    ASSERT_EQ(j.status, 0) << j.err;
+    EXPECT_EQ(nlohmann::json::parse(j.out).size(), 4u);
+    EXPECT_EQ(run_zinc(args + " --json").out.substr(0, 40), j.out.substr(0, 40));
+    // md: the plan, then the table (as without -o).
+    const auto md = run_zinc(args + " -o md -ngl 0");
+    ASSERT_EQ(md.status, 0) << md.err;
+    EXPECT_TRUE(md.out.starts_with("backend cpu (1 thread), context 8 ")) << md.out;
+    EXPECT_TRUE(has(md.out, "| tg2 @ d4 |")) << md.out;
 }
 
 TEST(Cli, LogitsFromTextEqualLogitsFromItsIds) {
