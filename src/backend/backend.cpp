@@ -348,6 +348,68 @@ void Backend::softcap(Act& x, float cap) {
     do_softcap(x, cap);
 }
 
+// ---- fused ops ----
+// The checks hold for the sequence each op is defined as, plus the aliasing rules that make that sequence the same as
+// computing every output from the inputs as they were on entry (which is what a fused kernel does).
+
+void Backend::matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out) {
+    if (w.empty() || w.size() != out.size()) fail("matmuls", "give one output for each weight, at least one");
+    for (size_t i = 0; i < w.size(); ++i) {
+        if (!w[i] || !out[i]) fail("matmuls", "null weight or output");
+        const Act& o = *out[i];
+        const std::string op = op_of("matmuls", w[i]);
+        if (x.cols != w[i]->cols || o.rows != x.rows || o.cols != w[i]->rows) fail(op, "shape mismatch");
+        if (overlap(o.data, o.size(), x.data, x.size())) fail(op, "out must not overlap x");
+        for (size_t j = 0; j < i; ++j)
+            if (overlap(o.data, o.size(), out[j]->data, out[j]->size()))
+                fail(op, "out overlaps the output of " + w[j]->name);
+    }
+    do_matmuls(w, x, out);
+}
+
+void Backend::ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
+                        Act& out) {
+    const std::string op = op_of("ffn_gated", &gate);
+    if (gate.cols != x.cols || up.cols != x.cols || up.rows != gate.rows)
+        fail(op, "shape mismatch with " + up.name);
+    check_shape(out, x.rows, gate.rows, "ffn_gated", "out");
+    check_shape(up_tmp, x.rows, gate.rows, "ffn_gated", "up_tmp");
+    if (act != GatedActivation::swiglu && act != GatedActivation::geglu) fail(op, "unknown activation");
+    if (overlap(out.data, out.size(), x.data, x.size()) || overlap(up_tmp.data, up_tmp.size(), x.data, x.size()) ||
+        overlap(out.data, out.size(), up_tmp.data, up_tmp.size()))
+        fail(op, "out and up_tmp must overlap neither x nor each other");
+    do_ffn_gated(gate, up, x, act, up_tmp, out);
+}
+
+void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) {
+    const std::string op = op_of("matmul_add", &w);
+    if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows) fail(op, "shape mismatch");
+    check_shape(tmp, out.rows, out.cols, "matmul_add", "tmp");
+    if (overlap(out.data, out.size(), x.data, x.size())) fail(op, "out must not overlap x");
+    if (overlap(tmp.data, tmp.size(), x.data, x.size()) || overlap(tmp.data, tmp.size(), out.data, out.size()))
+        fail(op, "tmp must overlap neither x nor out");
+    do_matmul_add(w, x, tmp, out);
+}
+
+void Backend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out) {
+    for (size_t i = 0; i < w.size(); ++i) matmul(*w[i], x, *out[i]);
+}
+
+void Backend::do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
+                           Act& out) {
+    matmul(gate, x, out);
+    matmul(up, x, up_tmp);
+    if (act == GatedActivation::swiglu)
+        swiglu(out, up_tmp, out);
+    else
+        geglu(out, up_tmp, out);
+}
+
+void Backend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) {
+    matmul(w, x, tmp);
+    add(out, tmp, out);
+}
+
 // ---- sampling ----
 
 void Backend::argmax_rows(const Act& x, std::span<int32_t> out) {

@@ -72,6 +72,12 @@ struct MoeWeights {
     float alpha = 1.702f, limit = 7.0f;  // swiglu_oai only
 };
 
+// The activation of a gated FFN (Backend::ffn_gated).
+enum class GatedActivation {
+    swiglu,  // SiLU(gate) * up, as swiglu()
+    geglu,   // GELU_tanh(gate) * up, as geglu()
+};
+
 struct RopeParams {
     int n_rot = 0;           // rotated dimensions of each head (the first n_rot)
     bool neox = true;        // pairs (i, i + n_rot/2); otherwise adjacent pairs (2i, 2i+1)
@@ -213,6 +219,20 @@ public:
     // x = cap * tanh(x / cap), element-wise (final logit soft-capping); cap > 0.
     void softcap(Act& x, float cap);
 
+    // Fused ops: each is defined as a sequence of the ops above and the base class runs exactly that sequence, so a
+    // backend without its own version computes the same values as the ops one by one; a backend's own version (the
+    // CUDA backend's for one activation row, where launches dominate) agrees with it up to float rounding. The
+    // forward passes call them where their op order is that sequence.
+    // out[i] = w[i] x for every i: matmul(*w[i], x, *out[i]) in turn (the Q/K/V projections of one input). The
+    // outputs overlap neither x nor each other.
+    void matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out);
+    // out = act(gate x) * (up x): matmul(gate, x, out); matmul(up, x, up_tmp); swiglu or geglu(out, up_tmp, out).
+    // up_tmp has out's shape and is left unspecified; out and up_tmp overlap neither x nor each other.
+    void ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp, Act& out);
+    // out += w x, the residual add of a projection: matmul(w, x, tmp); add(out, tmp, out). tmp has out's shape and
+    // is left unspecified; out overlaps neither x nor tmp, and tmp not x.
+    void matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out);
+
     // out[t] = the index of the largest value in row t of x, the first one on ties (as torch.argmax and the
     // greedy sampler); waits for the result, which is all the host needs of greedy decoding's logits.
     void argmax_rows(const Act& x, std::span<int32_t> out);
@@ -282,6 +302,13 @@ protected:
     virtual void do_softcap(Act& x, float cap) = 0;
     virtual void do_argmax_rows(const Act& x, std::span<int32_t> out) = 0;
     virtual void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) = 0;
+
+    // The fused ops' sequences, through the public ops (backend.cpp). A backend overrides them with fused kernels for
+    // the cases it has them and calls these for the rest.
+    virtual void do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out);
+    virtual void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
+                              Act& out);
+    virtual void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out);
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads);

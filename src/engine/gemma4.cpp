@@ -62,12 +62,12 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
         // Attention: Q, K per-head RMSNorm + RoPE; V = weightless per-head RMSNorm of attn_v (or, on global
         // layers without attn_v, of the raw K projection); scale 1.
         be_.rms_norm(x, &L.attn_norm, eps, E, h);
-        be_.matmul(L.wq, h, q);
+        const backend::Weight* qkv_w[] = {&L.wq, &L.wk, &L.wv};
+        backend::Act* qkv[] = {&q, &k, &v};
+        be_.matmuls(std::span(qkv_w, L.has_v ? 3 : 2), h, std::span(qkv, L.has_v ? 3 : 2));
         be_.rms_norm(q, &L.q_norm, eps, d, q);
         be_.rope(q, d, positions(), rope);
-        be_.matmul(L.wk, h, k);
         if (L.has_v) {
-            be_.matmul(L.wv, h, v);
             be_.rms_norm(v, nullptr, eps, d, v);
         } else {
             be_.rms_norm(k, nullptr, eps, d, v);
@@ -85,9 +85,7 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
         // FFN: dense GeGLU MLP, plus (MoE layers) the routed experts, each with its own post-norm.
         backend::Act gate = rows(gate_, p_.n_ff[l]), up = rows(up_, p_.n_ff[l]);
         be_.rms_norm(x, &L.ffn_norm, eps, E, h);
-        be_.matmul(L.ffn_gate, h, gate);
-        be_.matmul(L.ffn_up, h, up);
-        be_.geglu(gate, up, gate);
+        be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::geglu, up, gate);
         be_.matmul(L.ffn_down, gate, f);
         if (L.moe) {
             be_.rms_norm(f, &L.post_ffw_norm_1, eps, E, f);

@@ -47,11 +47,11 @@ backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
         if (p_.swa[l]) ap.window = p_.sliding_window;
 
         be_.rms_norm(x, &L.attn_norm, eps, E, h);
-        be_.matmul(L.wq, h, q);
+        const backend::Weight* qkv_w[] = {&L.wq, &L.wk, &L.wv};
+        backend::Act* qkv[] = {&q, &k, &v};
+        be_.matmuls(qkv_w, h, qkv);
         be_.add_bias(q, L.bq);
-        be_.matmul(L.wk, h, k);
         be_.add_bias(k, L.bk);
-        be_.matmul(L.wv, h, v);
         be_.add_bias(v, L.bv);
         be_.rope(q, p_.head_dim, positions(), rope);
         be_.rope(k, p_.head_dim, positions(), rope);

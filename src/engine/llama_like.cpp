@@ -33,9 +33,9 @@ backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0) {
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::LlamaLikeLayer<backend::Weight>& L = w_.layers[l];
         be_.rms_norm(x, &L.attn_norm, p_.rms_eps, p_.n_embd, h);
-        be_.matmul(L.wq, h, q);
-        be_.matmul(L.wk, h, k);
-        be_.matmul(L.wv, h, v);
+        const backend::Weight* qkv_w[] = {&L.wq, &L.wk, &L.wv};
+        backend::Act* qkv[] = {&q, &k, &v};
+        be_.matmuls(qkv_w, h, qkv);
         if (p_.qk_norm) {
             be_.rms_norm(q, &L.q_norm, p_.rms_eps, p_.head_dim, q);
             be_.rms_norm(k, &L.k_norm, p_.rms_eps, p_.head_dim, k);
@@ -44,14 +44,10 @@ backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0) {
         be_.rope(k, p_.head_dim, positions(), rope);
         be_.kv_write(kv_[l], k, v, pos0);
         be_.attention(q, kv_[l], pos0, ap, attn);
-        be_.matmul(L.wo, attn, h);
-        be_.add(x, h, x);
+        be_.matmul_add(L.wo, attn, h, x);  // x += wo · attn, h as scratch
         be_.rms_norm(x, &L.ffn_norm, p_.rms_eps, p_.n_embd, h);
-        be_.matmul(L.ffn_gate, h, gate);
-        be_.matmul(L.ffn_up, h, up);
-        be_.swiglu(gate, up, gate);
-        be_.matmul(L.ffn_down, gate, h);
-        be_.add(x, h, x);
+        be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::swiglu, up, gate);
+        be_.matmul_add(L.ffn_down, gate, h, x);
     }
     return head(x, h, w_, p_.rms_eps);
 }

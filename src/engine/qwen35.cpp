@@ -79,10 +79,9 @@ void Qwen35::delta_net_layer(const Layer& L, int l) {
     auto q = rows(dq_), k = rows(dk_), v = rows(dv_), o = rows(o_);
     const int64_t key_dim = p_.key_dim(), conv_dim = p_.conv_dim();
     LayerState& s = state_[l];
-    be_.matmul(L.attn_qkv, h, qkv);
-    be_.matmul(L.attn_gate, h, z);
-    be_.matmul(L.ssm_beta, h, b);
-    be_.matmul(L.ssm_alpha, h, a);
+    const backend::Weight* in_w[] = {&L.attn_qkv, &L.attn_gate, &L.ssm_beta, &L.ssm_alpha};
+    backend::Act* in[] = {&qkv, &z, &b, &a};
+    be_.matmuls(in_w, h, in);
     be_.delta_net_gates(a, b, L.ssm_dt, L.ssm_a, g, beta);
     be_.conv1d_causal(qkv, s.conv, L.ssm_conv1d, true, conv);
     be_.slice_groups(conv, conv_dim, 0, q);
@@ -101,8 +100,7 @@ void Qwen35::delta_net_layer(const Layer& L, int l) {
     else
         be_.delta_net(q, k, v, g, beta, s.recurrence, dp, o);
     be_.gated_rms_norm(o, L.ssm_norm, z, p_.rms_eps, p_.ssm_d_state, o);
-    be_.matmul(L.ssm_out, o, y);
-    be_.add(x, y, x);
+    be_.matmul_add(L.ssm_out, o, y, x);
 }
 
 // x += attn_output · (Attention(RoPE(QNorm(q)), RoPE(KNorm(k)), v) ⊙ σ(gate)), q and gate packed per head in attn_q.
@@ -110,11 +108,11 @@ void Qwen35::attention_layer(const Layer& L, int l, int64_t pos0) {
     auto h = rows(h_), y = rows(y_), x = rows(x_);
     auto qg = rows(qg_), q = rows(q_), gate = rows(gate_), k = rows(k_), v = rows(v_), attn = rows(attn_);
     const int hd = p_.head_dim;
-    be_.matmul(L.attn_q, h, qg);
+    const backend::Weight* qkv_w[] = {&L.attn_q, &L.attn_k, &L.attn_v};
+    backend::Act* qkv[] = {&qg, &k, &v};
+    be_.matmuls(qkv_w, h, qkv);
     be_.slice_groups(qg, 2 * hd, 0, q);
     be_.slice_groups(qg, 2 * hd, hd, gate);
-    be_.matmul(L.attn_k, h, k);
-    be_.matmul(L.attn_v, h, v);
     be_.rms_norm(q, &L.attn_q_norm, p_.rms_eps, hd, q);
     be_.rms_norm(k, &L.attn_k_norm, p_.rms_eps, hd, k);
     // IMRoPE on text = NeoX with position p on the first n_rot dims (checked when reading the sections).
@@ -132,8 +130,7 @@ void Qwen35::attention_layer(const Layer& L, int l, int64_t pos0) {
     ap.scale = 1.0f / std::sqrt(float(hd));
     be_.attention(q, state_[l].kv, pos0, ap, attn);
     be_.sigmoid_mul(attn, gate, attn);
-    be_.matmul(L.attn_output, attn, y);
-    be_.add(x, y, x);
+    be_.matmul_add(L.attn_output, attn, y, x);
 }
 
 void Qwen35::ffn(const Layer& L) {
@@ -141,25 +138,25 @@ void Qwen35::ffn(const Layer& L) {
     be_.rms_norm(x, &L.post_attention_norm, p_.rms_eps, p_.n_embd, h);
     if (!L.moe) {
         auto gate = rows(ff_gate_, L.ffn_gate.rows), up = rows(ff_up_, L.ffn_gate.rows);
-        be_.matmul(L.ffn_gate, h, gate);
-        be_.matmul(L.ffn_up, h, up);
-        be_.swiglu(gate, up, gate);
-        be_.matmul(L.ffn_down, gate, y);
-        be_.add(x, y, x);
+        be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::swiglu, up, gate);
+        be_.matmul_add(L.ffn_down, gate, y, x);
         return;
     }
-    auto router = rows(router_), rw = rows(route_w_), moe = rows(moe_out_);
+    auto router = rows(router_), rw = rows(route_w_), moe = rows(moe_out_), sg = rows(sh_gate_);
     auto ids = rows(route_ids_);
-    be_.matmul(L.gate_inp, h, router);
+    if (L.shared_expert) {  // the router and the shared expert's gate read the same input
+        const backend::Weight* gates_w[] = {&L.gate_inp, &L.gate_inp_shexp};
+        backend::Act* gates[] = {&router, &sg};
+        be_.matmuls(gates_w, h, gates);
+    } else {
+        be_.matmul(L.gate_inp, h, router);
+    }
     be_.moe_route(router, p_.n_expert_used, true, ids, rw);
     be_.moe_ffn(h, ids, rw, moe_weights(L.experts, backend::MoeActivation::swiglu), moe);
     if (L.shared_expert) {
-        auto gate = rows(ff_gate_, L.gate_shexp.rows), up = rows(ff_up_, L.gate_shexp.rows), sg = rows(sh_gate_);
-        be_.matmul(L.gate_shexp, h, gate);
-        be_.matmul(L.up_shexp, h, up);
-        be_.swiglu(gate, up, gate);
+        auto gate = rows(ff_gate_, L.gate_shexp.rows), up = rows(ff_up_, L.gate_shexp.rows);
+        be_.ffn_gated(L.gate_shexp, L.up_shexp, h, backend::GatedActivation::swiglu, up, gate);
         be_.matmul(L.down_shexp, gate, y);
-        be_.matmul(L.gate_inp_shexp, h, sg);
         be_.sigmoid_mul(y, sg, y);
         be_.add(moe, y, moe);
     }

@@ -227,6 +227,51 @@ TEST(CudaOps, RmsNorm) {
     }
 }
 
+// Every launch shape of rms_norm (norm.cu): one warp per group of up to 512 values (1, 2 or 4 float4s per lane), one
+// block per group of up to 32768 (1-8 float4s per thread, 256 threads up to 8192 values, more beyond), and the loop
+// for groups of no whole float4s, data not 16-byte aligned, or longer groups. Decode shapes first: one row of n_embd
+// (Qwen3.6 2048, Gemma 4 2816, gpt-oss 2880, Qwen3-8B 4096, 5120, 8192) and the per-head norms of one token (32 or 8
+// heads of 64-512).
+TEST(CudaOps, RmsNormLaunchShapes) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    struct Case {
+        int64_t rows, cols, group;
+    };
+    const Case cases[] = {
+        {1, 2048, 2048},  {1, 2816, 2816},   {1, 2880, 2880},  {1, 4096, 4096},  {1, 5120, 5120},
+        {1, 8192, 8192},  {1, 4096, 128},    {1, 1024, 128},   {1, 2048, 64},    {1, 8192, 256},
+        {1, 16384, 512},  {2, 16384, 16384}, {1, 32768, 32768}, {1, 40000, 40000}, {3, 700, 700},
+        {5, 400, 100},    {4, 392, 98},      {2, 36, 36},      {9, 1024, 1024},   {13, 640, 640},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(std::to_string(c.rows) + " x " + std::to_string(c.cols) + " / " + std::to_string(c.group));
+        const auto w = random_tensor(TensorType::F32, c.group, 1, "norm.weight");
+        const Weight wc = be.cpu->load_weight(w->info), wg = be.gpu->load_weight(w->info);
+        for (bool weighted : {true, false}) {
+            auto [xc, xg] = be.act(random_floats(size_t(c.rows * c.cols), -3, 3), c.rows, c.cols);
+            auto [oc, og] = be.out(c.rows, c.cols);
+            be.cpu->rms_norm(xc, weighted ? &wc : nullptr, 1e-6f, c.group, oc);
+            be.gpu->rms_norm(xg, weighted ? &wg : nullptr, 1e-6f, c.group, og);
+            // 1e-6 of the largest output: the same double sum of float squares, added in another order.
+            EXPECT_LE(max_err(be.get(*be.gpu, og), be.get(*be.cpu, oc)), 1e-6) << (weighted ? "weighted" : "no weight");
+            be.gpu->rms_norm(xg, weighted ? &wg : nullptr, 1e-6f, c.group, xg);
+            EXPECT_LE(max_err(be.get(*be.gpu, xg), be.get(*be.cpu, oc)), 1e-6) << "in place";
+        }
+    }
+    // Rows that start 8 bytes past a 16-byte boundary take the loop (a view one row into rows of 4098 values).
+    auto [xc, xg] = be.act(random_floats(3 * 4098, -3, 3), 3, 4098);
+    const Act vc = Backend::rows_of(xc, 1, 2), vg = Backend::rows_of(xg, 1, 2);
+    auto [oc, og] = be.out(2, 4098);
+    be.cpu->rms_norm(vc, nullptr, 1e-6f, 4098, oc);
+    be.gpu->rms_norm(vg, nullptr, 1e-6f, 4098, og);
+    EXPECT_LE(max_err(be.get(*be.gpu, og), be.get(*be.cpu, oc)), 1e-6) << "misaligned view";
+    // Groups of no whole float4s on the same view.
+    be.gpu->rms_norm(vg, nullptr, 1e-6f, 2049, og);
+    be.cpu->rms_norm(vc, nullptr, 1e-6f, 2049, oc);
+    EXPECT_LE(max_err(be.get(*be.gpu, og), be.get(*be.cpu, oc)), 1e-6) << "groups of 2049";
+}
+
 TEST(CudaOps, AddAndSwiglu) {
     ZINC_REQUIRE_GPU();
     Backends be;

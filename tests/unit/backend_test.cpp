@@ -26,6 +26,7 @@ namespace {
 using zinc::backend::Act;
 using zinc::backend::AttentionParams;
 using zinc::backend::Backend;
+using zinc::backend::GatedActivation;
 using zinc::backend::IdAct;
 using zinc::backend::MemoryUse;
 using zinc::backend::MoeWeights;
@@ -96,6 +97,27 @@ std::vector<std::string> bad_calls(Backend& be) {
     r.push_back(thrown_by([&] { be.moe_ffn(x, route_ids, route_w, mw, out64); }));
     Act logits = be.alloc(2, 4);
     r.push_back(thrown_by([&] { be.moe_route(logits, 5, true, route_ids, route_w); }));
+    // Fused ops: a width that does not match, an output over the input or over another output, gate and up of
+    // different shapes, scratch of the wrong shape.
+    const Weight square = f32_weight(host, "blk.0.attn_output.weight", 64, 64);
+    const Weight ffn_gate = f32_weight(host, "blk.0.ffn_gate.weight", 64, 32);
+    const Weight ffn_up = f32_weight(host, "blk.0.ffn_up.weight", 64, 16);
+    const Weight* qk[] = {&w, &w};
+    Act* q_and_out64[] = {&out, &out64};
+    Act* out_twice[] = {&out, &out};
+    Act* into_x[] = {&x};
+    const Weight* sq[] = {&square};
+    r.push_back(thrown_by([&] { be.matmuls(qk, x, q_and_out64); }));
+    r.push_back(thrown_by([&] { be.matmuls(qk, x, out_twice); }));
+    r.push_back(thrown_by([&] { be.matmuls(sq, x, into_x); }));
+    r.push_back(thrown_by([&] { be.matmuls(qk, x, into_x); }));
+    r.push_back(thrown_by([&] { be.ffn_gated(ffn_gate, ffn_up, x, GatedActivation::swiglu, out, out); }));
+    r.push_back(thrown_by([&] { be.ffn_gated(square, square, x, GatedActivation::geglu, out64, x); }));
+    r.push_back(thrown_by([&] { be.ffn_gated(ffn_gate, ffn_gate, x, GatedActivation::swiglu, out, out); }));
+    r.push_back(thrown_by([&] { be.matmul_add(w, x48, out64, out); }));
+    r.push_back(thrown_by([&] { be.matmul_add(w, x, out64, out); }));
+    r.push_back(thrown_by([&] { be.matmul_add(square, x, out64, x); }));
+    r.push_back(thrown_by([&] { be.matmul_add(square, x, x, out64); }));
     return r;
 }
 
@@ -125,6 +147,17 @@ TEST(BackendChecks, EveryBackendRejectsTheSameCallsWithTheSameMessages) {
         "invalid_argument: moe_ffn: expert tensors blk.0.ffn_gate_exps.weight, blk.0.ffn_down_exps.weight have "
         "inconsistent shapes",
         "invalid_argument: moe_route: k must be in [1, n_expert]",
+        "invalid_argument: matmuls blk.0.attn_q.weight: shape mismatch",
+        "invalid_argument: matmuls blk.0.attn_q.weight: out overlaps the output of blk.0.attn_q.weight",
+        "invalid_argument: matmuls blk.0.attn_output.weight: out must not overlap x",
+        "invalid_argument: matmuls: give one output for each weight, at least one",
+        "invalid_argument: ffn_gated blk.0.ffn_gate.weight: shape mismatch with blk.0.ffn_up.weight",
+        "invalid_argument: ffn_gated blk.0.attn_output.weight: out and up_tmp must overlap neither x nor each other",
+        "invalid_argument: ffn_gated blk.0.ffn_gate.weight: out and up_tmp must overlap neither x nor each other",
+        "invalid_argument: matmul_add blk.0.attn_q.weight: shape mismatch",
+        "invalid_argument: matmul_add: tmp has shape 2x64, expected 2x32",
+        "invalid_argument: matmul_add blk.0.attn_output.weight: out must not overlap x",
+        "invalid_argument: matmul_add blk.0.attn_output.weight: tmp must overlap neither x nor out",
     };
     EXPECT_EQ(on_cpu, want);
 }
@@ -298,6 +331,101 @@ TEST(CpuBackend, MisalignedWeightIsCopiedAligned) {
     cpu->download(ra, da);
     cpu->download(rb_, db);
     EXPECT_EQ(da, db);
+}
+
+// A weight of `type` holding `values` (rows x cols, quantized with the reference quantizer), in `bytes`.
+Weight typed_weight(TensorType type, const std::vector<float>& values, int64_t cols, int64_t rows,
+                    const std::string& name, std::vector<uint8_t>& bytes) {
+    const size_t rb = zinc::gguf::row_bytes(type, cols);
+    bytes.assign(rb * size_t(rows), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+        if (type == TensorType::F32)
+            std::memcpy(bytes.data() + r * rb, values.data() + r * cols, rb);
+        else
+            zinc::quant::quantize_row(type, values.data() + r * cols, bytes.data() + r * rb, size_t(cols));
+    }
+    Weight w;
+    w.type = type;
+    w.cols = cols;
+    w.rows = rows;
+    w.data = bytes.data();
+    w.name = name;
+    w.ne[0] = cols;
+    w.ne[1] = rows;
+    return w;
+}
+
+// The fused ops are defined as sequences of the other ops; the base class runs exactly those sequences, so on the
+// CPU (which has no fused kernels) each equals its sequence bit for bit, for one row (decode) and several (prefill).
+TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
+    auto cpu = zinc::backend::make_cpu_backend(2);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    auto random = [&](size_t n) {
+        std::vector<float> v(n);
+        for (float& f : v) f = nd(rng);
+        return v;
+    };
+    auto get = [&](const Act& a) {
+        std::vector<float> v(size_t(a.size()));
+        cpu->download(a, v);
+        return v;
+    };
+    const int64_t cols = 512, n_q = 96, n_kv = 32, n_ff = 256;  // whole 256-value blocks for the K-quants
+    for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+        SCOPED_TRACE(std::string(zinc::gguf::type_name(type)));
+        std::vector<uint8_t> bq, bk, bv, bg, bu, bo;
+        const Weight wq = typed_weight(type, random(size_t(n_q * cols)), cols, n_q, "q", bq);
+        const Weight wk = typed_weight(type, random(size_t(n_kv * cols)), cols, n_kv, "k", bk);
+        // V of another type, as Q4_K_M files have Q6_K V beside Q4_K Q and K.
+        const Weight wv = typed_weight(type == TensorType::Q4_K ? TensorType::Q6_K : type,
+                                       random(size_t(n_kv * cols)), cols, n_kv, "v", bv);
+        const Weight wg = typed_weight(type, random(size_t(n_ff * cols)), cols, n_ff, "gate", bg);
+        const Weight wu = typed_weight(type, random(size_t(n_ff * cols)), cols, n_ff, "up", bu);
+        const Weight wo = typed_weight(type, random(size_t(cols * n_ff)), n_ff, cols, "down", bo);
+        for (int64_t rows : {1, 3}) {
+            SCOPED_TRACE("rows " + std::to_string(rows));
+            Act x = cpu->alloc(rows, cols);
+            cpu->upload(x, random(size_t(rows * cols)));
+
+            Act q = cpu->alloc(rows, n_q), k = cpu->alloc(rows, n_kv), v = cpu->alloc(rows, n_kv);
+            Act q1 = cpu->alloc(rows, n_q), k1 = cpu->alloc(rows, n_kv), v1 = cpu->alloc(rows, n_kv);
+            const Weight* qkv_w[] = {&wq, &wk, &wv};
+            Act* qkv[] = {&q, &k, &v};
+            cpu->matmuls(qkv_w, x, qkv);
+            cpu->matmul(wq, x, q1);
+            cpu->matmul(wk, x, k1);
+            cpu->matmul(wv, x, v1);
+            EXPECT_EQ(get(q), get(q1));
+            EXPECT_EQ(get(k), get(k1));
+            EXPECT_EQ(get(v), get(v1));
+
+            for (GatedActivation act : {GatedActivation::swiglu, GatedActivation::geglu}) {
+                Act out = cpu->alloc(rows, n_ff), up = cpu->alloc(rows, n_ff);
+                Act g1 = cpu->alloc(rows, n_ff), u1 = cpu->alloc(rows, n_ff);
+                cpu->ffn_gated(wg, wu, x, act, up, out);
+                cpu->matmul(wg, x, g1);
+                cpu->matmul(wu, x, u1);
+                if (act == GatedActivation::swiglu)
+                    cpu->swiglu(g1, u1, g1);
+                else
+                    cpu->geglu(g1, u1, g1);
+                EXPECT_EQ(get(out), get(g1)) << (act == GatedActivation::swiglu ? "swiglu" : "geglu");
+            }
+
+            Act h = cpu->alloc(rows, n_ff), res = cpu->alloc(rows, cols), res1 = cpu->alloc(rows, cols);
+            Act tmp = cpu->alloc(rows, cols), tmp1 = cpu->alloc(rows, cols);
+            cpu->upload(h, random(size_t(rows * n_ff)));
+            const auto start = random(size_t(rows * cols));
+            cpu->upload(res, start);
+            cpu->upload(res1, start);
+            cpu->matmul_add(wo, h, tmp, res);
+            cpu->matmul(wo, h, tmp1);
+            cpu->add(res1, tmp1, res1);
+            EXPECT_EQ(get(res), get(res1));
+            EXPECT_NE(get(res), start);
+        }
+    }
 }
 
 }  // namespace

@@ -113,6 +113,12 @@ protected:
     void do_argmax_rows(const Act& x, std::span<int32_t> out) override;
     void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override;
 
+    // fused_ops.cpp: fused kernels for one activation row (matvec_fused.cu), the base class's sequences otherwise
+    void do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out) override;
+    void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
+                      Act& out) override;
+    void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) override;
+
 private:
     // Every wait of the host for the GPU goes through these two, which count them (host_waits).
     cudaError_t cuda_stream_synchronize();

@@ -2,22 +2,17 @@
 // f32 scale d = amax/127 and the f32 sum of the inputs), then each weight row is dotted block by block with
 // __dp4a integer products (docs/formats.md §3.7-§3.8). One warp per output row; lane l takes the 32-value chunks
 // l, l+32, ... of the row (a chunk is one block of a 32-value type or one 32-value slice of a 256-value
-// super-block; vec_dot_q8_1.cuh).
+// super-block; vec_dot_q8_1.cuh, matvec_row.cuh).
 // Float weights (F32/F16/BF16) are dotted in f32 with the f32 activations.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "backend/cuda/dequant.cuh"
-#include "backend/cuda/vec_dot_q8_1.cuh"
 #include "backend/cuda/matmul_kernels.h"
+#include "backend/cuda/matvec_row.cuh"
 
 namespace zinc::backend::cuda {
-
-// Every type with a chunk_dot, for the launchers' switches.
-#define ZINC_DP4A_TYPES(X)                                                                   \
-    X(kQ8_0) X(kQ4_0) X(kQ4_1) X(kQ5_0) X(kQ5_1) X(kQ2_K) X(kQ3_K) X(kQ4_K) X(kQ5_K) X(kQ6_K) \
-    X(kIQ4_NL) X(kIQ4_XS) X(kMXFP4)
 
 bool has_dp4a_matvec(int type) {
 #define ZINC_CASE(T) case T:
@@ -70,26 +65,8 @@ __global__ void matvec_q_kernel(const uint8_t* w, size_t row_bytes, size_t exper
     const int lane = threadIdx.x % 32;
     if (o >= n_out) return;
     const uint8_t* row = weight_row(w, row_bytes, expert_bytes, ids, p, o);
-    const int64_t n_chunks = cols / 32;
-    const BlockQ8_1f* y = xq + (p / x_div) * n_chunks;
-    // Unrolled so that the loads of several chunks are in flight together: one chunk's loads alone leave the memory
-    // system mostly idle (a 4096-wide row gives each lane only 4 chunks).
-    float sum = 0.0f;
-#pragma unroll 4
-    for (int64_t c = lane; c < n_chunks; c += 32) sum += chunk_dot<T>(row, c, y[c]);
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    const float sum = warp_row_dot<T>(row, xq + (p / x_div) * (cols / 32), nullptr, cols, lane);
     if (lane == 0) out[p * out_stride + o] = sum;
-}
-
-// Value i of a row of F32, F16 or BF16 weights.
-template <int T>
-__device__ __forceinline__ float float_weight(const uint8_t* row, int64_t i) {
-    if constexpr (T == kF32)
-        return reinterpret_cast<const float*>(row)[i];
-    else if constexpr (T == kF16)
-        return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
-    else
-        return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
 }
 
 template <int T>
@@ -101,11 +78,7 @@ __global__ void matvec_f_kernel(const uint8_t* w, size_t row_bytes, size_t exper
     const int lane = threadIdx.x % 32;
     if (o >= n_out) return;
     const uint8_t* row = weight_row(w, row_bytes, expert_bytes, ids, p, o);
-    const float* xr = x + (p / x_div) * cols;
-    float sum = 0.0f;
-#pragma unroll 8
-    for (int64_t i = lane; i < cols; i += 32) sum += float_weight<T>(row, i) * xr[i];
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    const float sum = warp_row_dot<T>(row, nullptr, x + (p / x_div) * cols, cols, lane);
     if (lane == 0) out[p * out_stride + o] = sum;
 }
 

@@ -1,4 +1,13 @@
-// RMSNorm over groups: one block per group; the sum of squares in double as the CPU reference does.
+// RMSNorm: out = x * (1 / sqrt(mean(x^2) + eps)) * w over each group, the squares rounded in float and summed in
+// double as the CPU reference does (within a thread in value order, then across threads in a fixed order, so every
+// thread of a group computes the same scale). Each thread keeps its values in registers between the sum and the
+// scaling, so x is read once, in 16-byte loads; the launch fits the group:
+//  - up to 512 values (per-head q/k/v norms, head_dim 64-512): one warp per group, four groups per block of 128
+//    threads; lane l holds float4s l, l+32, ... (NV = 1, 2 or 4 of them);
+//  - up to 32768 values (a row of n_embd for the layer norms: 2048-8192): one block per group, thread t holding
+//    float4s t, t+T, ... (NV = 1-8): T = 256 threads up to 8192 values, more (up to 1024) beyond;
+//  - a group that is no whole number of float4s, data not 16-byte aligned, or a longer group: one block of 256
+//    threads per group looping over the values, which reads x twice.
 // L2 norm and gated RMSNorm (delta-net layers): one warp per group, as their groups are head-sized (128); squares
 // rounded in float and summed in double, as the CPU reference does.
 #include <cuda_runtime.h>
@@ -12,22 +21,107 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void rms_norm_kernel(const float* x, const float* w, float eps, int64_t group, float* out) {
+// The sum over the warp, the same in every lane (a butterfly of commutative adds).
+__device__ __forceinline__ double warp_sum(double v) {
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// The float square of each value of v, added to sum in double in value order.
+__device__ __forceinline__ double add_squares(double sum, float4 v) {
+    sum += double(v.x * v.x);
+    sum += double(v.y * v.y);
+    sum += double(v.z * v.z);
+    return sum + double(v.w * v.w);
+}
+
+__device__ __forceinline__ float rms_scale(double sum, int64_t group, float eps) {
+    return 1.0f / sqrtf(float(sum / double(group)) + eps);
+}
+
+// v * scale * w value by value (as the CPU: (x * scale) * w); w null means 1.
+__device__ __forceinline__ float4 scaled(float4 v, float scale, const float4* w, int i) {
+    if (w) {
+        const float4 wv = w[i];
+        return make_float4(v.x * scale * wv.x, v.y * scale * wv.y, v.z * scale * wv.z, v.w * scale * wv.w);
+    }
+    return make_float4(v.x * scale, v.y * scale, v.z * scale, v.w * scale);
+}
+
+// One warp per group of n4 float4s (n4 <= 32 * NV).
+template <int NV>
+__global__ void __launch_bounds__(128) rms_norm_warp_kernel(const float4* x, const float4* w, float eps, int64_t group,
+                                                            int64_t n_groups, float4* out) {
+    const int64_t g = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
+    if (g >= n_groups) return;  // whole warps
+    const int lane = int(threadIdx.x % 32), n4 = int(group / 4);
+    const float4* xi = x + g * n4;
+    float4 v[NV];
+    double sum = 0;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+        const int i = lane + 32 * k;
+        v[k] = i < n4 ? xi[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        sum = add_squares(sum, v[k]);  // the zeros past the group add nothing
+    }
+    const float scale = rms_scale(warp_sum(sum), group, eps);
+    float4* yo = out + g * n4;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+        const int i = lane + 32 * k;
+        if (i < n4) yo[i] = scaled(v[k], scale, w, i);
+    }
+}
+
+// One block per group of n4 float4s (n4 <= blockDim.x * NV, blockDim.x a multiple of 32 up to 1024).
+template <int NV>
+__global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, const float4* w, float eps,
+                                                              int64_t group, float4* out) {
+    const int64_t g = blockIdx.x;
+    const int n4 = int(group / 4), t = int(threadIdx.x), T = int(blockDim.x);
+    const float4* xi = x + g * n4;
+    float4 v[NV];
+    double sum = 0;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+        const int i = t + T * k;
+        v[k] = i < n4 ? xi[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        sum = add_squares(sum, v[k]);
+    }
+    __shared__ double part[32];
+    sum = warp_sum(sum);
+    if (t % 32 == 0) part[t / 32] = sum;
+    __syncthreads();
+    double total = 0;
+    for (int i = 0; i < T / 32; ++i) total += part[i];  // the same order in every thread
+    const float scale = rms_scale(total, group, eps);
+    float4* yo = out + g * n4;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+        const int i = t + T * k;
+        if (i < n4) yo[i] = scaled(v[k], scale, w, i);
+    }
+}
+
+// Any group, any alignment: one block per group, two passes over x.
+__global__ void rms_norm_loop_kernel(const float* x, const float* w, float eps, int64_t group, float* out) {
     const int64_t g = blockIdx.x;
     const float* xi = x + g * group;
     float* yo = out + g * group;
     double sum = 0;
-    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) sum += double(xi[i]) * xi[i];
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) sum += double(xi[i] * xi[i]);
     __shared__ double part[kThreads / 32];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    sum = warp_sum(sum);
     if (lane == 0) part[warp] = sum;
     __syncthreads();
     double total = 0;
     for (int i = 0; i < int(blockDim.x / 32); ++i) total += part[i];  // the same order in every thread
-    const float scale = 1.0f / sqrtf(float(total / double(group)) + eps);
+    const float scale = rms_scale(total, group, eps);
     for (int64_t i = threadIdx.x; i < group; i += blockDim.x) yo[i] = xi[i] * scale * (w ? w[i] : 1.0f);
 }
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 constexpr int kGroupsPerBlock = kThreads / 32;
 
@@ -38,8 +132,7 @@ __device__ double warp_sum_squares(const float* x, int64_t group, int lane) {
         const float v = x[i];
         sum += double(v * v);
     }
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    return sum;
+    return warp_sum(sum);
 }
 
 __global__ void l2_norm_kernel(const float* x, float eps, int64_t group, int64_t n_groups, float* out) {
@@ -74,9 +167,35 @@ unsigned warp_groups_grid(int64_t n_groups) { return unsigned((n_groups + kGroup
 
 cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t group, int64_t n_groups, float* out,
                      cudaStream_t s) {
-    if (n_groups > 0) {
+    if (n_groups <= 0) return cudaGetLastError();
+    const auto* x4 = reinterpret_cast<const float4*>(x);
+    const auto* w4 = reinterpret_cast<const float4*>(w);
+    auto* o4 = reinterpret_cast<float4*>(out);
+    const bool vec = group % 4 == 0 && aligned16(x) && aligned16(out) && (!w || aligned16(w));
+    const int64_t n4 = group / 4;
+    if (vec && n4 <= 128) {
+        const unsigned blocks = unsigned((n_groups + 3) / 4);
+        if (n4 <= 32)
+            rms_norm_warp_kernel<1><<<blocks, 128, 0, s>>>(x4, w4, eps, group, n_groups, o4);
+        else if (n4 <= 64)
+            rms_norm_warp_kernel<2><<<blocks, 128, 0, s>>>(x4, w4, eps, group, n_groups, o4);
+        else
+            rms_norm_warp_kernel<4><<<blocks, 128, 0, s>>>(x4, w4, eps, group, n_groups, o4);
+    } else if (vec && n4 <= 8192) {
+        // 256 threads holding 1-8 float4s each up to 8192 values; 8 each and more threads beyond.
+        const int threads = n4 <= 2048 ? kThreads : int((n4 + 8 * 32 - 1) / (8 * 32) * 32);
+        const unsigned blocks = unsigned(n_groups);
+        if (n4 <= int64_t(threads))
+            rms_norm_block_kernel<1><<<blocks, threads, 0, s>>>(x4, w4, eps, group, o4);
+        else if (n4 <= 2 * int64_t(threads))
+            rms_norm_block_kernel<2><<<blocks, threads, 0, s>>>(x4, w4, eps, group, o4);
+        else if (n4 <= 4 * int64_t(threads))
+            rms_norm_block_kernel<4><<<blocks, threads, 0, s>>>(x4, w4, eps, group, o4);
+        else
+            rms_norm_block_kernel<8><<<blocks, threads, 0, s>>>(x4, w4, eps, group, o4);
+    } else {
         const int threads = group >= kThreads ? kThreads : int((group + 31) / 32 * 32);
-        rms_norm_kernel<<<unsigned(n_groups), threads, 0, s>>>(x, w, eps, group, out);
+        rms_norm_loop_kernel<<<unsigned(n_groups), threads, 0, s>>>(x, w, eps, group, out);
     }
     return cudaGetLastError();
 }

@@ -1,0 +1,125 @@
+// Fused decode matvecs: the kernels behind the fused ops (fused_ops.cpp) for one activation row, where a token's
+// time goes to many small launches. Both are built on matvec_row.cuh's warp dot product (one warp per output row,
+// four rows per block of 128 threads, as matvec_q.cu), so each row's value equals the separate matvec's bit for bit.
+//
+// matvec_multi: several weights of one type read the same activation row (Q/K/V; the residual projections) in one
+// launch. The grid's blocks are dealt to the weights in order, ceil(n_out / 4) each; a block finds its weight by
+// comparing its index with the first block of each (at most kMaxMatvecJobs, passed by value in the kernel's
+// parameters, so nothing is copied to the device and a captured launch holds its whole description). The epilogue
+// either stores the row's value or adds it to what out holds (out[o] += W[o] . x: the residual add of matmul_add).
+//
+// matvec_gated: the gate and up rows o of a gated FFN in one warp, their loads interleaved, and the activation
+// applied to the two sums by lane 0 with the element-wise kernels' expressions (silu_times, gelu_tanh_times): the
+// gate and up outputs never go to memory.
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "backend/cuda/elementwise_kernels.h"
+#include "backend/cuda/matvec_fused_kernels.h"
+#include "backend/cuda/matvec_row.cuh"
+
+namespace zinc::backend::cuda {
+namespace {
+
+constexpr int kRowsPerBlock = 4;  // warps per block, one output row each
+
+// A launch's weights, by value in the kernel parameters.
+struct Job {
+    const uint8_t* w;
+    size_t row_bytes;
+    int64_t n_out;
+    float* out;
+    unsigned first_block;  // the first block of the grid that computes this weight's rows
+};
+struct JobTable {
+    Job job[kMaxMatvecJobs];
+    int n;
+};
+
+template <int T>
+__global__ void __launch_bounds__(kRowsPerBlock * 32)
+    matvec_multi_kernel(const JobTable t, int64_t cols, const BlockQ8_1f* xq, const float* x, bool accumulate) {
+    // This block's weight: the last one that starts at or before it. Constant indices keep the table in the parameter
+    // space (a computed index would copy it to local memory).
+    Job job = t.job[0];
+#pragma unroll
+    for (int k = 1; k < kMaxMatvecJobs; ++k)
+        if (k < t.n && blockIdx.x >= t.job[k].first_block) job = t.job[k];
+    const int64_t o = int64_t(blockIdx.x - job.first_block) * kRowsPerBlock + threadIdx.x / 32;
+    if (o >= job.n_out) return;  // whole warps leave together
+    const int lane = int(threadIdx.x % 32);
+    const float sum = warp_row_dot<T>(job.w + o * job.row_bytes, xq, x, cols, lane);
+    if (lane == 0) job.out[o] = accumulate ? job.out[o] + sum : sum;
+}
+
+template <int T>
+__global__ void __launch_bounds__(kRowsPerBlock * 32)
+    matvec_gated_kernel(const uint8_t* gate, const uint8_t* up, size_t row_bytes, int64_t n_out, int64_t cols,
+                        const BlockQ8_1f* xq, const float* x, int act, float* out) {
+    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
+    if (o >= n_out) return;  // whole warps leave together
+    const int lane = int(threadIdx.x % 32);
+    float g, u;
+    warp_row_dot2<T>(gate + o * row_bytes, up + o * row_bytes, xq, x, cols, lane, g, u);
+    if (lane == 0) out[o] = act == 0 ? silu_times(g, u) : gelu_tanh_times(g, u);
+}
+
+// Whether `type` reads the f32 row (float types) or the Q8_1 blocks, and that the one it reads is there.
+bool has_input(int type, const BlockQ8_1f* xq, const float* x) {
+    return is_float_weight(type) ? x != nullptr : xq != nullptr;
+}
+
+}  // namespace
+
+cudaError_t matvec_multi(int type, const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq,
+                         const float* x, bool accumulate, cudaStream_t s) {
+    if (n_jobs < 1 || n_jobs > kMaxMatvecJobs || cols <= 0 || !has_input(type, xq, x)) return cudaErrorInvalidValue;
+    JobTable t{};
+    int64_t blocks = 0;
+    for (int i = 0; i < n_jobs; ++i) {
+        if (jobs[i].n_out < 0) return cudaErrorInvalidValue;
+        t.job[i] = {static_cast<const uint8_t*>(jobs[i].w), jobs[i].row_bytes, jobs[i].n_out, jobs[i].out,
+                    unsigned(blocks)};
+        blocks += (jobs[i].n_out + kRowsPerBlock - 1) / kRowsPerBlock;
+        if (blocks > INT_MAX) return cudaErrorInvalidValue;
+    }
+    t.n = n_jobs;
+    if (blocks == 0) return cudaGetLastError();
+#define ZINC_CASE(T)                                                                                     \
+    case T:                                                                                              \
+        matvec_multi_kernel<T><<<unsigned(blocks), kRowsPerBlock * 32, 0, s>>>(t, cols, xq, x, accumulate); \
+        break;
+    switch (type) {
+        ZINC_DP4A_TYPES(ZINC_CASE)
+        ZINC_FLOAT_TYPES(ZINC_CASE)
+    default: return cudaErrorInvalidValue;
+    }
+#undef ZINC_CASE
+    return cudaGetLastError();
+}
+
+cudaError_t matvec_gated(int type, const void* gate, const void* up, size_t row_bytes, int64_t n_out, int64_t cols,
+                         const BlockQ8_1f* xq, const float* x, int act, float* out, cudaStream_t s) {
+    if (n_out < 0 || cols <= 0 || (act != 0 && act != 1) || !has_input(type, xq, x)) return cudaErrorInvalidValue;
+    const int64_t blocks = (n_out + kRowsPerBlock - 1) / kRowsPerBlock;
+    if (blocks > INT_MAX) return cudaErrorInvalidValue;
+    if (blocks == 0) return cudaGetLastError();
+    const auto* g = static_cast<const uint8_t*>(gate);
+    const auto* u = static_cast<const uint8_t*>(up);
+#define ZINC_CASE(T)                                                                                              \
+    case T:                                                                                                       \
+        matvec_gated_kernel<T><<<unsigned(blocks), kRowsPerBlock * 32, 0, s>>>(g, u, row_bytes, n_out, cols, xq, x, \
+                                                                               act, out);                         \
+        break;
+    switch (type) {
+        ZINC_DP4A_TYPES(ZINC_CASE)
+        ZINC_FLOAT_TYPES(ZINC_CASE)
+    default: return cudaErrorInvalidValue;
+    }
+#undef ZINC_CASE
+    return cudaGetLastError();
+}
+
+}  // namespace zinc::backend::cuda

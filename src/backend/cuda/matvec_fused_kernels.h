@@ -1,0 +1,39 @@
+// Host-side launchers of the fused decode matvecs (matvec_fused.cu), which the fused ops of fused_ops.cpp run for one
+// activation row. Plain C++17 for nvcc; each launcher enqueues on `s` and returns cudaGetLastError(). Weight types are
+// the ggml ids of matmul_kernels.h: those with a dp4a matvec read xq, the Q8_1 blocks of the activation row
+// (quantize_q8_1), and F32/F16/BF16 read the f32 row x.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/matmul_kernels.h"
+
+namespace zinc::backend::cuda {
+
+// One weight of a multi-weight matvec: out[o] = W[o] . x (or out[o] += W[o] . x) for o < n_out.
+struct MatvecJob {
+    const void* w = nullptr;
+    size_t row_bytes = 0;
+    int64_t n_out = 0;
+    float* out = nullptr;
+};
+
+// The most weights one launch of matvec_multi takes (they travel as kernel parameters).
+constexpr int kMaxMatvecJobs = 8;
+
+// The matvecs of n_jobs (1..kMaxMatvecJobs) weights of one type, all with `cols` columns, against the same activation
+// row in one launch. With `accumulate`, out[o] += W[o] . x (the residual add of matmul_add); else out[o] = W[o] . x.
+// Each row's value equals matvec_q's / matvec_f's bit for bit.
+cudaError_t matvec_multi(int type, const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq,
+                         const float* x, bool accumulate, cudaStream_t s);
+
+// out[o] = act(G[o] . x) * (U[o] . x) for o < n_out, gate G and up U of one type and shape; act 0 = SiLU (swiglu),
+// 1 = GELU_tanh (geglu), each evaluated as the element-wise kernels do, so that out equals matvec, matvec, swiglu
+// (or geglu) bit for bit.
+cudaError_t matvec_gated(int type, const void* gate, const void* up, size_t row_bytes, int64_t n_out, int64_t cols,
+                         const BlockQ8_1f* xq, const float* x, int act, float* out, cudaStream_t s);
+
+}  // namespace zinc::backend::cuda
