@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/matvec_row.cuh"
 #include "backend/cuda/vec_dot_q8_1.cuh"
 #include "gguf/tensor_type.h"
 #include "quant/blocks.h"
@@ -159,6 +160,16 @@ TEST(CudaHostLogic, QTypesAreDequantizableAndBlockTypesHaveDp4a) {
     }
     EXPECT_FALSE(can_dequantize(int(TensorType::IQ2_XXS)));
     EXPECT_FALSE(has_dp4a_matvec(int(TensorType::Q8_K)));
+}
+
+// The decode matvecs stage a row's bytes by segments of chunks: their byte counts must be the format's.
+TEST(CudaHostLogic, StagedChunkBytesAreTheRowBytes) {
+#define ZINC_CHECK_TYPE(T)                                                                                  \
+    for (int64_t chunks : {8, 16, 128, 384})                                                                \
+        EXPECT_EQ(chunks_bytes<T>(chunks), int64_t(zinc::gguf::row_bytes(TensorType(T), chunks * 32))) << #T; \
+    if (chunks_bytes<T>(1) == 0) EXPECT_LE(chunks_bytes<T>(kStageChunks), kStageBytes) << #T;
+    ZINC_DP4A_TYPES(ZINC_CHECK_TYPE)
+#undef ZINC_CHECK_TYPE
 }
 
 TEST(CudaHostLogic, Dequant8EqualsDequantizeRow) {

@@ -39,7 +39,7 @@ struct JobTable {
 };
 
 template <int T>
-__global__ void __launch_bounds__(kRowsPerBlock * 32)
+__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     matvec_multi_kernel(const JobTable t, int64_t cols, const BlockQ8_1f* xq, const float* x, bool accumulate) {
     // This block's weight: the last one that starts at or before it. Constant indices keep the table in the parameter
     // space (a computed index would copy it to local memory).
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32)
 }
 
 template <int T>
-__global__ void __launch_bounds__(kRowsPerBlock * 32)
+__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm - 2)  // two rows: more registers
     matvec_gated_kernel(const uint8_t* gate, const uint8_t* up, size_t row_bytes, int64_t n_out, int64_t cols,
                         const BlockQ8_1f* xq, const float* x, int act, float* out) {
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;

@@ -57,7 +57,7 @@ __device__ __forceinline__ const uint8_t* weight_row(const uint8_t* w, size_t ro
 }
 
 template <int T>
-__global__ void matvec_q_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
+__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm) matvec_q_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
                                 int64_t n_out, int64_t cols, const BlockQ8_1f* xq, int x_div, float* out,
                                 int64_t out_stride) {
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
@@ -70,7 +70,7 @@ __global__ void matvec_q_kernel(const uint8_t* w, size_t row_bytes, size_t exper
 }
 
 template <int T>
-__global__ void matvec_f_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
+__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm) matvec_f_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
                                 int64_t n_out, int64_t cols, const float* x, int x_div, float* out,
                                 int64_t out_stride) {
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
