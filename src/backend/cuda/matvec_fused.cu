@@ -8,7 +8,7 @@
 // parameters, so nothing is copied to the device and a captured launch holds its whole description). The epilogue
 // either stores the row's value or adds it to what out holds (out[o] += W[o] . x: the residual add of matmul_add).
 //
-// matvec_gated: the gate and up rows o of a gated FFN in one warp, their loads interleaved, and the activation
+// matvec_gated: the gate and up rows o of a gated FFN in one warp, one after the other, and the activation
 // applied to the two sums by lane 0 with the element-wise kernels' expressions (silu_times, gelu_tanh_times): the
 // gate and up outputs never go to memory.
 #include <cuda_runtime.h>

@@ -68,10 +68,9 @@ __host__ __device__ constexpr int64_t chunks_bytes(int64_t n) {
 
 // Rows of the 256-value formats pass through shared memory in segments of kStageChunks chunks: the warp first copies a
 // segment with coalesced 16-byte loads, every load in flight before the first store, then each lane dots its chunks
-// from shared memory. Reading the quant bytes where chunk_dot needs them straight from global memory
-// takes many narrow loads per lane, most of which wait in turn (the matvecs reached 10-45% of the copy bandwidth).
+// from shared memory, instead of reading the quant bytes where chunk_dot needs them in many narrow loads.
 constexpr int kStageChunks = 64;              // a multiple of 8, so K-quant super-blocks are never cut
-constexpr int kStageBytes = 210 * kStageChunks / 8;  // the most bytes 128 chunks of a 256-value format take (Q6_K)
+constexpr int kStageBytes = 210 * kStageChunks / 8;  // the most bytes a segment takes (Q6_K)
 constexpr int kStageWarps = 4;                // warps per block of every kernel built on these functions
 // Blocks per multiprocessor the kernels built on these functions ask registers for (__launch_bounds__): at 80
 // registers only 6 fit, and the warps then spend half their cycles waiting for loads with too few others to switch to.
