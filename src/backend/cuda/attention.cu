@@ -19,9 +19,11 @@ namespace zinc::backend::cuda {
 namespace {
 
 // Warps of a keys_kernel block. Each warp takes its keys a batch at a time, every batch a chain of dependent loads,
-// shuffles and exponentials, so a block's time is about its longest warp's batches: with 4 warps a 128-key decode
-// call took 22 µs (8 batches per warp) and the cache was read at 20% of the copy bandwidth at any depth.
-constexpr int kWarps = 16;
+// shuffles and exponentials, so a block's time is about its longest warp's batches. Without splits (short contexts)
+// a block holds all of a head's keys: 16 warps (a 128-key decode call took 22 µs with 4 warps, 9.4 µs with 16). With
+// splits the pieces already spread the keys over the GPU, and 4 warps did better (4096 keys: 41 µs against 50).
+constexpr int kWarpsWhole = 16;
+constexpr int kWarpsSplit = 4;
 constexpr int kCombineThreads = 128;
 static_assert(kMaxSplits <= kCombineThreads, "the merge kernel computes one split factor per thread");
 
@@ -102,7 +104,7 @@ __device__ inline float* partial_ml(float* part, const AttentionArgs& a, int64_t
     return part + a.n_q * a.n_head * n_split * int64_t(a.head_dim) + (bt * n_split + split) * 2;
 }
 
-template <int kPerLane, int kBatch>
+template <int kPerLane, int kBatch, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int n_split, float* part) {
     const int64_t bt = blockIdx.x;
     const int h = int(bt % a.n_head), split = int(blockIdx.y);
@@ -272,7 +274,10 @@ cudaError_t launch(const AttentionArgs& a, const AttentionPlan& p, float* part, 
         return cudaGetLastError();
     }
     const dim3 grid{unsigned(a.n_q * a.n_head), unsigned(p.n_split)};
-    keys_kernel<kPerLane, kBatch><<<grid, kWarps * 32, 0, s>>>(a, p.n_split, part);
+    if (p.n_split == 1)
+        keys_kernel<kPerLane, kBatch, kWarpsWhole><<<grid, kWarpsWhole * 32, 0, s>>>(a, p.n_split, part);
+    else
+        keys_kernel<kPerLane, kBatch, kWarpsSplit><<<grid, kWarpsSplit * 32, 0, s>>>(a, p.n_split, part);
     if (p.n_split > 1) {
         if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
         combine_kernel<<<unsigned(a.n_q * a.n_head), kCombineThreads, 0, s>>>(a, p.n_split, part);
