@@ -2,8 +2,11 @@
 // A message names the op and, where there is one, the weight ("matmul blk.0.attn_q.weight: shape mismatch").
 #include "backend/backend.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -117,7 +120,67 @@ void check_moe(const Act& x, const IdAct& ids, const Act& weights, const MoeWeig
         fail("moe_ffn", "unknown activation");
 }
 
+// ---- profiling ----
+
+// The label an op is timed under: its name, and for a product with a weight the weight's type and shape.
+std::string profile_label(const char* op, const Weight* w) {
+    if (!w) return op;
+    return std::string(op) + " " + std::string(gguf::type_name(w->type)) + " " + std::to_string(w->cols) + "x" +
+           std::to_string(w->rows);
+}
+
+const Weight* mw_first(const MoeWeights& w) { return w.gate_up ? w.gate_up : w.gate; }
+
 }  // namespace
+
+// Times the op it is declared in while profiling is on; nested ops (the parts of a composed default) are not timed
+// on their own.
+class OpScope {
+public:
+    OpScope(Backend& be, const char* op, const Weight* w = nullptr) : be_(be) {
+        if (!be.profiling_) return;
+        active_ = true;
+        if (be.op_depth_++ == 0) be.op_started(profile_label(op, w));
+    }
+    ~OpScope() {
+        if (active_ && --be_.op_depth_ == 0) be_.op_finished();
+    }
+    OpScope(const OpScope&) = delete;
+    OpScope& operator=(const OpScope&) = delete;
+
+private:
+    Backend& be_;
+    bool active_ = false;
+};
+
+void Backend::set_profiling(bool on) {
+    if (on == profiling_) return;
+    profiling_ = on;
+    profiling_changed();
+}
+
+std::vector<Backend::OpTime> Backend::take_profile() {
+    std::vector<OpTime> out;
+    for (const auto& [label, us] : timed_ops()) {
+        auto it = std::find_if(out.begin(), out.end(), [&](const OpTime& t) { return t.label == label; });
+        if (it == out.end()) it = out.insert(out.end(), OpTime{label, 0, 0});
+        ++it->calls;
+        it->us += us;
+    }
+    return out;
+}
+
+void Backend::op_started(const std::string& label) {
+    host_label_ = label;
+    host_start_ = std::chrono::steady_clock::now();
+}
+
+void Backend::op_finished() {
+    const auto us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start_).count();
+    host_times_.emplace_back(host_label_, us);
+}
+
+std::vector<std::pair<std::string, double>> Backend::timed_ops() { return std::exchange(host_times_, {}); }
 
 // ---- memory ----
 
@@ -179,6 +242,7 @@ void Backend::download(const Act& src, std::span<float> dst) {
 // ---- dense layers ----
 
 void Backend::get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
+    const OpScope scope(*this, "get_rows", &table);
     if (out.cols != table.cols || out.rows != static_cast<int64_t>(ids.size()))
         fail(op_of("get_rows", &table), "shape mismatch");
     for (int32_t id : ids)
@@ -188,6 +252,7 @@ void Backend::get_rows(const Weight& table, std::span<const int32_t> ids, Act& o
 }
 
 void Backend::rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) {
+    const OpScope scope(*this, "rms_norm");
     check_same_shape(x, out, op_of("rms_norm", w));
     check_group(x, group, "rms_norm");
     if (w) check_f32_vector(*w, group, "rms_norm", "weight");
@@ -195,17 +260,20 @@ void Backend::rms_norm(const Act& x, const Weight* w, float eps, int64_t group, 
 }
 
 void Backend::matmul(const Weight& w, const Act& x, Act& out) {
+    const OpScope scope(*this, "matmul", &w);
     if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows) fail(op_of("matmul", &w), "shape mismatch");
     do_matmul(w, x, out);
 }
 
 void Backend::add(const Act& a, const Act& b, Act& out) {
+    const OpScope scope(*this, "add");
     check_same_shape(a, b, "add");
     check_same_shape(a, out, "add");
     do_add(a, b, out);
 }
 
 void Backend::swiglu(const Act& gate, const Act& up, Act& out) {
+    const OpScope scope(*this, "swiglu");
     check_same_shape(gate, up, "swiglu");
     check_same_shape(gate, out, "swiglu");
     do_swiglu(gate, up, out);
@@ -214,6 +282,7 @@ void Backend::swiglu(const Act& gate, const Act& up, Act& out) {
 // ---- attention ----
 
 void Backend::rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
+    const OpScope scope(*this, "rope");
     if (head_dim <= 0 || x.cols % head_dim != 0 || static_cast<int64_t>(pos.size()) != x.rows ||
         p.n_rot > head_dim || p.n_rot <= 0 || p.n_rot % 2 != 0)
         fail("rope", "bad shape");
@@ -222,12 +291,14 @@ void Backend::rope(Act& x, int head_dim, std::span<const int32_t> pos, const Rop
 }
 
 void Backend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
+    const OpScope scope(*this, "kv_write");
     if (k.cols != kv.width || v.cols != kv.width || k.rows != v.rows) fail("kv_write", "shape mismatch");
     if (pos0 < 0 || pos0 + k.rows > kv.capacity) throw std::out_of_range("kv_write: past the cache");
     do_kv_write(kv, k, v, pos0);
 }
 
 void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
+    const OpScope scope(*this, "attention");
     const int d = p.head_dim;
     if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
         kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
@@ -240,15 +311,20 @@ void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const Att
 // ---- recurrent (gated delta-net) layers ----
 
 void Backend::sigmoid_mul(const Act& x, const Act& gate, Act& out) {
+    const OpScope scope(*this, "sigmoid_mul");
     check_shape(out, x.rows, x.cols, "sigmoid_mul", "out");
     if (gate.rows != x.rows || (gate.cols != x.cols && gate.cols != 1))
         fail("sigmoid_mul", "gate must have x's shape or one column");
     do_sigmoid_mul(x, gate, out);
 }
 
-void Backend::fill(Act& a, float value) { do_fill(a, value); }
+void Backend::fill(Act& a, float value) {
+    const OpScope scope(*this, "fill");
+    do_fill(a, value);
+}
 
 void Backend::slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) {
+    const OpScope scope(*this, "slice_groups");
     if (group <= 0 || src.cols % group != 0 || out.rows != src.rows) fail("slice_groups", "bad group or rows");
     const int64_t n_groups = src.cols / group;
     if (n_groups == 0 || out.cols % n_groups != 0) fail("slice_groups", "out width is not a whole per group");
@@ -259,12 +335,14 @@ void Backend::slice_groups(const Act& src, int64_t group, int64_t offset, Act& o
 }
 
 void Backend::l2_norm(const Act& x, float eps, int64_t group, Act& out) {
+    const OpScope scope(*this, "l2_norm");
     check_shape(out, x.rows, x.cols, "l2_norm", "out");
     check_group(x, group, "l2_norm");
     do_l2_norm(x, eps, group, out);
 }
 
 void Backend::gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) {
+    const OpScope scope(*this, "gated_rms_norm");
     check_shape(out, x.rows, x.cols, "gated_rms_norm", "out");
     check_shape(z, x.rows, x.cols, "gated_rms_norm", "z");
     check_group(x, group, "gated_rms_norm");
@@ -274,6 +352,7 @@ void Backend::gated_rms_norm(const Act& x, const Weight& w, const Act& z, float 
 
 void Backend::delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
                               Act& beta_out) {
+    const OpScope scope(*this, "delta_net_gates");
     const int64_t n = a.cols;
     check_shape(b, a.rows, n, "delta_net_gates", "b");
     check_shape(g, a.rows, n, "delta_net_gates", "g");
@@ -284,6 +363,7 @@ void Backend::delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias,
 }
 
 void Backend::conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) {
+    const OpScope scope(*this, "conv1d_causal");
     const int64_t C = x.cols, T = x.rows;
     if (w.type != TensorType::F32 || w.rows != C || w.cols < 1)
         fail("conv1d_causal", w.name + " must be f32 {K, channels}");
@@ -300,12 +380,14 @@ void Backend::conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu
 
 void Backend::delta_net(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
                         const DeltaNetParams& p, Act& out) {
+    const OpScope scope(*this, "delta_net");
     check_delta_net(q, k, v, g, beta, state, p, out, "delta_net");
     do_delta_net(q, k, v, g, beta, state, p, out);
 }
 
 void Backend::delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
                                 const DeltaNetParams& p, int chunk, Act& out) {
+    const OpScope scope(*this, "delta_net_chunked");
     check_delta_net(q, k, v, g, beta, state, p, out, "delta_net_chunked");
     if (chunk <= 0) fail("delta_net_chunked", "chunk must be positive");
     do_delta_net_chunked(q, k, v, g, beta, state, p, chunk, out);
@@ -314,6 +396,7 @@ void Backend::delta_net_chunked(const Act& q, const Act& k, const Act& v, const 
 // ---- mixture of experts ----
 
 void Backend::moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) {
+    const OpScope scope(*this, "moe_route");
     if (k <= 0 || k > logits.cols) fail("moe_route", "k must be in [1, n_expert]");
     if (ids.rows != logits.rows || ids.cols != k || weights.rows != logits.rows || weights.cols != k)
         fail("moe_route", "ids and weights must be rows x k");
@@ -321,6 +404,7 @@ void Backend::moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, 
 }
 
 void Backend::moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) {
+    const OpScope scope(*this, "moe_ffn", mw_first(w));
     check_moe(x, ids, weights, w, out);
     do_moe_ffn(x, ids, weights, w, out);
 }
@@ -328,22 +412,26 @@ void Backend::moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const 
 // ---- activations of gemma4 / gpt-oss ----
 
 void Backend::geglu(const Act& gate, const Act& up, Act& out) {
+    const OpScope scope(*this, "geglu");
     check_same_shape(gate, up, "geglu");
     check_same_shape(gate, out, "geglu");
     do_geglu(gate, up, out);
 }
 
 void Backend::add_bias(Act& x, const Weight& b) {
+    const OpScope scope(*this, "add_bias");
     check_f32_vector(b, x.cols, "add_bias");
     do_add_bias(x, b);
 }
 
 void Backend::scale(const Act& x, float s, Act& out) {
+    const OpScope scope(*this, "scale");
     check_same_shape(x, out, "scale");
     do_scale(x, s, out);
 }
 
 void Backend::softcap(Act& x, float cap) {
+    const OpScope scope(*this, "softcap");
     if (!(cap > 0.0f)) fail("softcap", "the cap must be positive");
     do_softcap(x, cap);
 }
@@ -353,6 +441,7 @@ void Backend::softcap(Act& x, float cap) {
 // computing every output from the inputs as they were on entry (which is what a fused kernel does).
 
 void Backend::matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out) {
+    const OpScope scope(*this, "matmuls", w.empty() ? nullptr : w[0]);
     if (w.empty() || w.size() != out.size()) fail("matmuls", "give one output for each weight, at least one");
     for (size_t i = 0; i < w.size(); ++i) {
         if (!w[i] || !out[i]) fail("matmuls", "null weight or output");
@@ -369,6 +458,7 @@ void Backend::matmuls(std::span<const Weight* const> w, const Act& x, std::span<
 
 void Backend::ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
                         Act& out) {
+    const OpScope scope(*this, "ffn_gated", &gate);
     const std::string op = op_of("ffn_gated", &gate);
     if (gate.cols != x.cols || up.cols != x.cols || up.rows != gate.rows)
         fail(op, "shape mismatch with " + up.name);
@@ -382,6 +472,7 @@ void Backend::ffn_gated(const Weight& gate, const Weight& up, const Act& x, Gate
 }
 
 void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) {
+    const OpScope scope(*this, "matmul_add", &w);
     const std::string op = op_of("matmul_add", &w);
     if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows) fail(op, "shape mismatch");
     check_shape(tmp, out.rows, out.cols, "matmul_add", "tmp");
@@ -413,11 +504,13 @@ void Backend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) {
 // ---- sampling ----
 
 void Backend::argmax_rows(const Act& x, std::span<int32_t> out) {
+    const OpScope scope(*this, "argmax_rows");
     if (static_cast<int64_t>(out.size()) != x.rows || x.cols <= 0) fail("argmax_rows", "shape mismatch");
     do_argmax_rows(x, out);
 }
 
 void Backend::top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) {
+    const OpScope scope(*this, "top_k_last_row");
     if (k <= 0 || k > kMaxTopK || k > x.cols || x.rows <= 0 || ids.size() != size_t(k) || values.size() != size_t(k))
         fail("top_k_last_row", "bad k or shape");
     do_top_k_last_row(x, k, ids, values);

@@ -3,11 +3,14 @@
 // token rows by `cols` values; weights keep the GGUF type they were stored in.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gguf/reader.h"
 
@@ -253,6 +256,19 @@ public:
         return step();
     }
 
+    // Per-op timing (`zinc bench --profile`). While profiling is on, the time of every op is added up under its
+    // label: the op's name, and for products with a weight the weight's type and shape. An op built from other ops
+    // (a composed default) counts as itself only. take_profile waits for queued work and returns the totals since
+    // the last call, labels in the order first seen. A backend that queues its ops times them on the device; recorded
+    // steps (run_step) keep their timing points, so a replayed step is timed too.
+    struct OpTime {
+        std::string label;
+        int64_t calls = 0;
+        double us = 0;
+    };
+    void set_profiling(bool on);
+    std::vector<OpTime> take_profile();
+
     // Waits for queued work (no-op on the CPU).
     virtual void synchronize() {}
     // How many times the host has waited for queued work so far (0 on the CPU, which never queues): a decode step
@@ -260,6 +276,14 @@ public:
     virtual uint64_t host_waits() const { return 0; }
 
 protected:
+    // Profiling hooks: an op with `label` starts / ends (outermost ops only), the profiling switch changed, and the
+    // (label, µs) of the ops timed since the last call. The defaults time ops on the host, which is right for a backend
+    // whose ops run when they are called.
+    virtual void op_started(const std::string& label);
+    virtual void op_finished();
+    virtual void profiling_changed() {}
+    virtual std::vector<std::pair<std::string, double>> timed_ops();
+
     // The implementations of the public ops above, called with checked arguments.
     // The backend memory holding t's bytes (t is readable; its data is non-null unless it has no bytes).
     virtual const void* do_load_weight(const gguf::TensorInfo& t) = 0;
@@ -309,6 +333,14 @@ protected:
     virtual void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
                               Act& out);
     virtual void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out);
+
+private:
+    friend class OpScope;
+    bool profiling_ = false;
+    int op_depth_ = 0;  // ops in progress: only the outermost is timed
+    std::vector<std::pair<std::string, double>> host_times_;  // the default hooks' timings
+    std::string host_label_;
+    std::chrono::steady_clock::time_point host_start_;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads);

@@ -33,6 +33,7 @@ struct Options {
     int reps = 5;
     std::string output = "md";
     bool json = false;  // --json, the older spelling of -o json
+    bool profile = false;
 };
 
 // One test as llama-bench defines it: n_prompt tokens as one prompt, then n_gen tokens generated one at a time,
@@ -121,6 +122,25 @@ public:
         for (double x : rates) res.sd += (x - res.mean) * (x - res.mean);
         res.sd = rates.size() > 1 ? std::sqrt(res.sd / static_cast<double>(rates.size() - 1)) : 0.0;
         return res;
+    }
+
+    // The ops of one decode step after `depth` tokens, each timed on the backend (Backend::set_profiling), and the
+    // step's time as the host sees it in µs. The step is the third at its position since profiling began, so it is
+    // timed as generation runs it (recorded steps are replayed from the third on).
+    std::vector<backend::Backend::OpTime> profile(backend::Backend& be, int depth, double& step_us) {
+        const int32_t id = 1;
+        be.set_profiling(true);
+        std::vector<backend::Backend::OpTime> ops;
+        for (int i = 0; i < 3; ++i) {
+            fill(depth);
+            be.take_profile();
+            const auto t0 = std::chrono::steady_clock::now();
+            f_.forward_argmax(std::span<const int32_t>(&id, 1), depth);
+            step_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+            ops = be.take_profile();
+        }
+        be.set_profiling(false);
+        return ops;
     }
 
 private:
@@ -252,6 +272,34 @@ std::string markdown_text(const Report& r) {
     return s;
 }
 
+// --profile: the ops of one decode step at the largest depth, longest first, as a table (md) or records (csv and
+// json: one object or row per op).
+std::string profile_text(Runner& runner, backend::Backend& be, int depth, const std::string& output) {
+    double step_us = 0;
+    std::vector<backend::Backend::OpTime> ops = runner.profile(be, depth, step_us);
+    std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.us > b.us; });
+    double sum = 0;
+    for (const auto& op : ops) sum += op.us;
+    if (output == "json" || output == "csv") {
+        nlohmann::ordered_json j = nlohmann::ordered_json::array();
+        for (const auto& op : ops)
+            j.push_back({{"profile_op", op.label}, {"calls", op.calls}, {"us", op.us}, {"n_depth", depth}});
+        if (output == "json") return j.dump(2) + "\n";
+        std::string s = "profile_op,calls,us,n_depth\n";
+        for (const auto& op : ops)
+            s += "\"" + op.label + "\"," + std::to_string(op.calls) + "," + format("%.2f", op.us) + "," +
+                 std::to_string(depth) + "\n";
+        return s;
+    }
+    std::string s = "\none decode step at position " + std::to_string(depth) + ": " + format("%.1f", step_us) +
+                    " µs on the host, " + format("%.1f", sum) + " µs in " + be.name() + " ops\n\n";
+    s += "| op | calls | µs | % of ops |\n|---|---:|---:|---:|\n";
+    for (const auto& op : ops)
+        s += "| " + op.label + " | " + std::to_string(op.calls) + " | " + format("%.1f", op.us) + " | " +
+             format("%.1f", sum > 0 ? 100.0 * op.us / sum : 0.0) + " |\n";
+    return s;
+}
+
 void run(const Options& o) {
     const std::vector<Test> tests = tests_of(o);
     if (tests.empty()) throw CLI::ValidationError("-p/-n/-pg", "nothing to measure: every length is 0");
@@ -282,6 +330,7 @@ void run(const Options& o) {
         progress.update(std::to_string(tests.size()) + (tests.size() == 1 ? " test" : " tests") + " done", true);
     }
     write_out(output == "json" ? json_text(report) : output == "csv" ? csv_text(report) : markdown_text(report));
+    if (o.profile) write_out(profile_text(runner, *om.backend, max_depth, output));
 }
 
 }  // namespace
@@ -333,6 +382,9 @@ void register_bench(CLI::App& app) {
                     ->capture_default_str()
                     ->check(one_of("an output format", {"md", "csv", "json"}));
     cmd->add_flag("--json", o->json, "the same as -o json")->excludes(out);
+    cmd->add_flag("--profile", o->profile,
+                  "after the tests, time every op of one decode step at the largest depth (on a GPU, on the device: "
+                  "kernel time without launch gaps) and print them, longest first");
     cmd->callback([o] { run(*o); });
 }
 

@@ -153,6 +153,37 @@ TEST_P(CudaModel, RecordedDecodeMatchesEager) {
                 n_decode + 5, static_cast<unsigned long long>(rec), static_cast<unsigned long long>(rep));
 }
 
+// Profiling times every op of a decode step on the device: the step run eagerly, the one recorded and the one
+// replayed from the recording report the same ops, each with a time.
+TEST_P(CudaModel, ProfiledDecodeStepsTimeEveryOp) {
+    ZINC_REQUIRE_GPU();
+    const std::string fam = GetParam();
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const zinc::gguf::Model model(fixture_gguf(fam, "q8_0"));
+    auto be = zinc::backend::make_cuda_backend(0);
+    auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be);
+    auto f = zinc::engine::make_family(model, *be, {128});
+    int32_t next = f->forward_argmax(fx.prompt, 0);
+    int64_t pos = static_cast<int64_t>(fx.prompt.size());
+    be->set_profiling(true);
+    std::vector<std::vector<zinc::backend::Backend::OpTime>> steps;
+    for (int i = 0; i < 3; ++i) {
+        next = f->forward_argmax(std::span<const int32_t>(&next, 1), pos++);
+        steps.push_back(be->take_profile());
+    }
+    be->set_profiling(false);
+    EXPECT_GE(cuda.graphs_replayed(), 1u);
+    ASSERT_FALSE(steps[0].empty());
+    for (const auto& step : steps) {
+        ASSERT_EQ(step.size(), steps[0].size());
+        for (size_t i = 0; i < step.size(); ++i) {
+            EXPECT_EQ(step[i].label, steps[0][i].label);
+            EXPECT_EQ(step[i].calls, steps[0][i].calls) << step[i].label;
+            EXPECT_GT(step[i].us, 0.0) << step[i].label;
+        }
+    }
+}
+
 // BF16 and quantized weights against the CPU engine on the same file. The paths differ in how activations are
 // rounded before the dot products: the CPU does it as ggml does (bf16 for BF16 weights; Q8_0 / Q8_K blocks for
 // quantized ones), the GPU keeps f32 activations for float weights and for prefill's dense matmuls (weights

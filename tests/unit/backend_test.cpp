@@ -429,3 +429,29 @@ TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
 }
 
 }  // namespace
+
+// Profiling counts each public op once under its label, a composed op as itself (not its parts), and only while on;
+// take_profile hands over what was timed since the last call.
+TEST(BackendProfile, CountsOutermostOpsByLabel) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    std::vector<uint8_t> bytes;
+    const Weight w = typed_weight(TensorType::Q8_0, std::vector<float>(64 * 32, 0.5f), 64, 32, "w", bytes);
+    Act x = cpu->alloc(1, 64), tmp = cpu->alloc(1, 32), out = cpu->alloc(1, 32), n = cpu->alloc(1, 64);
+    cpu->upload(x, std::vector<float>(64, 1.0f));
+    cpu->rms_norm(x, nullptr, 1e-6f, 64, n);  // not timed: profiling is off
+    cpu->set_profiling(true);
+    cpu->rms_norm(x, nullptr, 1e-6f, 64, n);
+    cpu->rms_norm(x, nullptr, 1e-6f, 64, n);
+    cpu->matmul_add(w, x, tmp, out);  // composed of matmul and add on the CPU
+    const auto ops = cpu->take_profile();
+    ASSERT_EQ(ops.size(), 2u);
+    EXPECT_EQ(ops[0].label, "rms_norm");
+    EXPECT_EQ(ops[0].calls, 2);
+    EXPECT_EQ(ops[1].label, "matmul_add q8_0 64x32");
+    EXPECT_EQ(ops[1].calls, 1);
+    EXPECT_GE(ops[1].us, 0.0);
+    EXPECT_TRUE(cpu->take_profile().empty());
+    cpu->set_profiling(false);
+    cpu->rms_norm(x, nullptr, 1e-6f, 64, n);
+    EXPECT_TRUE(cpu->take_profile().empty());
+}

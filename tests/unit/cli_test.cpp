@@ -297,6 +297,19 @@ TEST(Cli, BenchPrintsThePlan) {
     EXPECT_TRUE(has(none.err, "nothing to measure")) << none.err;
 }
 
+// --profile: every op of one decode step, timed, after the tests; the ops' labels name the weights' types.
+TEST(Cli, BenchProfilesOneDecodeStep) {
+    const auto t = run_zinc("bench -m " + kQwen3 + " -p 0 -n 2 -d 3 -r 1 -t 1 --profile");
+    ASSERT_EQ(t.status, 0) << t.err;
+    EXPECT_TRUE(has(t.out, "one decode step at position 3: ")) << t.out;
+    EXPECT_TRUE(has(t.out, "| op | calls | µs | % of ops |")) << t.out;
+    for (const char* op : {"| get_rows ", "| rms_norm | ", "| attention | ", "| argmax_rows | 1 | "})
+        EXPECT_TRUE(has(t.out, op)) << op << " missing in:\n" << t.out;
+    const auto j = run_zinc("bench -m " + kQwen3 + " -p 0 -n 2 -r 1 -t 1 --profile -o json");
+    ASSERT_EQ(j.status, 0) << j.err;
+    EXPECT_TRUE(has(j.out, "\"profile_op\": \"attention\"")) << j.out;
+}
+
 // The tests of a bench run as JSON records.
 nlohmann::json bench_json(const std::string& args) {
     const auto r = run_zinc("bench -r 1 -t 1 -o json " + args);

@@ -54,8 +54,12 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 CudaBackend::~CudaBackend() {
     cudaSetDevice(device_);
     if (stream_) cudaStreamSynchronize(stream_);
-    for (auto& [key, g] : graphs_)
-        if (g.exec) cudaGraphExecDestroy(g.exec);
+    for (auto& [key, g] : graphs_) drop(g);
+    for (Mark& m : marks_)
+        if (!m.in_graph) {
+            cudaEventDestroy(m.begin);
+            cudaEventDestroy(m.end);
+        }
     for (void* p : allocations_) cudaFree(p);
     for (auto& [key, b] : scratch_)
         if (b.ptr) cudaFree(b.ptr);
@@ -266,25 +270,38 @@ Act CudaBackend::run_step(uint64_t shape, std::span<const int32_t> ids, std::spa
     if (!graphs_on_ || ids.size() != 1 || pos.size() != 1) return step();
     StepGraph& g = graphs_[{shape, cuda::key_bucket(int64_t{pos[0]} + 1)}];
     if (g.generation != generation_) {
-        if (g.exec) ZINC_CUDA_CHECK(cudaGraphExecDestroy(g.exec), "run_step", "graph");
-        g = StepGraph{};
+        drop(g);
         g.generation = generation_;
     }
     if (g.exec) {
         ZINC_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_), "run_step", "graph launch");
         ++graphs_replayed_;
+        marks_.insert(marks_.end(), g.marks.begin(), g.marks.end());
         return g.result;
     }
     if (g.eager || g.seen++ == 0) return step();
 
     ZINC_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "run_step", "graph capture");
     recording_ = true;
+    recording_graph_ = &g;
+    const size_t marks_before = marks_.size();
     auto abandon = [&] {
         recording_ = false;
+        recording_graph_ = nullptr;
         cudaGraph_t partial = nullptr;
         cudaStreamEndCapture(stream_, &partial);
         if (partial) cudaGraphDestroy(partial);
         cudaGetLastError();
+        // The timing events of the abandoned recording were never recorded: g.marks holds the same ones as the
+        // marks added since the recording began.
+        for (size_t i = marks_before; i < marks_.size(); ++i) {
+            cudaEventDestroy(marks_[i].begin);
+            if (marks_[i].end) cudaEventDestroy(marks_[i].end);
+        }
+        marks_.resize(marks_before);
+        g.marks.clear();
+        drop(g);
+        g.generation = generation_;
     };
     Act result;
     try {
@@ -299,6 +316,7 @@ Act CudaBackend::run_step(uint64_t shape, std::span<const int32_t> ids, std::spa
         throw;
     }
     recording_ = false;
+    recording_graph_ = nullptr;
     cudaGraph_t graph = nullptr;
     ZINC_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph), "run_step", "graph capture");
     const cudaError_t e = cudaGraphInstantiate(&g.exec, graph, 0);
@@ -308,6 +326,51 @@ Act CudaBackend::run_step(uint64_t shape, std::span<const int32_t> ids, std::spa
     ++graphs_recorded_;
     ZINC_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_), "run_step", "graph launch");
     return result;
+}
+
+void CudaBackend::drop(StepGraph& g) {
+    if (g.exec) cudaGraphExecDestroy(g.exec);
+    for (Mark& m : g.marks) {
+        cudaEventDestroy(m.begin);
+        cudaEventDestroy(m.end);
+    }
+    g = StepGraph{};
+}
+
+cudaEvent_t CudaBackend::timing_event() {
+    cudaEvent_t e = nullptr;
+    ZINC_CUDA_CHECK(cudaEventCreate(&e), "profile", "");
+    const cudaError_t r = recording_ ? cudaEventRecordWithFlags(e, stream_, cudaEventRecordExternal)
+                                     : cudaEventRecord(e, stream_);
+    if (r != cudaSuccess) cudaEventDestroy(e);
+    ZINC_CUDA_CHECK(r, "profile", "");
+    return e;
+}
+
+void CudaBackend::op_started(const std::string& label) {
+    marks_.push_back({label, timing_event(), nullptr, recording_});
+}
+
+void CudaBackend::op_finished() {
+    Mark& m = marks_.back();
+    m.end = timing_event();
+    if (recording_graph_) recording_graph_->marks.push_back(m);
+}
+
+std::vector<std::pair<std::string, double>> CudaBackend::timed_ops() {
+    synchronize();
+    std::vector<std::pair<std::string, double>> out;
+    for (Mark& m : marks_) {
+        float ms = 0;
+        ZINC_CUDA_CHECK(cudaEventElapsedTime(&ms, m.begin, m.end), "profile", m.label);
+        out.emplace_back(m.label, double(ms) * 1e3);
+        if (!m.in_graph) {
+            cudaEventDestroy(m.begin);
+            cudaEventDestroy(m.end);
+        }
+    }
+    marks_.clear();
+    return out;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }

@@ -62,6 +62,12 @@ public:
     void* device_alloc(size_t bytes, const char* op, const std::string& what, bool freeable = false);
 
 protected:
+    // cuda_backend.cpp: profiling with CUDA events around each op (recorded into a step's graph as event nodes)
+    void op_started(const std::string& label) override;
+    void op_finished() override;
+    void profiling_changed() override { ++generation_; }
+    std::vector<std::pair<std::string, double>> timed_ops() override;
+
     // cuda_backend.cpp: memory and transfers
     const void* do_load_weight(const gguf::TensorInfo& t) override;
     Act do_alloc(int64_t rows, int64_t cols) override;
@@ -157,6 +163,15 @@ private:
     std::map<std::string, DevBuf> scratch_;
     std::vector<int32_t> last_ids_, last_pos_;  // what device_ids and device_positions last uploaded
 
+    // An op timed by two events; those of a recorded step belong to its graph, which replays them.
+    struct Mark {
+        std::string label;
+        cudaEvent_t begin = nullptr, end = nullptr;
+        bool in_graph = false;
+    };
+    cudaEvent_t timing_event();  // a new event recorded on the stream (an event node while recording)
+    std::vector<Mark> marks_;    // ops timed since the last timed_ops()
+
     // Recorded steps, by (shape, attention key bucket). A recording points into device memory: releasing any
     // (free, a scratch buffer that grows) bumps generation_, and recordings of an older generation are dropped.
     struct StepGraph {
@@ -165,7 +180,10 @@ private:
         uint64_t generation = 0;
         int seen = 0;          // steps of this key run eagerly so far in this generation
         bool eager = false;    // recording failed: run eagerly until the generation changes
+        std::vector<Mark> marks;  // the step's timed ops, when it was recorded while profiling
     };
+    void drop(StepGraph& g);
+    StepGraph* recording_graph_ = nullptr;
     std::map<std::pair<uint64_t, int64_t>, StepGraph> graphs_;
     uint64_t generation_ = 1;
     bool graphs_on_ = true;
