@@ -1,4 +1,4 @@
-// Gemma 4 output (docs/formats.md §5.8):
+// Gemma 4 output (docs/formats.md §6.4):
 //   <|channel>thought\nreasoning<channel|>answer<|tool_call>call:NAME{key:<|"|>v<|"|>}<tool_call|>…
 // The channel's name ends at the first newline and is not text of the reasoning. With thinking off
 // the prompt already holds an empty "<|channel>thought\n<channel|>", so the output starts in the

@@ -1,4 +1,4 @@
-// gpt-oss Harmony output (docs/formats.md §5.9). The prompt ends with "<|start|>assistant", so the
+// gpt-oss Harmony output (docs/formats.md §6.3). The prompt ends with "<|start|>assistant", so the
 // output begins with the first message's header:
 //   <|channel|>analysis<|message|>reasoning<|end|>
 //   <|start|>assistant<|channel|>final<|message|>answer<|return|>

@@ -1,4 +1,4 @@
-// Llama 3.x tool calls: the model answers with nothing but a JSON call, `{"name": "f",
+// Llama 3.x tool calls (docs/formats.md §6.5): the model answers with nothing but a JSON call, `{"name": "f",
 // "parameters": {…}}`, optionally after <|python_tag|> (Llama 3.1's marker for code and tool output).
 // Whether an answer is a call is known only from its first character: an answer that starts with
 // '{', '[' or <|python_tag|> is held until the end and read as calls; if it is not one, JSON the

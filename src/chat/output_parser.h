@@ -1,5 +1,5 @@
 // Streaming parsers that split a model's generated text into reasoning, answer and tool calls, as
-// each model family writes them (docs/formats.md §5.5-§5.9, §6). Feed the decoded text pieces as
+// each model family writes them (docs/formats.md §6). Feed the decoded text pieces as
 // they arrive (with the format's markers rendered, not skipped); every event is reported as soon as
 // the text decides it, and the concatenated result is the same however the text was cut.
 #pragma once

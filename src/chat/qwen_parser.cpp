@@ -1,4 +1,4 @@
-// Qwen3, Qwen3.5/3.6, DeepSeek R1 and Hermes-style output (docs/formats.md §5.5-§5.6):
+// Qwen3, Qwen3.5/3.6, DeepSeek R1 and Hermes-style output (docs/formats.md §6.2):
 //   [<think>\n]reasoning\n</think>\n\nanswer<tool_call>\n{…}\n</tool_call>…
 // The reasoning block may have been opened by the prompt; then the output starts inside it.
 // A <tool_call> inside the reasoning is reasoning text (the model thinking about the call).
