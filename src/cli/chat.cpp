@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/reply.h"
 #include "tokenizer/chat_format.h"
 
 namespace zinc::cli {
@@ -27,6 +28,7 @@ struct Options {
     bool no_think = false;
     int max_tokens = -1;
     SamplingFlags sampling;
+    ReplyFlags reply;
 };
 
 // Reads one message; false at end of input. Ctrl-C at the prompt discards the line.
@@ -59,6 +61,7 @@ void run(const Options& o) {
     engine::Session& s = *om.session;
     const auto style = tokenizer::chat_style_of(s.tokenizer());
     const bool completion = style == tokenizer::ChatStyle::Completion;
+    const std::string arch = om.model->get("general.architecture").get_string();
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
     if (o.model.verbose) {
         std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
@@ -94,7 +97,8 @@ void run(const Options& o) {
         }
         if (msg.empty()) continue;
         history.push_back({"user", msg});
-        const std::vector<int32_t> ids = s.tokenizer().encode(tokenizer::render_chat(style, history, co), true, true);
+        const std::string prompt = tokenizer::render_chat(style, history, co);
+        const std::vector<int32_t> ids = s.tokenizer().encode(prompt, true, true);
         if (static_cast<int64_t>(ids.size()) >= s.n_ctx()) {
             history.pop_back();
             write_out("(the conversation no longer fits in the " + std::to_string(s.n_ctx()) +
@@ -102,22 +106,24 @@ void run(const Options& o) {
             continue;
         }
         g_interrupted = false;
-        std::string reply;
         engine::GenerateOptions go;
         go.max_tokens = o.max_tokens;
+        go.render_special = !completion;  // the chat output parser reads the format's markers
+        ReplyWriter reply = reply_writer(o.reply, !completion, s.tokenizer().chat_template(), arch, prompt);
+        bool started = false;  // a completion reply has written text (not only line breaks)
         const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
             // A completion reply ends with its paragraph (line breaks before any text begin it).
             size_t eol = std::string::npos;
             if (completion) {
-                const size_t text = reply.empty() ? piece.find_first_not_of('\n') : 0;
+                const size_t text = started ? 0 : piece.find_first_not_of('\n');
                 eol = text == std::string::npos ? std::string::npos : piece.find('\n', text);
+                started = started || text != std::string::npos;
             }
-            const std::string shown = piece.substr(0, eol);
-            reply += shown;
-            write_out(shown);
-            return eol == std::string::npos && !g_interrupted.load();
+            const bool more = reply.feed(std::string_view(piece).substr(0, eol));
+            return more && eol == std::string::npos && !g_interrupted.load();
         });
-        history.push_back({"assistant", reply});
+        reply.finish();
+        history.push_back({"assistant", reply.answer()});
         write_out("\n");
         if (r.stop == engine::GenerateResult::Stop::Interrupted && g_interrupted) write_out("(stopped)\n");
         if (r.stop == engine::GenerateResult::Stop::ContextFull) write_out("(the context is full)\n");
@@ -138,6 +144,7 @@ void register_chat(CLI::App& app) {
         ->capture_default_str()
         ->transform(integer_in(-1, INT_MAX));
     add_sampling_options(cmd, o->sampling);
+    add_reply_options(cmd, o->reply, true);
     cmd->callback([o] { run(*o); });
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/reply.h"
 #include "tokenizer/chat_format.h"
 
 namespace zinc::cli {
@@ -18,6 +19,7 @@ struct Options {
     bool chat = false, no_think = false;
     int max_tokens = 256;
     SamplingFlags sampling;
+    ReplyFlags reply;
 };
 
 void run(const Options& o) {
@@ -48,14 +50,20 @@ void run(const Options& o) {
     engine::Sampler sampler(sp);
     engine::GenerateOptions go;
     go.max_tokens = o.max_tokens;
-    const auto r = s.generate(ids, go, sampler, [](int32_t, const std::string& piece) {
-        write_out(piece);
-        return true;
+    go.render_special = o.chat;  // the chat output parser reads the format's markers
+    const std::string arch = om.model->get("general.architecture").get_string();
+    ReplyWriter reply = reply_writer(o.reply, o.chat, s.tokenizer().chat_template(), arch, text);
+    bool stopped = false;
+    const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
+        stopped = !reply.feed(piece);
+        return !stopped;
     });
+    reply.finish();
     write_out("\n");
     std::fprintf(stderr, "prompt: %d tokens, %.1f tok/s | generation: %d tokens, %.1f tok/s | stop: %s\n",
                  r.prompt_tokens, r.prompt_tokens / std::max(r.prompt_seconds, 1e-9), r.generated,
-                 r.generated / std::max(r.generate_seconds, 1e-9), engine::stop_reason(r.stop));
+                 r.generated / std::max(r.generate_seconds, 1e-9),
+                 stopped ? "stop string" : engine::stop_reason(r.stop));
 }
 
 }  // namespace
@@ -73,6 +81,7 @@ void register_run(CLI::App& app) {
         ->capture_default_str()
         ->transform(integer_in(-1, INT_MAX));
     add_sampling_options(cmd, o->sampling);
+    add_reply_options(cmd, o->reply, true);
     cmd->callback([o] { run(*o); });
 }
 

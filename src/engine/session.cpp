@@ -86,7 +86,7 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
 
     sampler.reset();
     for (int32_t t : prompt) sampler.accept(t);
-    tokenizer::StreamDecoder decoder(tok_, false);
+    tokenizer::StreamDecoder decoder(tok_, opts.render_special);
     t0 = std::chrono::steady_clock::now();
     for (;;) {
         if (opts.max_tokens >= 0 && r.generated >= opts.max_tokens) {

@@ -20,6 +20,9 @@ namespace zinc::engine {
 
 struct GenerateOptions {
     int max_tokens = 256;  // < 0: until end of generation or a full context
+    // Control tokens in the text handed to on_text (a chat output parser reads the markers some formats write with
+    // them, such as Harmony's <|channel|>); off, they give no text.
+    bool render_special = false;
 };
 
 struct GenerateResult {

@@ -464,6 +464,24 @@ TEST(Cli, ChatWritesWithABaseModel) {
     EXPECT_GT(r.out.size(), 20u) << r.out;
 }
 
+// --stop: the reply ends where a stop string begins, without it, even when the string spans several tokens.
+TEST(Cli, RunStopsAtAStopString) {
+    const std::string brown = shell_word(ZINC_BROWN_DIR "/brown-qwen3-5m-bf16.gguf");
+    const std::string args = "run -m " + brown + " -p 'The jury said' --temp 0 -n 40 -t 1";
+    const auto full = run_zinc(args);
+    ASSERT_EQ(full.status, 0) << full.err;
+    ASSERT_TRUE(full.out.starts_with("The jury said")) << full.out;
+    // A stop string from the middle of the generated text: its first occurrence ends the reply.
+    const std::string generated = full.out.substr(std::string("The jury said").size());
+    ASSERT_GT(generated.size(), 30u) << generated;
+    const std::string stop = generated.substr(generated.size() / 2, 7);
+    const auto cut = run_zinc(args + " --stop " + shell_word(stop) + " -r 'never written, surely'");
+    ASSERT_EQ(cut.status, 0) << cut.err;
+    EXPECT_EQ(cut.out, "The jury said" + generated.substr(0, generated.find(stop)) + "\n") << "stop: " << stop;
+    EXPECT_TRUE(has(cut.err, "stop: stop string")) << cut.err;
+    EXPECT_EQ(run_zinc(args + " --stop ''").status, 2);
+}
+
 // An output that is the model being read is refused before anything is written: the file stays mapped while the
 // command runs (and is the model).
 TEST(Cli, OutputsNeverOverwriteTheModel) {

@@ -1,0 +1,76 @@
+#include "cli/reply.h"
+
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "cli/options.h"
+
+namespace zinc::cli {
+
+ReplyWriter::ReplyWriter(chat::OutputFormat format, chat::ParserOptions options, std::vector<std::string> stops,
+                         ReasoningDisplay reasoning)
+    : stream_(format, options, std::move(stops)), reasoning_(reasoning), dim_(isatty(STDOUT_FILENO) == 1) {}
+
+bool ReplyWriter::feed(std::string_view piece) {
+    std::vector<chat::Event> events;
+    stream_.feed(piece, events);
+    show(events);
+    return !stream_.stopped();
+}
+
+void ReplyWriter::finish() {
+    std::vector<chat::Event> events;
+    stream_.finish(events);
+    show(events);
+    if (in_reasoning_ && dim_) write_out("\x1b[0m");
+    in_reasoning_ = false;
+}
+
+void ReplyWriter::show(const std::vector<chat::Event>& events) {
+    for (const chat::Event& e : events) {
+        const bool reasoning = e.kind == chat::EventKind::reasoning;
+        if (reasoning && reasoning_ == ReasoningDisplay::hide) continue;
+        if (reasoning != in_reasoning_) {
+            // Faint text for reasoning on a terminal; a line break keeps it apart from what follows.
+            if (reasoning && dim_) write_out("\x1b[2m");
+            if (!reasoning) write_out(dim_ ? "\x1b[0m\n" : "\n");
+            in_reasoning_ = reasoning;
+        }
+        switch (e.kind) {
+        case chat::EventKind::reasoning: write_out(e.text); break;
+        case chat::EventKind::answer:
+            answer_ += e.text;
+            write_out(e.text);
+            break;
+        case chat::EventKind::tool_call_begin: write_out("\n[tool call " + e.text + "] "); break;
+        case chat::EventKind::tool_call_args: write_out(e.text); break;
+        case chat::EventKind::tool_call_end: write_out("\n"); break;
+        case chat::EventKind::tool_call_error:
+            write_out("\n[malformed tool call: " + e.text + "] " + e.raw + "\n");
+            break;
+        }
+    }
+}
+
+void add_reply_options(CLI::App* cmd, ReplyFlags& f, bool chat_flags) {
+    cmd->add_option("--stop,-r,--reverse-prompt", f.stops,
+                    "stop the reply when it writes this text (not shown; may be given several times)")
+        ->check([](const std::string& s) { return s.empty() ? std::string("a stop string cannot be empty") : ""; });
+    if (chat_flags)
+        cmd->add_option("--reasoning", f.reasoning,
+                        "a thinking model's reasoning: show (faint on a terminal) or hide")
+            ->capture_default_str()
+            ->check(one_of("a reasoning display", {"show", "hide"}));
+}
+
+ReplyWriter reply_writer(const ReplyFlags& f, bool chat, const std::string& chat_template,
+                         const std::string& architecture, const std::string& prompt) {
+    const chat::OutputFormat format =
+        chat ? chat::detect_output_format(chat_template, architecture) : chat::OutputFormat::plain;
+    chat::ParserOptions po;
+    po.start_in_reasoning = chat::prompt_opens_reasoning(format, prompt);
+    return ReplyWriter(format, po, f.stops, f.reasoning == "hide" ? ReasoningDisplay::hide : ReasoningDisplay::show);
+}
+
+}  // namespace zinc::cli

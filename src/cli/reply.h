@@ -1,0 +1,54 @@
+// How `run --chat` and `chat` show a model's reply as it streams: stop strings cut it, and the model family's
+// output parser (src/chat/) keeps reasoning apart from the answer: reasoning is shown dimmed (or hidden), tool calls
+// on lines of their own, the answer as it is.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "chat/output_parser.h"
+
+namespace zinc::cli {
+
+enum class ReasoningDisplay { show, hide };
+
+class ReplyWriter {
+public:
+    // `format` plain with no stop strings passes the text through unchanged.
+    ReplyWriter(chat::OutputFormat format, chat::ParserOptions options, std::vector<std::string> stops,
+                ReasoningDisplay reasoning);
+    // Shows what the piece decides; false once a stop string has matched (the caller stops generating).
+    bool feed(std::string_view piece);
+    // The reply has ended: shows what was held back.
+    void finish();
+    // The answer so far (without reasoning or tool calls): what a conversation keeps of the reply.
+    const std::string& answer() const { return answer_; }
+
+private:
+    void show(const std::vector<chat::Event>& events);
+
+    chat::ChatStream stream_;
+    ReasoningDisplay reasoning_;
+    bool dim_ = false;            // standard output is a terminal: reasoning in faint text
+    bool in_reasoning_ = false;   // the last text shown was reasoning
+    std::string answer_;
+};
+
+// The flags of a reply: stop strings (--stop, llama.cpp's -r/--reverse-prompt) and how reasoning is shown.
+struct ReplyFlags {
+    std::vector<std::string> stops;
+    std::string reasoning = "show";
+};
+// `chat_flags`: also --reasoning (for commands whose output goes through the model's chat format).
+void add_reply_options(CLI::App* cmd, ReplyFlags& f, bool chat_flags);
+
+// A writer for a reply of a model whose chat template and architecture are given, after `prompt` (which may open
+// the reasoning block); `chat` false: plain text with stop strings only.
+ReplyWriter reply_writer(const ReplyFlags& f, bool chat, const std::string& chat_template,
+                         const std::string& architecture, const std::string& prompt);
+
+}  // namespace zinc::cli
