@@ -1,0 +1,22 @@
+#pragma once
+// Renders a conversation with a model's chat template (GGUF key tokenizer.chat_template) the way
+// Hugging Face transformers' apply_chat_template does: the template sees `messages`, `tools`
+// (left undefined when there are none), `add_generation_prompt`, and any further variables
+// (bos_token, eos_token, enable_thinking, ...).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace zinc::tmpl {
+
+struct ChatRequest {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;  // null: no tools
+  bool add_generation_prompt = true;
+  nlohmann::ordered_json variables = nlohmann::ordered_json::object();  // extra keyword arguments
+};
+
+// Throws TemplateError naming the template line for a template that fails to parse or render.
+std::string render_chat(const std::string& template_source, const ChatRequest& request);
+
+}  // namespace zinc::tmpl
