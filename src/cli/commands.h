@@ -17,5 +17,6 @@ void register_tokenize(CLI::App& app);
 void register_detokenize(CLI::App& app);
 void register_synth(CLI::App& app);
 void register_quantize(CLI::App& app);
+void register_template(CLI::App& app);
 
 }  // namespace zinc::cli

@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
     zinc::cli::register_detokenize(app);
     zinc::cli::register_synth(app);
     zinc::cli::register_quantize(app);
+    zinc::cli::register_template(app);
     if (argc < 2) {
         std::cout << app.help();
         return finish(0);

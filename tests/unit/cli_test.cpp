@@ -50,7 +50,8 @@ TEST(Cli, NoCommandPrintsTheHelp) {
     const auto r = run_zinc("");
     EXPECT_EQ(r.status, 0);
     for (const char* c :
-         {"run", "chat", "bench", "logits", "perplexity", "tokenize", "detokenize", "synth", "inspect", "devices"})
+         {"run", "chat", "bench", "logits", "perplexity", "tokenize", "detokenize", "synth", "inspect", "devices",
+          "template"})
         EXPECT_TRUE(has(r.out, "  " + std::string(c) + " ")) << c << " missing in:\n" << r.out;
 }
 
@@ -462,6 +463,34 @@ TEST(Cli, ChatWritesWithABaseModel) {
     // Two prompts, two replies, each on one line (a reply stops at its paragraph's end or after -n tokens).
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 3) << r.out;
     EXPECT_GT(r.out.size(), 20u) << r.out;
+}
+
+// zinc template: the GGUF's own template rendered for a conversation file, without loading weights; the same text
+// from the template as a file; refusals that say what is missing.
+TEST(Cli, TemplateRendersTheModelsChatTemplate) {
+    const std::string dir = ::testing::TempDir() + "zinc_template_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string conv = dir + "/conv.json";
+    std::ofstream(conv) << R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])";
+    const std::string qwen3 = shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-f32.gguf");
+    const auto r = run_zinc("template -m " + qwen3 + " --messages " + shell_word(conv) + " --var enable_thinking=false");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out,
+              "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+              "<think>\n\n</think>\n\n");
+    const auto f = run_zinc("template --template-file " + shell_word(ZINC_TEST_DATA_DIR "/chat/templates/qwen3.jinja") +
+                            " --messages " + shell_word(conv) + " --var enable_thinking=false");
+    ASSERT_EQ(f.status, 0) << f.err;
+    EXPECT_EQ(f.out, r.out);
+    const auto no_gen = run_zinc("template -m " + qwen3 + " --messages " + shell_word(conv) + " --no-generation-prompt");
+    EXPECT_TRUE(no_gen.out.ends_with("Hi<|im_end|>\n")) << no_gen.out;
+    EXPECT_TRUE(has(run_zinc("template --messages " + shell_word(conv)).err, "-m or --template-file is required"));
+    const auto bad = run_zinc("template -m " + qwen3 + " --messages " + shell_word(conv) + " --var x=notjson");
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_TRUE(has(bad.err, "the value of x is not JSON")) << bad.err;
+    const std::string brown = shell_word(ZINC_BROWN_DIR "/brown-qwen3-5m-bf16.gguf");
+    EXPECT_TRUE(has(run_zinc("template -m " + brown + " --messages " + shell_word(conv)).err, "has no chat template"));
+    std::filesystem::remove_all(dir);
 }
 
 // --stop: the reply ends where a stop string begins, without it, even when the string spans several tokens.
