@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/reply.h"
-#include "tokenizer/chat_format.h"
+#include "chat/prompt.h"
 
 namespace zinc::cli {
 namespace {
@@ -59,8 +59,11 @@ bool read_message(std::string& msg) {
 void run(const Options& o) {
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
-    const auto style = tokenizer::chat_style_of(s.tokenizer());
-    const bool completion = style == tokenizer::ChatStyle::Completion;
+    chat::PromptOptions po;
+    po.enable_thinking = !o.no_think;
+    po.template_source = template_source(o.reply);
+    const bool completion = po.template_source.empty() && s.tokenizer().chat_template().empty() &&
+                            tokenizer::chat_style_of(s.tokenizer()) == tokenizer::ChatStyle::Completion;
     const std::string arch = om.model->get("general.architecture").get_string();
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
     if (o.model.verbose) {
@@ -78,8 +81,6 @@ void run(const Options& o) {
     if (!o.system.empty()) history.push_back({"system", o.system});
     const size_t base = history.size();
     engine::Sampler sampler(sp);
-    tokenizer::ChatOptions co;
-    co.enable_thinking = !o.no_think;
     std::fprintf(stderr, "chat with %s — /clear forgets, /exit leaves, Ctrl-C stops a reply\n",
                  o.model.open.path.c_str());
     if (completion)
@@ -97,8 +98,10 @@ void run(const Options& o) {
         }
         if (msg.empty()) continue;
         history.push_back({"user", msg});
-        const std::string prompt = tokenizer::render_chat(style, history, co);
-        const std::vector<int32_t> ids = s.tokenizer().encode(prompt, true, true);
+        const chat::Prompt p = chat::render_prompt(s.tokenizer(), history, po);
+        const std::string& prompt = p.text;
+        const std::vector<int32_t> ids = s.tokenizer().encode(prompt, p.add_bos, true);
+        if (o.model.verbose) std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", p.how.c_str(), ids.size());
         if (static_cast<int64_t>(ids.size()) >= s.n_ctx()) {
             history.pop_back();
             write_out("(the conversation no longer fits in the " + std::to_string(s.n_ctx()) +

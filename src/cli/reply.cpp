@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "cli/options.h"
@@ -62,6 +64,20 @@ void add_reply_options(CLI::App* cmd, ReplyFlags& f, bool chat_flags) {
                         "a thinking model's reasoning: show (faint on a terminal) or hide")
             ->capture_default_str()
             ->check(one_of("a reasoning display", {"show", "hide"}));
+    if (chat_flags)
+        cmd->add_option("--chat-template-file", f.template_file,
+                        "a Jinja2 chat template to use instead of the model's (tokenizer.chat_template)")
+            ->check(CLI::ExistingFile);
+}
+
+std::string template_source(const ReplyFlags& f) {
+    if (f.template_file.empty()) return {};
+    std::ifstream in(f.template_file, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    if (!in && !in.eof()) throw std::runtime_error("--chat-template-file " + f.template_file + ": cannot read");
+    if (s.str().empty()) throw std::runtime_error("--chat-template-file " + f.template_file + ": the file is empty");
+    return s.str();
 }
 
 ReplyWriter reply_writer(const ReplyFlags& f, bool chat, const std::string& chat_template,

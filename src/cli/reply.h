@@ -42,9 +42,13 @@ private:
 struct ReplyFlags {
     std::vector<std::string> stops;
     std::string reasoning = "show";
+    std::string template_file;  // --chat-template-file: a Jinja2 template instead of the model's
 };
-// `chat_flags`: also --reasoning (for commands whose output goes through the model's chat format).
+// `chat_flags`: also --reasoning and --chat-template-file (for commands that use the model's chat format).
 void add_reply_options(CLI::App* cmd, ReplyFlags& f, bool chat_flags);
+
+// The text of --chat-template-file, or empty without it.
+std::string template_source(const ReplyFlags& f);
 
 // A writer for a reply of a model whose chat template and architecture are given, after `prompt` (which may open
 // the reasoning block); `chat` false: plain text with stop strings only.

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/reply.h"
-#include "tokenizer/chat_format.h"
+#include "chat/prompt.h"
 
 namespace zinc::cli {
 namespace {
@@ -26,20 +26,28 @@ void run(const Options& o) {
     std::string text = read_prompt(o.prompt);  // a missing prompt is refused before the model is read
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
+    bool add_bos = true;
+    std::string how;
     if (o.chat) {
         std::vector<tokenizer::ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", text});
-        tokenizer::ChatOptions co;
-        co.enable_thinking = !o.no_think;
-        text = tokenizer::render_chat(tokenizer::chat_style_of(s.tokenizer()), msgs, co);
+        chat::PromptOptions po;
+        po.enable_thinking = !o.no_think;
+        po.template_source = template_source(o.reply);
+        const chat::Prompt p = chat::render_prompt(s.tokenizer(), msgs, po);
+        text = p.text;
+        add_bos = p.add_bos;
+        how = p.how;
     }
-    const std::vector<int32_t> ids = s.tokenizer().encode(text, true, true);
+    const std::vector<int32_t> ids = s.tokenizer().encode(text, add_bos, true);
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
     if (o.model.verbose) {
         std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
         std::fprintf(stderr, "zinc: seed %llu, prompt %zu tokens\n", static_cast<unsigned long long>(sp.seed),
                      ids.size());
+        // As llama.cpp's --verbose-prompt: the exact text the model is given.
+        if (o.chat) std::fprintf(stderr, "zinc: prompt from %s:\n%s\n", how.c_str(), text.c_str());
     }
     if (ids.empty()) throw std::invalid_argument("the prompt has no tokens");
     if (static_cast<int64_t>(ids.size()) > s.n_ctx())

@@ -493,6 +493,29 @@ TEST(Cli, TemplateRendersTheModelsChatTemplate) {
     std::filesystem::remove_all(dir);
 }
 
+// run --chat renders the model's own template (or --chat-template-file), and -v shows the exact prompt.
+TEST(Cli, ChatPromptComesFromTheTemplate) {
+    const std::string qwen3 = shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf");
+    const auto r = run_zinc("run --chat -m " + qwen3 + " -p 'hi there' -sys 'Be brief.' --no-think -n 2 -v -t 1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.err, "zinc: prompt from the model's chat template:\n<|im_start|>system\nBe brief.<|im_end|>\n"
+                           "<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"))
+        << r.err;
+    const std::string dir = ::testing::TempDir() + "zinc_tmpl_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/t.jinja") << "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}[assistant]";
+    const auto f = run_zinc("run --chat -m " + qwen3 + " -p hello -n 2 -v -t 1 --chat-template-file " +
+                            shell_word(dir + "/t.jinja"));
+    ASSERT_EQ(f.status, 0) << f.err;
+    EXPECT_TRUE(has(f.err, "zinc: prompt from the given chat template:\n[user] hello\n[assistant]\n")) << f.err;
+    std::ofstream(dir + "/bad.jinja") << "line one\n{% if x %}never closed";
+    const auto bad = run_zinc("run --chat -m " + qwen3 + " -p hello -n 2 --chat-template-file " +
+                              shell_word(dir + "/bad.jinja"));
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_TRUE(has(bad.err, "line 2")) << bad.err;
+    std::filesystem::remove_all(dir);
+}
+
 // --stop: the reply ends where a stop string begins, without it, even when the string spans several tokens.
 TEST(Cli, RunStopsAtAStopString) {
     const std::string brown = shell_word(ZINC_BROWN_DIR "/brown-qwen3-5m-bf16.gguf");

@@ -1,0 +1,37 @@
+#include "chat/prompt.h"
+
+#include "template/chat_template.h"
+
+namespace zinc::chat {
+
+Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatMessage>& messages,
+                     const PromptOptions& o) {
+    Prompt p;
+    const std::string& source = o.template_source.empty() ? tok.chat_template() : o.template_source;
+    if (source.empty()) {
+        // No template: ChatML where the vocabulary has its markers, else plain completion (a base model).
+        tokenizer::ChatOptions co;
+        co.add_generation_prompt = o.add_generation_prompt;
+        co.enable_thinking = o.enable_thinking;
+        const tokenizer::ChatStyle style = tokenizer::chat_style_of(tok);
+        p.text = tokenizer::render_chat(style, messages, co);
+        p.how = style == tokenizer::ChatStyle::Completion ? "plain completion (the model has no chat template)"
+                                                          : "built-in ChatML (the model has no chat template)";
+    } else {
+        tmpl::ChatRequest req;
+        for (const tokenizer::ChatMessage& m : messages) req.messages.push_back({{"role", m.role}, {"content", m.content}});
+        req.tools = o.tools;
+        req.add_generation_prompt = o.add_generation_prompt;
+        req.variables["enable_thinking"] = o.enable_thinking;
+        if (tok.bos() >= 0) req.variables["bos_token"] = tok.token_text(tok.bos());
+        if (tok.eos() >= 0) req.variables["eos_token"] = tok.token_text(tok.eos());
+        p.text = tmpl::render_chat(source, req);
+        p.how = o.template_source.empty() ? "the model's chat template" : "the given chat template";
+    }
+    // Templates that print the BOS text themselves (Gemma's, Llama 3's) must not get a second one.
+    const bool starts_with_bos = tok.bos() >= 0 && p.text.starts_with(tok.token_text(tok.bos()));
+    p.add_bos = tok.add_bos() && !starts_with_bos;
+    return p;
+}
+
+}  // namespace zinc::chat

@@ -1,0 +1,34 @@
+// The prompt text of a conversation as its model expects it: the GGUF's own chat template (tokenizer.chat_template,
+// Jinja2, rendered as transformers' apply_chat_template does), or a template file given instead; the built-in styles
+// of tokenizer/chat_format.h only for a file without a template.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/chat_format.h"
+#include "tokenizer/tokenizer.h"
+
+namespace zinc::chat {
+
+struct PromptOptions {
+    bool add_generation_prompt = true;
+    bool enable_thinking = true;
+    std::string template_source;  // a template to use instead of the model's (--chat-template-file); empty: the model's
+    nlohmann::ordered_json tools;  // null: none offered
+};
+
+struct Prompt {
+    std::string text;
+    bool add_bos = false;  // encode with the vocabulary's BOS: it asks for one and the text does not begin with it
+    std::string how;       // what rendered it, for -v: "the model's chat template", "built-in ChatML", ...
+};
+
+// Throws tmpl::TemplateError (naming the template's line) for a template that fails, tokenizer::Error for a model
+// whose template is missing and whose vocabulary fits no built-in style.
+Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatMessage>& messages,
+                     const PromptOptions& o);
+
+}  // namespace zinc::chat
