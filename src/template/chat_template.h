@@ -10,10 +10,10 @@
 namespace zinc::tmpl {
 
 struct ChatRequest {
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  nlohmann::ordered_json tools;  // null: no tools
-  bool add_generation_prompt = true;
-  nlohmann::ordered_json variables = nlohmann::ordered_json::object();  // extra keyword arguments
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    nlohmann::ordered_json tools;  // null: no tools
+    bool add_generation_prompt = true;
+    nlohmann::ordered_json variables = nlohmann::ordered_json::object();  // extra keyword arguments
 };
 
 // Throws TemplateError naming the template line for a template that fails to parse or render.

@@ -8,13 +8,13 @@
 namespace zinc::tmpl {
 
 class TemplateError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+public:
+    using std::runtime_error::runtime_error;
 };
 
 // Throws a TemplateError "template line N: what".
 [[noreturn]] inline void fail(int line, const std::string& what) {
-  throw TemplateError("template line " + std::to_string(line) + ": " + what);
+    throw TemplateError("template line " + std::to_string(line) + ": " + what);
 }
 
 }  // namespace zinc::tmpl

@@ -10,10 +10,10 @@
 namespace zinc::tmpl {
 
 struct Token {
-  enum class Type { Text, VarBegin, VarEnd, BlockBegin, BlockEnd, Name, String, Int, Float, Op, Eof };
-  Type type;
-  std::string text;  // a String token holds its value with the escapes resolved
-  int line;
+    enum class Type { Text, VarBegin, VarEnd, BlockBegin, BlockEnd, Name, String, Int, Float, Op, Eof };
+    Type type;
+    std::string text;  // a String token holds its value with the escapes resolved
+    int line;
 };
 
 std::vector<Token> tokenize(const std::string& source);

@@ -11,13 +11,13 @@
 namespace zinc::tmpl {
 
 class Template {
- public:
-  explicit Template(const std::string& source);
-  // `variables` come on top of the built-in globals (range, namespace, raise_exception, ...).
-  std::string render(const Dict& variables) const;
+public:
+    explicit Template(const std::string& source);
+    // `variables` come on top of the built-in globals (range, namespace, raise_exception, ...).
+    std::string render(const Dict& variables) const;
 
- private:
-  std::shared_ptr<const Body> body_;
+private:
+    std::shared_ptr<const Body> body_;
 };
 
 }  // namespace zinc::tmpl

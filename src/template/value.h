@@ -21,74 +21,78 @@ using Dict = nlohmann::ordered_map<std::string, Value>;
 
 // Arguments of a call: positional, then keyword in the order written.
 struct Args {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> keyword;
+    std::vector<Value> positional;
+    std::vector<std::pair<std::string, Value>> keyword;
 };
 using Function = std::function<Value(Args&)>;
 
 class Value {
- public:
-  enum class Kind { Undefined, None, Bool, Int, Float, String, List, Dict, Function };
+public:
+    enum class Kind { Undefined, None, Bool, Int, Float, String, List, Dict, Function };
 
-  Value() = default;  // undefined
-  static Value none() { Value v; v.kind_ = Kind::None; return v; }
-  Value(bool b) : kind_(Kind::Bool), int_(b) {}
-  Value(int i) : kind_(Kind::Int), int_(i) {}
-  Value(int64_t i) : kind_(Kind::Int), int_(i) {}
-  Value(double d) : kind_(Kind::Float), float_(d) {}
-  Value(std::string s) : kind_(Kind::String), str_(std::make_shared<std::string>(std::move(s))) {}
-  Value(const char* s) : Value(std::string(s)) {}
-  Value(List l) : kind_(Kind::List), list_(std::make_shared<List>(std::move(l))) {}
-  Value(Dict d) : kind_(Kind::Dict), dict_(std::make_shared<Dict>(std::move(d))) {}
-  static Value function(Function f, std::string name);
+    Value() = default;  // undefined
+    static Value none() {
+        Value v;
+        v.kind_ = Kind::None;
+        return v;
+    }
+    Value(bool b) : kind_(Kind::Bool), int_(b) {}
+    Value(int i) : kind_(Kind::Int), int_(i) {}
+    Value(int64_t i) : kind_(Kind::Int), int_(i) {}
+    Value(double d) : kind_(Kind::Float), float_(d) {}
+    Value(std::string s) : kind_(Kind::String), str_(std::make_shared<std::string>(std::move(s))) {}
+    Value(const char* s) : Value(std::string(s)) {}
+    Value(List l) : kind_(Kind::List), list_(std::make_shared<List>(std::move(l))) {}
+    Value(Dict d) : kind_(Kind::Dict), dict_(std::make_shared<Dict>(std::move(d))) {}
+    static Value function(Function f, std::string name);
 
-  static Value from_json(const nlohmann::ordered_json& j);
-  // Throws for undefined and callables, which JSON cannot hold.
-  nlohmann::ordered_json to_json() const;
+    static Value from_json(const nlohmann::ordered_json& j);
+    // Throws for undefined and callables, which JSON cannot hold.
+    nlohmann::ordered_json to_json() const;
 
-  Kind kind() const { return kind_; }
-  bool is_undefined() const { return kind_ == Kind::Undefined; }
-  bool is_none() const { return kind_ == Kind::None; }
-  bool is_bool() const { return kind_ == Kind::Bool; }
-  bool is_int() const { return kind_ == Kind::Int; }
-  bool is_float() const { return kind_ == Kind::Float; }
-  bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float; }
-  bool is_string() const { return kind_ == Kind::String; }
-  bool is_list() const { return kind_ == Kind::List; }
-  bool is_dict() const { return kind_ == Kind::Dict; }
-  bool is_function() const { return kind_ == Kind::Function; }
+    Kind kind() const { return kind_; }
+    bool is_undefined() const { return kind_ == Kind::Undefined; }
+    bool is_none() const { return kind_ == Kind::None; }
+    bool is_bool() const { return kind_ == Kind::Bool; }
+    bool is_int() const { return kind_ == Kind::Int; }
+    bool is_float() const { return kind_ == Kind::Float; }
+    bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float; }
+    bool is_string() const { return kind_ == Kind::String; }
+    bool is_list() const { return kind_ == Kind::List; }
+    bool is_dict() const { return kind_ == Kind::Dict; }
+    bool is_function() const { return kind_ == Kind::Function; }
 
-  bool as_bool() const { return int_ != 0; }
-  int64_t as_int() const { return int_; }
-  // Ints and bools widen, as in Python arithmetic.
-  double as_float() const { return kind_ == Kind::Float ? float_ : static_cast<double>(int_); }
-  const std::string& as_string() const { return *str_; }
-  List& as_list() const { return *list_; }
-  Dict& as_dict() const { return *dict_; }
-  const Function& as_function() const { return fn_->fn; }
-  const std::string& function_name() const { return fn_->name; }
+    bool as_bool() const { return int_ != 0; }
+    int64_t as_int() const { return int_; }
+    // Ints and bools widen, as in Python arithmetic.
+    double as_float() const { return kind_ == Kind::Float ? float_ : static_cast<double>(int_); }
+    const std::string& as_string() const { return *str_; }
+    List& as_list() const { return *list_; }
+    Dict& as_dict() const { return *dict_; }
+    const Function& as_function() const { return fn_->fn; }
+    const std::string& function_name() const { return fn_->name; }
 
-  // Python's bool(): empty strings and containers, zero, None and undefined are false.
-  bool truthy() const;
-  // Python's str(): what `{{ value }}` prints (undefined prints nothing).
-  std::string str() const;
-  // Python's repr(), used inside printed lists and dicts.
-  std::string repr() const;
-  // The type's name for error messages.
-  std::string type_name() const;
+    // Python's bool(): empty strings and containers, zero, None and undefined are false.
+    bool truthy() const;
+    // Python's str(): what `{{ value }}` prints (undefined prints nothing).
+    std::string str() const;
+    // Python's repr(), used inside printed lists and dicts.
+    std::string repr() const;
+    // The type's name for error messages.
+    std::string type_name() const;
 
- private:
-  struct Callable {
-    Function fn;
-    std::string name;
-  };
-  Kind kind_ = Kind::Undefined;
-  int64_t int_ = 0;
-  double float_ = 0;
-  std::shared_ptr<std::string> str_;
-  std::shared_ptr<List> list_;
-  std::shared_ptr<Dict> dict_;
-  std::shared_ptr<Callable> fn_;
+private:
+    struct Callable {
+        Function fn;
+        std::string name;
+    };
+    Kind kind_ = Kind::Undefined;
+    int64_t int_ = 0;
+    double float_ = 0;
+    std::shared_ptr<std::string> str_;
+    std::shared_ptr<List> list_;
+    std::shared_ptr<Dict> dict_;
+    std::shared_ptr<Callable> fn_;
 };
 
 // Python's ==, with 1 == 1.0 == True and lists and dicts compared element by element.

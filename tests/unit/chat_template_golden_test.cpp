@@ -14,46 +14,47 @@
 namespace {
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f) << "cannot open " << path;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+    std::ifstream f(path, std::ios::binary);
+    EXPECT_TRUE(f) << "cannot open " << path;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
 }
 
 // Where two renders first differ, with the text around it, so a failure says what went wrong.
 std::string first_difference(const std::string& want, const std::string& got) {
-  size_t i = 0;
-  while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
-  if (i == want.size() && i == got.size()) return "";
-  size_t from = i > 40 ? i - 40 : 0;
-  auto quoted = [&](const std::string& s) { return nlohmann::json(s.substr(from, 80)).dump(); };
-  return "first difference at byte " + std::to_string(i) + " (want " + std::to_string(want.size()) +
-         " bytes, got " + std::to_string(got.size()) + ")\n  want: " + quoted(want) + "\n  got:  " + quoted(got);
+    size_t i = 0;
+    while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
+    if (i == want.size() && i == got.size()) return "";
+    size_t from = i > 40 ? i - 40 : 0;
+    auto quoted = [&](const std::string& s) { return nlohmann::json(s.substr(from, 80)).dump(); };
+    return "first difference at byte " + std::to_string(i) + " (want " + std::to_string(want.size()) + " bytes, got " +
+           std::to_string(got.size()) + ")\n  want: " + quoted(want) + "\n  got:  " + quoted(got);
 }
 
 TEST(ChatTemplateGolden, EveryTemplateAndCaseIsByteIdentical) {
-  const std::string dir = ZINC_TEST_DATA_DIR "/chat";
-  auto goldens = nlohmann::ordered_json::parse(read_file(dir + "/template_goldens.json"));
-  ASSERT_FALSE(goldens.empty());
-  for (const auto& g : goldens) {
-    std::string name = g["template"].get<std::string>() + "/" + g["case"].get<std::string>();
-    SCOPED_TRACE(name);
-    zinc::tmpl::ChatRequest req;
-    req.messages = g["messages"];
-    req.tools = g["tools"];
-    req.add_generation_prompt = g["add_generation_prompt"].get<bool>();
-    req.variables = g["variables"];
-    std::string got;
-    try {
-      got = zinc::tmpl::render_chat(read_file(dir + "/templates/" + g["template"].get<std::string>() + ".jinja"), req);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << name << ": " << e.what();
-      continue;
+    const std::string dir = ZINC_TEST_DATA_DIR "/chat";
+    auto goldens = nlohmann::ordered_json::parse(read_file(dir + "/template_goldens.json"));
+    ASSERT_FALSE(goldens.empty());
+    for (const auto& g : goldens) {
+        std::string name = g["template"].get<std::string>() + "/" + g["case"].get<std::string>();
+        SCOPED_TRACE(name);
+        zinc::tmpl::ChatRequest req;
+        req.messages = g["messages"];
+        req.tools = g["tools"];
+        req.add_generation_prompt = g["add_generation_prompt"].get<bool>();
+        req.variables = g["variables"];
+        std::string got;
+        try {
+            got = zinc::tmpl::render_chat(read_file(dir + "/templates/" + g["template"].get<std::string>() + ".jinja"),
+                                          req);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << name << ": " << e.what();
+            continue;
+        }
+        std::string diff = first_difference(g["expected"].get<std::string>(), got);
+        EXPECT_TRUE(diff.empty()) << name << ": " << diff;
     }
-    std::string diff = first_difference(g["expected"].get<std::string>(), got);
-    EXPECT_TRUE(diff.empty()) << name << ": " << diff;
-  }
 }
 
 }  // namespace
