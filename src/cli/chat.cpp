@@ -1,14 +1,19 @@
-// `zinc chat`: a conversation in the terminal. Enter sends a message; a line ending in '\' continues
-// on the next line; /clear forgets the history; /exit or Ctrl-D leaves; Ctrl-C stops a reply. A model without a
-// chat template (a base model) is written with: each message continues the text, and the model carries it on to
-// the end of the paragraph.
+// `zinc chat`: a conversation in the terminal. Enter sends a message; a line ending in '\' continues on the next
+// line, and lines between two lines of """ are one message (pasted text); /help lists the commands (/clear, /system,
+// /save, /load, /exit); Ctrl-D leaves; Ctrl-C stops a reply. When the conversation outgrows the context, the oldest
+// turns are dropped (the system prompt stays). A model without a chat template (a base model) is written with: each
+// message continues the text, and the model carries it on to the end of the paragraph.
 #include <signal.h>
 
 #include <atomic>
 #include <climits>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -35,6 +40,7 @@ struct Options {
 bool read_message(std::string& msg) {
     msg.clear();
     std::string line;
+    bool block = false;  // inside a """ block
     write_out("> ");
     for (;;) {
         if (!std::getline(std::cin, line)) {
@@ -42,9 +48,24 @@ bool read_message(std::string& msg) {
                 std::cin.clear();
                 write_out("\n(Ctrl-C stops a reply; /exit or Ctrl-D leaves)\n> ");
                 msg.clear();
+                block = false;
                 continue;
             }
             return !msg.empty();
+        }
+        if (line == "\"\"\"") {
+            if (block) {
+                if (!msg.empty()) msg.pop_back();  // the last line's break
+                return true;
+            }
+            block = true;
+            write_out(". ");
+            continue;
+        }
+        if (block) {
+            msg += line + "\n";
+            write_out(". ");
+            continue;
         }
         if (!line.empty() && line.back() == '\\') {
             msg += line.substr(0, line.size() - 1) + "\n";
@@ -56,6 +77,56 @@ bool read_message(std::string& msg) {
     }
 }
 
+const char* kHelp =
+    "/help             this list\n"
+    "/clear            forget the conversation (the system prompt stays)\n"
+    "/system TEXT      set the system prompt (/system alone removes it)\n"
+    "/save FILE        write the conversation as JSON ({\"messages\": [...]})\n"
+    "/load FILE        continue a conversation saved with /save\n"
+    "/exit             leave (also /bye, /quit, Ctrl-D)\n"
+    "A line ending in \\ continues on the next; lines between two lines of \"\"\" are one message.\n";
+
+// A message that is a command: "/" and a lower-case word, then its argument. "/usr/bin/env" is a message.
+bool is_command(const std::string& msg, std::string& name, std::string& arg) {
+    if (msg.size() < 2 || msg[0] != '/') return false;
+    const size_t space = msg.find(' ');
+    name = msg.substr(1, space == std::string::npos ? std::string::npos : space - 1);
+    for (char c : name)
+        if (c < 'a' || c > 'z') return false;
+    const size_t text = space == std::string::npos ? std::string::npos : msg.find_first_not_of(' ', space);
+    arg = text == std::string::npos ? "" : msg.substr(text);
+    return true;
+}
+
+void save_conversation(const std::vector<tokenizer::ChatMessage>& history, const std::string& path) {
+    nlohmann::ordered_json j = {{"messages", nlohmann::ordered_json::array()}};
+    for (const auto& m : history) j["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    std::ofstream out(path);
+    out << j.dump(2) << "\n";
+    if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::vector<tokenizer::ChatMessage> load_conversation(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw std::runtime_error(path + " is not JSON: " + e.what());
+    }
+    const nlohmann::json& msgs = j.is_object() && j.contains("messages") ? j["messages"] : j;
+    if (!msgs.is_array()) throw std::runtime_error(path + ": expects {\"messages\": [...]} or a list of messages");
+    std::vector<tokenizer::ChatMessage> out;
+    for (const auto& m : msgs) {
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+            !m["content"].is_string())
+            throw std::runtime_error(path + ": every message needs a string role and content");
+        out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    }
+    return out;
+}
+
 void run(const Options& o) {
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
@@ -65,6 +136,7 @@ void run(const Options& o) {
     const bool completion = po.template_source.empty() && s.tokenizer().chat_template().empty() &&
                             tokenizer::chat_style_of(s.tokenizer()) == tokenizer::ChatStyle::Completion;
     const std::string arch = om.model->get("general.architecture").get_string();
+    const std::string& chat_template = po.template_source.empty() ? s.tokenizer().chat_template() : po.template_source;
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
     if (o.model.verbose) {
         std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
@@ -79,40 +151,82 @@ void run(const Options& o) {
 
     std::vector<tokenizer::ChatMessage> history;
     if (!o.system.empty()) history.push_back({"system", o.system});
-    const size_t base = history.size();
+    // The messages before this index are the system prompt, which /clear and a full context keep.
+    auto base = [&] { return size_t(!history.empty() && history[0].role == "system"); };
     engine::Sampler sampler(sp);
-    std::fprintf(stderr, "chat with %s — /clear forgets, /exit leaves, Ctrl-C stops a reply\n",
+    std::fprintf(stderr, "chat with %s — /help lists the commands, Ctrl-C stops a reply, Ctrl-D leaves\n",
                  o.model.open.path.c_str());
     if (completion)
         std::fprintf(stderr, "this model has no chat template: each message continues the text, and the model "
                              "writes on to the end of the paragraph\n");
 
-    std::string msg;
+    std::string msg, name, arg;
     while (read_message(msg)) {
-        if (msg == "/exit") break;
-        if (msg == "/clear") {
-            history.resize(base);
-            s.clear();
-            write_out("(history cleared)\n");
+        if (is_command(msg, name, arg)) {
+            if (name == "exit" || name == "bye" || name == "quit") break;
+            if (name == "help") {
+                write_out(kHelp);
+            } else if (name == "clear") {
+                history.resize(base());
+                s.clear();
+                write_out("(conversation cleared)\n");
+            } else if (name == "system") {
+                if (base()) history.erase(history.begin());
+                if (!arg.empty()) history.insert(history.begin(), {"system", arg});
+                write_out(arg.empty() ? "(system prompt removed)\n" : "(system prompt set)\n");
+            } else if (name == "save" || name == "load") {
+                if (arg.empty()) {
+                    write_out("(/" + name + " needs a file name)\n");
+                    continue;
+                }
+                try {
+                    if (name == "save") {
+                        save_conversation(history, arg);
+                        write_out("(saved " + std::to_string(history.size()) + " messages to " + arg + ")\n");
+                    } else {
+                        history = load_conversation(arg);
+                        s.clear();
+                        write_out("(loaded " + std::to_string(history.size()) + " messages from " + arg + ")\n");
+                    }
+                } catch (const std::exception& e) {
+                    write_out("(" + std::string(e.what()) + ")\n");
+                }
+            } else {
+                write_out("(unknown command /" + name + "; /help lists the commands)\n");
+            }
             continue;
         }
         if (msg.empty()) continue;
         history.push_back({"user", msg});
-        const chat::Prompt p = chat::render_prompt(s.tokenizer(), history, po);
-        const std::string& prompt = p.text;
-        const std::vector<int32_t> ids = s.tokenizer().encode(prompt, p.add_bos, true);
-        if (o.model.verbose) std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", p.how.c_str(), ids.size());
+        // The oldest turns go until the prompt leaves room for a reply; the conversation still starts with a user
+        // message after the system prompt, as templates that check the roles' alternation want.
+        chat::Prompt p = chat::render_prompt(s.tokenizer(), history, po);
+        std::vector<int32_t> ids = s.tokenizer().encode(p.text, p.add_bos, true);
+        size_t dropped = 0;
+        while (static_cast<int64_t>(ids.size()) >= s.n_ctx() && history.size() > base() + 1) {
+            do {
+                history.erase(history.begin() + static_cast<std::ptrdiff_t>(base()));
+                ++dropped;
+            } while (history.size() > base() + 1 && history[base()].role != "user");
+            p = chat::render_prompt(s.tokenizer(), history, po);
+            ids = s.tokenizer().encode(p.text, p.add_bos, true);
+        }
         if (static_cast<int64_t>(ids.size()) >= s.n_ctx()) {
             history.pop_back();
-            write_out("(the conversation no longer fits in the " + std::to_string(s.n_ctx()) +
-                      "-token context; /clear to start over)\n");
+            write_out("(this message does not fit in the " + std::to_string(s.n_ctx()) +
+                      "-token context; give a larger --ctx-size or a shorter message)\n");
             continue;
         }
+        if (dropped > 0)
+            write_out("(the " + std::to_string(dropped) + " oldest message" + (dropped == 1 ? "" : "s") +
+                      " dropped to fit the " + std::to_string(s.n_ctx()) + "-token context)\n");
+        const std::string& prompt = p.text;
+        if (o.model.verbose) std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", p.how.c_str(), ids.size());
         g_interrupted = false;
         engine::GenerateOptions go;
         go.max_tokens = o.max_tokens;
         go.render_special = !completion;  // the chat output parser reads the format's markers
-        ReplyWriter reply = reply_writer(o.reply, !completion, s.tokenizer().chat_template(), arch, prompt);
+        ReplyWriter reply = reply_writer(o.reply, !completion, chat_template, arch, prompt);
         bool started = false;  // a completion reply has written text (not only line breaks)
         const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
             // A completion reply ends with its paragraph (line breaks before any text begin it).

@@ -60,7 +60,9 @@ void run(const Options& o) {
     go.max_tokens = o.max_tokens;
     go.render_special = o.chat;  // the chat output parser reads the format's markers
     const std::string arch = om.model->get("general.architecture").get_string();
-    ReplyWriter reply = reply_writer(o.reply, o.chat, s.tokenizer().chat_template(), arch, text);
+    const std::string given_template = o.chat ? template_source(o.reply) : std::string();
+    ReplyWriter reply = reply_writer(o.reply, o.chat, given_template.empty() ? s.tokenizer().chat_template()
+                                                                             : given_template, arch, text);
     bool stopped = false;
     const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
         stopped = !reply.feed(piece);

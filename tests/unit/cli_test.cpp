@@ -516,6 +516,38 @@ TEST(Cli, ChatPromptComesFromTheTemplate) {
     std::filesystem::remove_all(dir);
 }
 
+// The chat prompt's commands, a pasted block as one message, /save and /load, and a conversation that outgrows
+// the context losing its oldest turns (the system prompt kept) instead of ending.
+TEST(Cli, ChatCommandsAndAFullContext) {
+    const std::string qwen3 = shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf");
+    const std::string dir = ::testing::TempDir() + "zinc_chat_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string saved = dir + "/c.json";
+    const auto r = run_zinc("chat -m " + qwen3 + " -n 2 --temp 0 -t 1",
+                            "/help\n/frobnicate\n/system Be brief.\n\"\"\"\nline one\nline two\n\"\"\"\n/save " + saved +
+                                "\n/clear\n/load " + saved + "\n/load " + dir + "/missing.json\n/bye\nnever sent\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* part : {"/system TEXT", "(unknown command /frobnicate; /help lists the commands)",
+                             "(system prompt set)", "(saved 3 messages to ", "(conversation cleared)",
+                             "(loaded 3 messages from ", "missing.json)"})
+        EXPECT_TRUE(has(r.out, part)) << part << " missing in:\n" << r.out;
+    std::ifstream in(saved);
+    const auto j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["messages"].size(), 3u) << j.dump();
+    EXPECT_EQ(j["messages"][0]["content"], "Be brief.");
+    EXPECT_EQ(j["messages"][1]["content"], "line one\nline two");  // the block is one message
+    EXPECT_EQ(j["messages"][2]["role"], "assistant");
+
+    const std::string words = "one two three four five six seven\n";
+    const auto full = run_zinc("chat -m " + qwen3 + " -n 3 --temp 0 -t 1 -c 48 -sys Sys.", words + words + words);
+    ASSERT_EQ(full.status, 0) << full.err;
+    EXPECT_TRUE(has(full.out, "oldest messages dropped to fit the 48-token context")) << full.out;
+    const auto huge = run_zinc("chat -m " + qwen3 + " -n 3 -t 1 -c 16", words + words);
+    ASSERT_EQ(huge.status, 0) << huge.err;
+    EXPECT_TRUE(has(huge.out, "does not fit in the 16-token context")) << huge.out;
+    std::filesystem::remove_all(dir);
+}
+
 // --stop: the reply ends where a stop string begins, without it, even when the string spans several tokens.
 TEST(Cli, RunStopsAtAStopString) {
     const std::string brown = shell_word(ZINC_BROWN_DIR "/brown-qwen3-5m-bf16.gguf");
