@@ -261,7 +261,7 @@ void register_chat(CLI::App& app) {
         ->capture_default_str()
         ->transform(integer_in(-1, INT_MAX));
     add_sampling_options(cmd, o->sampling);
-    add_reply_options(cmd, o->reply, true);
+    add_reply_options(cmd, o->reply);
     cmd->callback([o] { run(*o); });
 }
 

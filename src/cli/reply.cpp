@@ -55,19 +55,21 @@ void ReplyWriter::show(const std::vector<chat::Event>& events) {
     }
 }
 
-void add_reply_options(CLI::App* cmd, ReplyFlags& f, bool chat_flags) {
+void add_reply_options(CLI::App* cmd, ReplyFlags& f, CLI::Option* chat) {
     cmd->add_option("--stop,-r,--reverse-prompt", f.stops,
                     "stop the reply when it writes this text (not shown; may be given several times)")
         ->check([](const std::string& s) { return s.empty() ? std::string("a stop string cannot be empty") : ""; });
-    if (chat_flags)
-        cmd->add_option("--reasoning", f.reasoning,
-                        "a thinking model's reasoning: show (faint on a terminal) or hide")
-            ->capture_default_str()
-            ->check(one_of("a reasoning display", {"show", "hide"}));
-    if (chat_flags)
-        cmd->add_option("--chat-template-file", f.template_file,
-                        "a Jinja2 chat template to use instead of the model's (tokenizer.chat_template)")
-            ->check(CLI::ExistingFile);
+    auto* reasoning = cmd->add_option("--reasoning", f.reasoning,
+                                      "a thinking model's reasoning: show (faint on a terminal) or hide")
+                          ->capture_default_str()
+                          ->check(one_of("a reasoning display", {"show", "hide"}));
+    auto* file = cmd->add_option("--chat-template-file", f.template_file,
+                                 "a Jinja2 chat template to use instead of the model's (tokenizer.chat_template)")
+                     ->check(CLI::ExistingFile);
+    if (chat) {
+        reasoning->needs(chat);
+        file->needs(chat);
+    }
 }
 
 std::string template_source(const ReplyFlags& f) {

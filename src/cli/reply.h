@@ -44,8 +44,8 @@ struct ReplyFlags {
     std::string reasoning = "show";
     std::string template_file;  // --chat-template-file: a Jinja2 template instead of the model's
 };
-// `chat_flags`: also --reasoning and --chat-template-file (for commands that use the model's chat format).
-void add_reply_options(CLI::App* cmd, ReplyFlags& f, bool chat_flags);
+// --stop, and --reasoning and --chat-template-file, which need `chat` where it is given (run's --chat).
+void add_reply_options(CLI::App* cmd, ReplyFlags& f, CLI::Option* chat = nullptr);
 
 // The text of --chat-template-file, or empty without it.
 std::string template_source(const ReplyFlags& f);

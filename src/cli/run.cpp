@@ -26,6 +26,7 @@ void run(const Options& o) {
     std::string text = read_prompt(o.prompt);  // a missing prompt is refused before the model is read
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
+    const std::string given_template = template_source(o.reply);
     bool add_bos = true;
     std::string how;
     if (o.chat) {
@@ -34,7 +35,7 @@ void run(const Options& o) {
         msgs.push_back({"user", text});
         chat::PromptOptions po;
         po.enable_thinking = !o.no_think;
-        po.template_source = template_source(o.reply);
+        po.template_source = given_template;
         const chat::Prompt p = chat::render_prompt(s.tokenizer(), msgs, po);
         text = p.text;
         add_bos = p.add_bos;
@@ -60,7 +61,6 @@ void run(const Options& o) {
     go.max_tokens = o.max_tokens;
     go.render_special = o.chat;  // the chat output parser reads the format's markers
     const std::string arch = om.model->get("general.architecture").get_string();
-    const std::string given_template = o.chat ? template_source(o.reply) : std::string();
     ReplyWriter reply = reply_writer(o.reply, o.chat, given_template.empty() ? s.tokenizer().chat_template()
                                                                              : given_template, arch, text);
     bool stopped = false;
@@ -91,7 +91,7 @@ void register_run(CLI::App& app) {
         ->capture_default_str()
         ->transform(integer_in(-1, INT_MAX));
     add_sampling_options(cmd, o->sampling);
-    add_reply_options(cmd, o->reply, true);
+    add_reply_options(cmd, o->reply, chat);
     cmd->callback([o] { run(*o); });
 }
 
