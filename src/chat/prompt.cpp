@@ -1,6 +1,10 @@
 #include "chat/prompt.h"
 
+#include <exception>
+#include <string>
+
 #include "template/chat_template.h"
+#include "template/error.h"
 
 namespace zinc::chat {
 
@@ -25,8 +29,25 @@ Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenize
         req.variables["enable_thinking"] = o.enable_thinking;
         if (tok.bos() >= 0) req.variables["bos_token"] = tok.token_text(tok.bos());
         if (tok.eos() >= 0) req.variables["eos_token"] = tok.token_text(tok.eos());
-        p.text = tmpl::render_chat(source, req);
-        p.how = o.template_source.empty() ? "the model's chat template" : "the given chat template";
+        try {
+            p.text = tmpl::render_chat(source, req);
+            p.how = o.template_source.empty() ? "the model's chat template" : "the given chat template";
+        } catch (const tmpl::TemplateError& e) {
+            // A model's template the engine cannot render still chats when it is of a form zinc knows.
+            if (!o.template_source.empty()) throw;
+            tokenizer::ChatStyle style;
+            try {
+                style = tokenizer::detect_chat_style(source);
+            } catch (const std::exception&) {
+                throw e;
+            }
+            tokenizer::ChatOptions co;
+            co.add_generation_prompt = o.add_generation_prompt;
+            co.enable_thinking = o.enable_thinking;
+            if (tok.bos() >= 0) co.bos_token = tok.token_text(tok.bos());
+            p.text = tokenizer::render_chat(style, messages, co);
+            p.how = "a built-in style (the model's chat template failed: " + std::string(e.what()) + ")";
+        }
     }
     // Templates that print the BOS text themselves (Gemma's, Llama 3's) must not get a second one.
     const bool starts_with_bos = tok.bos() >= 0 && p.text.starts_with(tok.token_text(tok.bos()));

@@ -1,6 +1,7 @@
 // The prompt text of a conversation as its model expects it: the GGUF's own chat template (tokenizer.chat_template,
 // Jinja2, rendered as transformers' apply_chat_template does), or a template file given instead; the built-in styles
-// of tokenizer/chat_format.h only for a file without a template.
+// of tokenizer/chat_format.h only for a file without a template, or whose template the engine fails on but is of a
+// form they know.
 #pragma once
 
 #include <string>
@@ -26,8 +27,8 @@ struct Prompt {
     std::string how;       // what rendered it, for -v: "the model's chat template", "built-in ChatML", ...
 };
 
-// Throws tmpl::TemplateError (naming the template's line) for a template that fails, tokenizer::Error for a model
-// whose template is missing and whose vocabulary fits no built-in style.
+// Throws tmpl::TemplateError (naming the template's line) for a template that fails and has no built-in fallback
+// (a given template never has one).
 Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatMessage>& messages,
                      const PromptOptions& o);
 
