@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
   clang libclang-rt-14-dev            # libFuzzer and the sanitizer runtimes
   python3 python3-numpy               # test tools that read .npy fixtures
+  libedit-dev                         # line editing and history in zinc chat
 )
 
 missing=()

@@ -1,13 +1,19 @@
-// `zinc chat`: a conversation in the terminal. Enter sends a message; a line ending in '\' continues on the next
+// `zinc chat`: a conversation in the terminal. At a terminal lines are edited with the usual keys and earlier ones
+// come back with the up arrow (libedit). Enter sends a message; a line ending in '\' continues on the next
 // line, and lines between two lines of """ are one message (pasted text); /help lists the commands (/clear, /system,
 // /save, /load, /exit); Ctrl-D leaves; Ctrl-C stops a reply. When the conversation outgrows the context, the oldest
 // turns are dropped (the system prompt stays). A model without a chat template (a base model) is written with: each
 // message continues the text, and the model carries it on to the end of the paragraph.
 #include <signal.h>
+#include <unistd.h>
+#ifdef ZINC_HAVE_EDITLINE
+#include <editline/readline.h>
+#endif
 
 #include <atomic>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -36,40 +42,58 @@ struct Options {
     ReplyFlags reply;
 };
 
+// One line of input after `prompt`; false at end of input (or on Ctrl-C, which sets g_interrupted). At a terminal,
+// with libedit, the line can be edited and earlier lines come back with the arrow keys.
+bool read_line(const char* prompt, std::string& line) {
+#ifdef ZINC_HAVE_EDITLINE
+    static const bool terminal = isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
+    if (terminal) {
+        char* s = readline(prompt);
+        if (!s) return false;
+        line = s;
+        std::free(s);
+        if (!line.empty()) add_history(line.c_str());
+        return true;
+    }
+#endif
+    write_out(prompt);
+    if (std::getline(std::cin, line)) return true;
+    std::cin.clear();
+    return false;
+}
+
 // Reads one message; false at end of input. Ctrl-C at the prompt discards the line.
 bool read_message(std::string& msg) {
     msg.clear();
     std::string line;
     bool block = false;  // inside a """ block
-    write_out("> ");
+    const char* prompt = "> ";
     for (;;) {
-        if (!std::getline(std::cin, line)) {
+        if (!read_line(prompt, line)) {
             if (g_interrupted.exchange(false)) {  // the read was interrupted by Ctrl-C
-                std::cin.clear();
-                write_out("\n(Ctrl-C stops a reply; /exit or Ctrl-D leaves)\n> ");
+                write_out("\n(Ctrl-C stops a reply; /exit or Ctrl-D leaves)\n");
                 msg.clear();
                 block = false;
+                prompt = "> ";
                 continue;
             }
             return !msg.empty();
         }
+        prompt = ". ";
         if (line == "\"\"\"") {
             if (block) {
                 if (!msg.empty()) msg.pop_back();  // the last line's break
                 return true;
             }
             block = true;
-            write_out(". ");
             continue;
         }
         if (block) {
             msg += line + "\n";
-            write_out(". ");
             continue;
         }
         if (!line.empty() && line.back() == '\\') {
             msg += line.substr(0, line.size() - 1) + "\n";
-            write_out(". ");
             continue;
         }
         msg += line;
