@@ -27,6 +27,9 @@ struct Prompt {
     std::string how;       // what rendered it, for -v: "the model's chat template", "built-in ChatML", ...
 };
 
+// The template variables transformers takes from the tokenizer: bos_token and eos_token, the texts of those tokens.
+nlohmann::ordered_json special_token_variables(const tokenizer::Tokenizer& tok);
+
 // Throws tmpl::TemplateError (naming the template's line) for a template that fails and has no built-in fallback
 // (a given template never has one).
 Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatMessage>& messages,

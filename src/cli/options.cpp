@@ -50,8 +50,6 @@ double now_seconds() {
 std::string read_all(std::istream& in, const std::string& what) {
     std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) throw std::runtime_error("cannot read " + what);
-    // As llama.cpp reads a prompt file: one final newline (an editor's or echo's) is not part of the prompt.
-    if (!s.empty() && s.back() == '\n') s.pop_back();
     return s;
 }
 
@@ -266,14 +264,21 @@ void add_prompt_options(CLI::App* cmd, PromptFlags& f) {
 
 bool stdin_is_terminal() { return isatty(STDIN_FILENO) != 0; }
 
+std::string read_file(const std::string& path) {
+    if (path == "-") return read_all(std::cin, "standard input");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+    return read_all(in, path);
+}
+
 std::string read_prompt(const PromptFlags& f) {
     if (f.text_option && f.text_option->count() > 0) return f.text;
-    if (f.file == "-" || (f.file.empty() && !stdin_is_terminal())) return read_all(std::cin, "standard input");
-    if (f.file.empty())
+    if (f.file.empty() && stdin_is_terminal())
         throw CLI::ValidationError("no prompt", "give it with -p TEXT, -f FILE or on standard input");
-    std::ifstream in(f.file, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + f.file + ": " + std::strerror(errno));
-    return read_all(in, f.file);
+    std::string s = read_file(f.file.empty() ? "-" : f.file);
+    // As llama.cpp reads a prompt file: one final newline (an editor's or echo's) is not part of the prompt.
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
 }
 
 std::vector<int32_t> parse_ids(const std::string& flag, std::string_view text) {

@@ -70,6 +70,8 @@ void add_prompt_options(CLI::App* cmd, PromptFlags& f);
 // there is none.
 std::string read_prompt(const PromptFlags& f);
 bool stdin_is_terminal();
+// The bytes of a file, as they are ("-": standard input); throws naming the file.
+std::string read_file(const std::string& path);
 
 // --- Token ids.
 // "1,2,3" (commas or white space between); throws CLI::ValidationError naming `flag` and the bad element.

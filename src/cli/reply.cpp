@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "cli/options.h"
@@ -74,12 +72,9 @@ void add_reply_options(CLI::App* cmd, ReplyFlags& f, CLI::Option* chat) {
 
 std::string template_source(const ReplyFlags& f) {
     if (f.template_file.empty()) return {};
-    std::ifstream in(f.template_file, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (!in && !in.eof()) throw std::runtime_error("--chat-template-file " + f.template_file + ": cannot read");
-    if (s.str().empty()) throw std::runtime_error("--chat-template-file " + f.template_file + ": the file is empty");
-    return s.str();
+    std::string s = read_file(f.template_file);
+    if (s.empty()) throw std::runtime_error("--chat-template-file " + f.template_file + ": the file is empty");
+    return s;
 }
 
 ReplyWriter reply_writer(const ReplyFlags& f, bool chat, const std::string& chat_template,

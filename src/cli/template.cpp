@@ -1,15 +1,12 @@
 // `zinc template`: renders a chat template for a conversation without loading weights, and prints the exact prompt
 // text a model would be given.
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "chat/prompt.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "gguf/split.h"
@@ -25,19 +22,9 @@ struct Options {
     std::vector<std::string> vars;  // name=json
 };
 
-std::string read_text(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(std::string(what) + " " + path + ": cannot open");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 nlohmann::ordered_json read_json(const std::string& path, const char* what) {
-    const std::string text = path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {})
-                                         : read_text(path, what);
     try {
-        return nlohmann::ordered_json::parse(text);
+        return nlohmann::ordered_json::parse(read_file(path));
     } catch (const nlohmann::json::parse_error& e) {
         throw std::runtime_error(std::string(what) + " " + path + ": not JSON: " + e.what());
     }
@@ -55,15 +42,14 @@ void render(const Options& o) {
 
     std::string source;
     if (!o.template_file.empty()) {
-        source = read_text(o.template_file, "--template-file");
+        source = read_file(o.template_file);
     } else {
         // The template and the special tokens' texts, from the file's metadata (no weights are read).
         const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(gguf::File(o.model));
         source = tok.chat_template();
         if (source.empty())
             throw std::runtime_error(o.model + " has no chat template (tokenizer.chat_template); give --template-file");
-        if (tok.bos() >= 0) req.variables["bos_token"] = tok.token_text(tok.bos());
-        if (tok.eos() >= 0) req.variables["eos_token"] = tok.token_text(tok.eos());
+        req.variables = chat::special_token_variables(tok);
     }
     for (const std::string& v : o.vars) {
         const size_t eq = v.find('=');
