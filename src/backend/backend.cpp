@@ -201,9 +201,32 @@ Act Backend::alloc(int64_t rows, int64_t cols) {
     return do_alloc(rows, cols);
 }
 
-KvLayer Backend::alloc_kv(int64_t width, int64_t capacity) {
-    check_size(capacity, width, "alloc_kv");
-    return do_alloc_kv(width, capacity);
+const char* kv_type_name(KvType t) {
+    switch (t) {
+    case KvType::f32: return "f32";
+    case KvType::f16: return "f16";
+    case KvType::q8_0: return "q8_0";
+    }
+    return "?";
+}
+
+bool parse_kv_type(std::string_view name, KvType& t) {
+    for (const KvType c : {KvType::f32, KvType::f16, KvType::q8_0})
+        if (name == kv_type_name(c)) {
+            t = c;
+            return true;
+        }
+    return false;
+}
+
+KvLayer Backend::alloc_kv(const KvLayer& spec) {
+    check_size(spec.capacity, spec.width, "alloc_kv");
+    for (const KvType t : {spec.type_k, spec.type_v})
+        if (t == KvType::q8_0 && spec.width % kKvBlock != 0)
+            fail("alloc_kv", "a q8_0 cache needs a width that is a multiple of 32, not " + std::to_string(spec.width));
+    KvLayer shape = spec;
+    shape.k = shape.v = nullptr;
+    return do_alloc_kv(shape);
 }
 
 IdAct Backend::alloc_ids(int64_t rows, int64_t cols) {
@@ -218,7 +241,7 @@ void Backend::free(Act& a) {
 }
 
 void Backend::free(KvLayer& kv) {
-    for (const float* p : {kv.k, kv.v})
+    for (const void* p : {kv.k, kv.v})
         if (p && !do_free(p)) fail("free", "the KV cache was not allocated by the " + name() + " backend");
     kv = {};
 }
@@ -293,7 +316,8 @@ void Backend::rope(Act& x, int head_dim, std::span<const int32_t> pos, const Rop
 void Backend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     const OpScope scope(*this, "kv_write");
     if (k.cols != kv.width || v.cols != kv.width || k.rows != v.rows) fail("kv_write", "shape mismatch");
-    if (pos0 < 0 || pos0 + k.rows > kv.capacity) throw std::out_of_range("kv_write: past the cache");
+    if (pos0 < 0 || (kv.ring ? k.rows : pos0 + k.rows) > kv.capacity)
+        throw std::out_of_range("kv_write: past the cache");
     do_kv_write(kv, k, v, pos0);
 }
 
@@ -303,7 +327,14 @@ void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const Att
     if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
         kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
         fail("attention", "shape mismatch");
-    if (pos0 < 0 || pos0 + q.rows > kv.capacity) throw std::out_of_range("attention: past the cache");
+    if (pos0 < 0 || (!kv.ring && pos0 + q.rows > kv.capacity)) throw std::out_of_range("attention: past the cache");
+    // A ring holds the last `capacity` positions written: the first row's window and the rows after it must fit.
+    if (kv.ring && (p.window <= 0 || p.window + q.rows - 1 > kv.capacity))
+        throw std::out_of_range("attention: a window of " + std::to_string(p.window) + " and " +
+                                std::to_string(q.rows) + " rows do not fit in a ring cache of " +
+                                std::to_string(kv.capacity) + " rows");
+    if ((kv.type_k == KvType::q8_0 || kv.type_v == KvType::q8_0) && d % kKvBlock != 0)
+        fail("attention", "a q8_0 cache needs a head_dim that is a multiple of 32");
     if (p.sinks) check_f32_vector(*p.sinks, p.n_head, "attention", "sinks");
     do_attention(q, kv, pos0, p, out);
 }

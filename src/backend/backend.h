@@ -9,9 +9,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "backend/kv_type.h"
 #include "gguf/reader.h"
 
 namespace zinc::backend {
@@ -33,13 +35,20 @@ struct Act {
     int64_t size() const { return rows * cols; }
 };
 
-// One attention layer's cache: K and V rows of `width` (= n_head_kv * head_dim) values for
-// up to `capacity` positions, in backend memory.
+// One attention layer's cache in backend memory: K and V rows of `width` (= n_head_kv * head_dim) values, stored as
+// type_k and type_v (kv_type.h gives their layout). Position p lives in row p of `capacity` rows, or with `ring`, in
+// row p % capacity: a sliding-window layer keeps only its window and the micro-batch being written.
 struct KvLayer {
-    float* k = nullptr;
-    float* v = nullptr;
+    void* k = nullptr;
+    void* v = nullptr;
     int64_t width = 0, capacity = 0;
+    KvType type_k = KvType::f32, type_v = KvType::f32;
+    bool ring = false;
 };
+
+// "f32", "f16", "q8_0" (llama.cpp's spelling); parse_kv_type returns false for any other name.
+const char* kv_type_name(KvType t);
+bool parse_kv_type(std::string_view name, KvType& t);
 
 // An int32 matrix in backend memory (expert ids of MoE routing): `rows` rows of `cols` values.
 struct IdAct {
@@ -133,7 +142,10 @@ public:
     Weight load_weight(const gguf::TensorInfo& t);
     // Activation and cache memory, zero-filled; owned by the backend until free() or until the backend is destroyed.
     Act alloc(int64_t rows, int64_t cols);
-    KvLayer alloc_kv(int64_t width, int64_t capacity);
+    // `spec` gives the cache's width, capacity, types and ring flag (its pointers are ignored); q8_0 needs a width
+    // that is a multiple of 32. The two-argument form is a full-length f32 cache.
+    KvLayer alloc_kv(const KvLayer& spec);
+    KvLayer alloc_kv(int64_t width, int64_t capacity) { return alloc_kv(KvLayer{nullptr, nullptr, width, capacity}); }
     IdAct alloc_ids(int64_t rows, int64_t cols);
     // Releases what alloc, alloc_kv or alloc_ids returned and resets the handle; views of it become invalid. Freeing
     // an empty handle does nothing; freeing memory this backend did not allocate (a view that does not start it,
@@ -159,9 +171,11 @@ public:
     void add(const Act& a, const Act& b, Act& out);
     // out = SiLU(gate) * up
     void swiglu(const Act& gate, const Act& up, Act& out);
-    // Stores k and v rows (one per token) at cache positions pos0, pos0+1, ...
+    // Stores k and v rows (one per token) at cache positions pos0, pos0+1, ..., converted to the cache's types.
     void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0);
-    // Causal attention of q (rows at positions pos0, pos0+1, ...) over cache positions [0, pos0 + q.rows).
+    // Causal attention of q (rows at positions pos0, pos0+1, ...) over cache positions [0, pos0 + q.rows) (those of
+    // the window with p.window). A ring cache needs a window, and room for it and q's rows: window + rows - 1 <=
+    // capacity.
     void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out);
 
     // Recurrent (gated delta-net) ops
@@ -289,7 +303,8 @@ protected:
     virtual const void* do_load_weight(const gguf::TensorInfo& t) = 0;
     // Memory of the given (non-negative) size.
     virtual Act do_alloc(int64_t rows, int64_t cols) = 0;
-    virtual KvLayer do_alloc_kv(int64_t width, int64_t capacity) = 0;
+    // Allocates spec's two planes (kv_plane_bytes of its types), zero-filled, and returns spec with them.
+    virtual KvLayer do_alloc_kv(const KvLayer& spec) = 0;
     virtual IdAct do_alloc_ids(int64_t rows, int64_t cols) = 0;
     // Releases the allocation that starts at `data` (an Act's, an IdAct's, or one of a KvLayer's two); false when
     // the backend has none there.

@@ -20,10 +20,11 @@ protected:
     Act do_alloc(int64_t rows, int64_t cols) override {
         return {static_cast<float*>(take(uint64_t(rows * cols) * sizeof(float), false)), rows, cols};
     }
-    KvLayer do_alloc_kv(int64_t width, int64_t capacity) override {
-        const uint64_t bytes = uint64_t(width * capacity) * sizeof(float);
-        auto* k = static_cast<float*>(take(bytes, true));
-        return {k, static_cast<float*>(take(bytes, true)), width, capacity};
+    KvLayer do_alloc_kv(const KvLayer& spec) override {
+        KvLayer kv = spec;
+        kv.k = take(kv_plane_bytes(spec.type_k, spec.width, spec.capacity), true);
+        kv.v = take(kv_plane_bytes(spec.type_v, spec.width, spec.capacity), true);
+        return kv;
     }
     IdAct do_alloc_ids(int64_t rows, int64_t cols) override {
         return {static_cast<int32_t*>(take(uint64_t(rows * cols) * sizeof(int32_t), false)), rows, cols};

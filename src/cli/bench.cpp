@@ -149,8 +149,9 @@ private:
     // done, so none of it spills into the timed part).
     void fill(int depth) {
         const std::span<const int32_t> all(depth_ids_);
-        if (!f_.can_rewind()) {
+        if (!f_.can_restart_at(depth)) {
             if (depth > 0) f_.forward_argmax(all.first(static_cast<size_t>(depth)), 0);
+            filled_ = depth;
             return;
         }
         if (filled_ < depth)
@@ -199,7 +200,8 @@ struct Report {
             const double g = gbps(r);
             j.push_back({{"model", model}, {"size_bytes", bytes.total}, {"backend", plan.backend},
                          {"device", plan.where}, {"n_threads", plan.threads}, {"n_ctx", plan.n_ctx},
-                         {"n_ubatch", plan.n_ubatch}, {"weights_bytes", plan.use.weights},
+                         {"n_ubatch", plan.n_ubatch}, {"type_k", backend::kv_type_name(plan.type_k)},
+                         {"type_v", backend::kv_type_name(plan.type_v)}, {"weights_bytes", plan.use.weights},
                          {"kv_cache_bytes", plan.use.cache}, {"activations_bytes", plan.use.activations_at_peak()},
                          {"free_bytes", plan.free_bytes}, {"test", r.test.name()}, {"n_prompt", r.test.n_prompt},
                          {"n_gen", r.test.n_gen}, {"n_depth", r.test.n_depth}, {"n_tokens", r.test.n_tokens()},

@@ -154,6 +154,17 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
     cmd->add_option("--ubatch-size", o.context.n_ubatch, "(also -ub) prompt tokens evaluated together")
         ->capture_default_str()
         ->transform(integer_in(1, model::kMaxContext));
+    for (auto [flag, type] : {std::pair{"--cache-type-k", &o.context.type_k}, std::pair{"--cache-type-v", &o.context.type_v}})
+        cmd->add_option_function<std::string>(
+               flag, [type](const std::string& s) { backend::parse_kv_type(s, *type); },
+               std::string("(also ") + (type == &o.context.type_k ? "-ctk" : "-ctv") +
+                   ") KV cache element type: f32, f16 or q8_0 (default: f16)")
+            ->check(CLI::Validator(
+                [](std::string& s) -> std::string {
+                    backend::KvType t;
+                    return backend::parse_kv_type(s, t) ? "" : "expects f32, f16 or q8_0, not " + in_quotes(s);
+                },
+                "TYPE"));
     cmd->add_option("-t,--threads", o.backend.threads, "CPU threads (default: the physical cores)")
         ->transform(thread_count());
     cmd->add_option("--backend", o.backend.backend, "auto (CUDA when a usable GPU is present), cpu or cuda")
@@ -202,7 +213,8 @@ std::string describe_plan(const engine::OpenPlan& p) {
     if (p.threads > 0) s += " (" + std::to_string(p.threads) + (p.threads == 1 ? " thread)" : " threads)");
     s += ", context " + std::to_string(p.n_ctx) + " (trained " + std::to_string(p.n_ctx_train) + "), micro-batch " +
          std::to_string(p.n_ubatch);
-    s += "; memory: weights " + size_text(p.use.weights) + ", KV cache " + size_text(p.use.cache) +
+    s += "; memory: weights " + size_text(p.use.weights) + ", KV cache " + size_text(p.use.cache) + " (" +
+         backend::kv_type_name(p.type_k) + "/" + backend::kv_type_name(p.type_v) + ")" +
          ", activations " + size_text(p.use.activations_at_peak()) + ", ";
     s += p.free_bytes > 0 ? "free " + size_text(p.free_bytes) : "free not checked";
     return s;

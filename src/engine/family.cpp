@@ -20,6 +20,27 @@ Family::Family(backend::Backend& be, const gguf::Model& m, ContextSize size) : b
     n_ctx_ = size.n_ctx > 0 ? size.n_ctx : std::min(n_ctx_train_, kDefaultContext);
     if (size.n_ubatch < 1) throw std::invalid_argument("the micro-batch must hold at least one token");
     n_ubatch_ = std::min(size.n_ubatch, n_ctx_);
+    type_k_ = size.type_k;
+    type_v_ = size.type_v;
+}
+
+backend::KvLayer Family::kv_cache(int64_t width, int64_t window) {
+    backend::KvLayer spec{nullptr, nullptr, width, n_ctx_, type_k_, type_v_};
+    if (window > 0 && window + n_ubatch_ < n_ctx_) {
+        // A micro-batch's first row needs the window - 1 positions before it, and its rows are written before they
+        // are read: window + n_ubatch rows hold both.
+        spec.capacity = window + n_ubatch_;
+        spec.ring = true;
+        // Position p overwrites p - capacity; a restart at pos0 needs pos0 - window + 1 onwards.
+        ring_rewind_ = std::min(ring_rewind_, spec.capacity - window + 1);
+    }
+    return be_.alloc_kv(spec);
+}
+
+bool Family::can_restart_at(int64_t pos0) const {
+    if (pos0 == 0 || pos0 == state_end_) return true;
+    if (!can_rewind()) return false;
+    return pos0 > state_end_ || state_end_ - pos0 <= ring_rewind_;
 }
 
 void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
@@ -32,9 +53,11 @@ void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
 }
 
 backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out) {
-    if (!can_rewind() && pos0 != 0 && pos0 != state_end_)
-        throw std::invalid_argument("the recurrent state holds " + std::to_string(state_end_) +
-                                    " tokens and cannot restart at position " + std::to_string(pos0));
+    if (!can_restart_at(pos0))
+        throw std::invalid_argument("the state holds " + std::to_string(state_end_) +
+                                    " tokens and cannot restart at position " + std::to_string(pos0) +
+                                    (can_rewind() ? " (its sliding-window caches no longer hold the window before it)"
+                                                  : " (it is recurrent)"));
     n_rows_ = static_cast<int64_t>(ids.size());
     n_out_ = n_out;
     pos_.resize(ids.size());

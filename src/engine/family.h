@@ -6,6 +6,7 @@
 // head (final norm, output projection, optional soft-cap) run only on the rows whose logits are wanted.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -22,9 +23,11 @@ inline constexpr int kDefaultContext = 4096;
 // Tokens of a prompt evaluated together (llama.cpp's default -ub).
 inline constexpr int kDefaultUbatch = 512;
 
+// The size of a sequence's state and how its KV cache stores values.
 struct ContextSize {
     int n_ctx = 0;                   // positions the state holds; <= 0: the default (min(training, kDefaultContext))
     int n_ubatch = kDefaultUbatch;   // tokens per forward pass at most
+    backend::KvType type_k = backend::KvType::f16, type_v = backend::KvType::f16;  // llama.cpp's default too
 };
 
 class Family {
@@ -37,6 +40,9 @@ public:
     // Whether the next run may start at a position before the end of the state (true for pure attention state,
     // where later cache rows are simply overwritten).
     virtual bool can_rewind() const { return true; }
+    // Whether the next run may start at pos0: afresh, where the state ends, or before its end when the family can
+    // rewind and the sliding-window rings still hold the window before pos0.
+    bool can_restart_at(int64_t pos0) const;
 
     // Runs `ids` at positions pos0, pos0+1, ... (pos0 = tokens already in the state) in micro-batches and returns
     // the last token's logits in backend memory, valid until the next call. Throws std::invalid_argument for no
@@ -65,8 +71,9 @@ protected:
     // A scratch buffer of n_ubatch() rows of `cols` values, allocated once by the family's constructor.
     backend::Act scratch(int64_t cols);
     backend::IdAct scratch_ids(int64_t cols);
-    // The KV cache of one attention layer: rows of `width` values for every position of the context.
-    backend::KvLayer kv_cache(int64_t width) { return be_.alloc_kv(width, n_ctx_); }
+    // The KV cache of one attention layer: rows of `width` values for every position of the context, or with a
+    // sliding `window` only for that window and a micro-batch (a ring) when that is shorter.
+    backend::KvLayer kv_cache(int64_t width, int64_t window = 0);
     // The rows of the current micro-batch in `buf`, as rows of `cols` values (default: buf's width), for buffers
     // sized for the widest of several uses.
     backend::Act rows(const backend::Act& buf, int64_t cols = 0) const;
@@ -87,6 +94,9 @@ private:
     void check_run(std::span<const int32_t> ids, int64_t pos0) const;
 
     int n_vocab_ = 0, n_ctx_train_ = 0, n_ctx_ = 0, n_ubatch_ = 0;
+    backend::KvType type_k_ = backend::KvType::f16, type_v_ = backend::KvType::f16;
+    // How far before the end of the state a run may restart with every ring still holding the window it needs.
+    int64_t ring_rewind_ = INT64_MAX;
     int64_t n_rows_ = 0, n_out_ = 0;  // the current micro-batch: its tokens, the rows whose logits are wanted
     int64_t state_end_ = 0;           // the position after the last one whose state is complete
     std::vector<int32_t> pos_;

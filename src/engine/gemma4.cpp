@@ -19,9 +19,9 @@ Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, ContextSize size)
         const model::Gemma4Layer<backend::Weight>& L = w_.layers[l];
         // layer_output_scale is one number: read once from the file, not from backend memory at every token.
         out_scale_.push_back(L.has_out_scale ? loader.scalar(L.out_scale) : 1.0f);
-        // Full-length cache on every layer (sliding layers only read the last `sliding_window` rows).
+        // Sliding layers keep only their window (a ring).
         const int64_t d = p_.layer_head_dim(l), kv_dim = int64_t{p_.n_head_kv[l]} * d;
-        kv_.push_back(kv_cache(kv_dim));
+        kv_.push_back(kv_cache(kv_dim, p_.swa[l] ? p_.sliding_window : 0));
         max_q = std::max(max_q, int64_t{p_.n_head} * d);
         max_kv = std::max(max_kv, kv_dim);
         max_ff = std::max<int64_t>(max_ff, p_.n_ff[l]);

@@ -13,8 +13,8 @@ GptOss::GptOss(const gguf::Model& m, backend::Backend& be, ContextSize size)
     TensorLoader loader(m, be);
     model::declare_tensors(loader, p_, w_);
     const int64_t q_dim = int64_t{p_.n_head} * p_.head_dim, kv_dim = int64_t{p_.n_head_kv} * p_.head_dim;
-    // Full-length cache on every layer (sliding layers only read the last `sliding_window` rows).
-    for (int l = 0; l < p_.n_layer; ++l) kv_.push_back(kv_cache(kv_dim));
+    // Sliding layers keep only their window (a ring).
+    for (int l = 0; l < p_.n_layer; ++l) kv_.push_back(kv_cache(kv_dim, p_.swa[l] ? p_.sliding_window : 0));
     x_ = scratch(p_.n_embd);
     h_ = scratch(p_.n_embd);
     q_ = scratch(q_dim);

@@ -144,6 +144,8 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     plan.headroom = plan_headroom(plan.use);
     plan.n_ctx = settled.n_ctx;
     plan.n_ubatch = settled.n_ubatch;
+    plan.type_k = settled.type_k;
+    plan.type_v = settled.type_v;
 
     r.backend = make_backend(choice);
     // A backend computing on views of the mapped file has the file's pages as its weights: worth reading in before

@@ -36,10 +36,10 @@ size_t Session::keep_prefix(std::span<const int32_t> ids) {
                                 std::to_string(n_ctx()));
     // Keep the common prefix, but always evaluate at least the last token to get its logits.
     size_t keep = 0;
-    if (family_->can_rewind()) {
-        const size_t limit = std::min(tokens_.size(), ids.size() - 1);
-        while (keep < limit && tokens_[keep] == ids[keep]) ++keep;
-    }
+    const size_t limit = std::min(tokens_.size(), ids.size() - 1);
+    while (keep < limit && tokens_[keep] == ids[keep]) ++keep;
+    // A recurrent state continues only from its end; sliding-window rings may have lost the window before keep.
+    if (!family_->can_restart_at(static_cast<int64_t>(keep))) keep = 0;
     reused_ = keep;
     tokens_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep));
     return keep;

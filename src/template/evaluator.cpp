@@ -1,6 +1,7 @@
 // Renders parsed templates: scopes, statements, expressions. Filters, tests and methods are in
 // builtins.cpp.
 #include <cmath>
+#include <cstdint>
 
 #include "template/builtins.h"
 #include "template/error.h"

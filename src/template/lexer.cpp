@@ -1,6 +1,7 @@
 #include "template/lexer.h"
 
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 
 #include "template/error.h"

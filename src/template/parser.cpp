@@ -1,5 +1,6 @@
 #include "template/parser.h"
 
+#include <cstdint>
 #include <set>
 
 #include "template/error.h"

@@ -62,10 +62,11 @@ std::vector<int32_t> brown_heldout_tokens(const engine::Session& s) {
     return engine::perplexity_tokens(s.tokenizer(), ss.str());
 }
 
-BrownFile::BrownFile(const std::string& type, bool cuda)
+BrownFile::BrownFile(const std::string& type, bool cuda, backend::KvType cache)
     : model_(brown_file(type)),
       backend_(cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0)),
-      session_(std::make_unique<engine::Session>(model_, *backend_, engine::ContextSize{512})) {}
+      session_(std::make_unique<engine::Session>(model_, *backend_,
+                                                 engine::ContextSize{512, engine::kDefaultUbatch, cache, cache})) {}
 
 std::vector<int32_t> load_npy_ints(const std::string& path) {
     const NpyArray a = load_npy(path);

@@ -20,10 +20,10 @@ std::string brown_file(const std::string& type);
 // The held-out text's tokens as `zinc perplexity` makes them.
 std::vector<int32_t> brown_heldout_tokens(const engine::Session& s);
 
-// The model of `type` opened on the CPU or the CUDA backend, with a 512-token context.
+// The model of `type` opened on the CPU or the CUDA backend, with a 512-token context and K and V cached as `cache`.
 class BrownFile {
 public:
-    explicit BrownFile(const std::string& type, bool cuda = false);
+    explicit BrownFile(const std::string& type, bool cuda = false, backend::KvType cache = backend::KvType::f32);
     engine::Session& session() { return *session_; }
 
 private:

@@ -26,7 +26,8 @@ std::vector<float> run_logits(const std::string& gguf, const std::vector<int32_t
                               int ubatch) {
     gguf::Model model(gguf);
     auto be = cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
-    auto fam = engine::make_family(model, *be, {static_cast<int>(ids.size()), ubatch > 0 ? ubatch : engine::kDefaultUbatch});
+    auto fam = engine::make_family(model, *be,
+                                   f32_cache(static_cast<int>(ids.size()), ubatch > 0 ? ubatch : engine::kDefaultUbatch));
     std::vector<float> logits;
     for (size_t i = 0; i < ids.size(); i += batch) {
         const size_t n = std::min(batch, ids.size() - i);
@@ -39,7 +40,7 @@ std::vector<int32_t> greedy_continuation(const std::string& gguf, const std::vec
                                          bool cuda) {
     gguf::Model model(gguf);
     auto be = cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
-    auto fam = engine::make_family(model, *be, {static_cast<int>(prompt.size() + n)});
+    auto fam = engine::make_family(model, *be, f32_cache(static_cast<int>(prompt.size() + n)));
     // The argmax is taken by the backend, as greedy generation does.
     std::vector<int32_t> got{fam->forward_argmax(prompt, 0)};
     int64_t pos = static_cast<int64_t>(prompt.size());

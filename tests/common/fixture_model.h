@@ -6,9 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/family.h"
 #include "logits_compare.h"
 
 namespace zinc::test {
+
+// A context with an f32 KV cache: what comparisons with transformers' float32 logits and llama.cpp's run on.
+inline engine::ContextSize f32_cache(int n_ctx, int n_ubatch = engine::kDefaultUbatch) {
+    return {n_ctx, n_ubatch, backend::KvType::f32, backend::KvType::f32};
+}
 
 struct FixtureMeta {
     std::vector<int32_t> prompt, continuation;  // meta.json: prompt_ids, greedy_continuation

@@ -26,6 +26,8 @@ namespace {
 using namespace zinc::cuda_test;
 using zinc::backend::Act;
 using zinc::backend::AttentionParams;
+using zinc::backend::KvLayer;
+using zinc::backend::KvType;
 using zinc::backend::RopeParams;
 using zinc::backend::Weight;
 namespace kern = zinc::backend::cuda;
@@ -102,10 +104,11 @@ TEST(CudaAttentionHostLogic, SplitsCoverEveryRowsKeysOnce) {
         for (int n_head : {1, 8, 16, 64})
             for (int64_t n_q : {1, 3, 7, 40, 300})
                 for (int64_t pos0 : {0, 5, 127, 1000, 4000, 40000}) {
-                    const kern::AttentionPlan plan = kern::plan_attention(n_q, n_head, pos0, window);
+                    const int n_head_kv = std::max(1, n_head / 4);
+                    const kern::AttentionPlan plan = kern::plan_attention(n_q, n_head, n_head_kv, 128, pos0, window);
                     ASSERT_GE(plan.n_split, 1);
                     ASSERT_LE(plan.n_split, kern::kMaxSplits);
-                    if (n_q * n_head >= kern::kTargetBlocks) {
+                    if (n_q * (n_head / plan.heads) >= kern::kTargetBlocks) {
                         ASSERT_EQ(plan.n_split, 1);
                     }
                     ASSERT_EQ(plan.row_tiles, n_q * n_head >= kern::kTargetBlocks && n_q >= 2 * kern::kTileRows);
@@ -137,7 +140,7 @@ TEST(CudaAttentionHostLogic, PlanIsTheSameWithinAKeyBucket) {
             int64_t bucket = -1;
             kern::AttentionPlan first;
             for (int64_t pos = 0; pos < 20000; ++pos) {
-                const kern::AttentionPlan p = kern::plan_attention(1, n_head, pos, window);
+                const kern::AttentionPlan p = kern::plan_attention(1, n_head, 1, 128, pos, window);
                 if (kern::key_bucket(pos + 1) != bucket) {
                     bucket = kern::key_bucket(pos + 1);
                     first = p;
@@ -146,6 +149,26 @@ TEST(CudaAttentionHostLogic, PlanIsTheSameWithinAKeyBucket) {
                 ASSERT_EQ(p.row_tiles, first.row_tiles);
             }
         }
+}
+
+// A keys-kernel block serves G heads of one KV head, and a lane holds G * values_per_lane of their values: G divides
+// the heads per KV head, keeps that at most 32, and is the largest power of two up to 8 that does both.
+TEST(CudaAttentionHostLogic, HeadsPerBlockShareAKvHeadAndFitTheRegisters) {
+    for (int head_dim : {8, 48, 64, 80, 128, 256, 512})
+        for (int group : {1, 2, 3, 4, 6, 8, 16})
+            for (int n_head_kv : {1, 2, 8}) {
+                const int n_head = group * n_head_kv, p = kern::values_per_lane(head_dim);
+                ASSERT_GE(32 * p, head_dim);
+                ASSERT_TRUE(p == 1 || 16 * p < head_dim) << head_dim;
+                const int g = kern::heads_per_block(n_head, n_head_kv, head_dim);
+                ASSERT_EQ(group % g, 0) << head_dim << " " << group;
+                ASSERT_LE(g * p, 32);
+                const int more = 2 * g;
+                ASSERT_TRUE(more > 8 || group % more != 0 || more * p > 32) << head_dim << " " << group;
+            }
+    EXPECT_EQ(kern::heads_per_block(32, 8, 128), 4);  // qwen3-8b: the 4 heads of a KV head, 4 values each
+    EXPECT_EQ(kern::heads_per_block(64, 8, 64), 8);   // gpt-oss
+    EXPECT_EQ(kern::heads_per_block(16, 2, 512), 2);  // gemma 4 global layers
 }
 
 TEST(CudaAttentionHostLogic, RopePairsCoverTheRotatedDimsOnce) {
@@ -386,6 +409,8 @@ struct AttnCase {
     // (a long context built without the cost of the CPU reference attending from it).
     std::vector<int64_t> steps;
     double tol = 2e-6;
+    KvType cache = KvType::f32;  // both backends' K and V type
+    int64_t ring = 0;            // > 0: the GPU's cache is a ring of this many rows (the CPU's is full-length)
 };
 
 // Writes each step's random K/V rows to both caches, runs attention for the step's random query rows on both, and
@@ -396,8 +421,8 @@ void check_attention(Backends& be, const AttnCase& c) {
     const int64_t width = int64_t(c.n_head_kv) * c.head_dim, q_cols = int64_t(c.n_head) * c.head_dim;
     int64_t cap = 0;
     for (int64_t s : c.steps) cap += s < 0 ? -s : s;
-    auto kc = be.cpu->alloc_kv(width, cap);
-    auto kg = be.gpu->alloc_kv(width, cap);
+    auto kc = be.cpu->alloc_kv(KvLayer{nullptr, nullptr, width, cap, c.cache, c.cache});
+    auto kg = be.gpu->alloc_kv(KvLayer{nullptr, nullptr, width, c.ring > 0 ? c.ring : cap, c.cache, c.cache, c.ring > 0});
     std::unique_ptr<F32Vector> sinks;
     Weight sc, sg;
     AttentionParams pc{c.n_head, c.n_head_kv, c.head_dim, c.scale};
@@ -425,7 +450,8 @@ void check_attention(Backends& be, const AttnCase& c) {
             be.cpu->attention(q_c, kc, pos0, pc, oc);
             be.gpu->attention(q_g, kg, pos0, pg, og);
             const double err = max_err(be.get(*be.gpu, og), be.get(*be.cpu, oc));
-            const kern::AttentionPlan plan = kern::plan_attention(T, c.n_head, pos0, c.window);
+            const kern::AttentionPlan plan =
+                kern::plan_attention(T, c.n_head, c.n_head_kv, c.head_dim, pos0, c.window);
             EXPECT_LE(err, c.tol) << T << " rows at " << pos0 << " ("
                                   << (plan.row_tiles ? std::string("row tiles")
                                                      : std::to_string(plan.n_split) + " key splits")
@@ -527,6 +553,47 @@ TEST(CudaAttention, GptOssShapes) {
     check_attention(be, {"gpt-oss sliding long", 64, 8, 64, 0.125f, 128, true, 0.0f, 2.0f, {-3000, 1, 9}, 5e-6});
 }
 
+// The cache in f16 and q8_0 on both backends: the two round the same f32 rows to the same values, so the outputs
+// agree as closely as with an f32 cache (the tolerances of the f32 cases).
+TEST(CudaAttention, CacheTypes) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    const float s128 = 1.0f / std::sqrt(128.0f), u = std::sqrt(3.0f);
+    for (KvType t : {KvType::f16, KvType::q8_0}) {
+        const std::string n = std::string(" ") + zinc::backend::kv_type_name(t);
+        check_attention(be, {"qwen3-8b" + n, 32, 8, 128, s128, 0, false, 0.0f, 2.0f, kSteps300, 2e-6, t});
+        check_attention(be, {"qwen3-8b long" + n, 32, 8, 128, s128, 0, false, 0.0f, 2.0f, {-4000, 1, 1, 7, 1}, 5e-6, t});
+        check_attention(be, {"gpt-oss full" + n, 64, 8, 64, 0.125f, 0, true, 0.0f, 2.0f, kSteps300, 2e-6, t});
+        check_attention(be, {"gemma4 global" + n, 16, 2, 512, 1.0f, 0, false, 0.0f, u, {37, 5, 1, -2000, 1, 3}, 4e-5, t});
+        check_attention(be, {"gemma4 sliding" + n, 16, 8, 256, 1.0f, 1024, false, 0.0f, u, {-1000, 70, 1, 40, 1}, 2e-5,
+                             t});
+        // Head sizes that are not a multiple of 32 (f16 only: q8_0 blocks are 32 values) read value by value.
+        if (t == KvType::f16) {
+            check_attention(be, {"2/1x48" + n, 2, 1, 48, 1.0f / std::sqrt(48.0f), 0, false, 0.0f, 2.0f, {11, 1, 1},
+                                 2e-6, t});
+            check_attention(be, {"3/1x80 window 16" + n, 3, 1, 80, 1.0f / std::sqrt(80.0f), 16, false, 0.0f, 2.0f,
+                                 {30, 1, 9}, 2e-6, t});
+        }
+    }
+}
+
+// Sliding-window layers keep a ring of window + micro-batch rows on the GPU; the CPU reference keeps every position.
+// The rows wrap around the ring several times, in prefill chunks, decode steps and the row-tile kernel.
+TEST(CudaAttention, RingCacheOfASlidingWindow) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    const std::vector<int64_t> steps = {37, 5, 1, 1, 64, 1, -64, -64, -64, -64, 1, 9, 1, 64, 1};
+    check_attention(be, {"gpt-oss sliding ring", 64, 8, 64, 0.125f, 128, true, 0.0f, 2.0f, steps, 2e-6, KvType::f32,
+                         128 + 64});
+    check_attention(be, {"gpt-oss sliding ring f16", 64, 8, 64, 0.125f, 128, true, 0.0f, 2.0f, steps, 2e-6,
+                         KvType::f16, 128 + 64});
+    check_attention(be, {"4/2x64 window 16 ring q8_0", 4, 2, 64, 0.125f, 16, false, 0.0f, 2.0f,
+                         {7, 9, 1, 1, 1, 21, 1, 40, 1, 30, 1}, 2e-6, KvType::q8_0, 16 + 40});
+    // 600-row chunks over a window of 100 take the row-tile kernel.
+    check_attention(be, {"2/1x48 row tiles window 100 ring", 2, 1, 48, 1.0f / std::sqrt(48.0f), 100, true, 0.0f, 2.0f,
+                         {601, 1, 600, 1}, 2e-6, KvType::f16, 100 + 601});
+}
+
 TEST(CudaAttention, BadShapesThrow) {
     ZINC_REQUIRE_GPU();
     auto gpu = zinc::backend::make_cuda_backend(0);
@@ -545,6 +612,19 @@ TEST(CudaAttention, BadShapesThrow) {
     auto kv544 = gpu->alloc_kv(544, 4);
     Act q544 = gpu->alloc(1, 544), o544 = gpu->alloc(1, 544);
     EXPECT_THROW(gpu->attention(q544, kv544, 0, AttentionParams{1, 1, 544, 1.0f}, o544), std::invalid_argument);
+    // q8_0 blocks of 32 values: a width and a head size that are multiples of 32.
+    EXPECT_THROW(gpu->alloc_kv(KvLayer{nullptr, nullptr, 48, 4, KvType::q8_0, KvType::f16}), std::invalid_argument);
+    auto q8 = gpu->alloc_kv(KvLayer{nullptr, nullptr, 96, 4, KvType::f16, KvType::q8_0});
+    Act q96 = gpu->alloc(1, 96), o96 = gpu->alloc(1, 96);
+    EXPECT_THROW(gpu->attention(q96, q8, 0, AttentionParams{2, 2, 48, 1.0f}, o96), std::invalid_argument);
+    // A ring needs a window that, with the rows, fits in it.
+    auto ring = gpu->alloc_kv(KvLayer{nullptr, nullptr, 128, 8, KvType::f16, KvType::f16, true});
+    EXPECT_THROW(gpu->attention(q, ring, 20, AttentionParams{1, 1, 128, 1.0f}, o), std::out_of_range);
+    AttentionParams wide{1, 1, 128, 1.0f};
+    wide.window = 9;
+    EXPECT_THROW(gpu->attention(q, ring, 20, wide, o), std::out_of_range);
+    wide.window = 8;
+    gpu->attention(q, ring, 20, wide, o);  // fits: one row and the 7 before it
 }
 
 }  // namespace

@@ -62,4 +62,40 @@ TEST_P(CudaBrownAgainstCpu, SameFileSameText) {
 
 INSTANTIATE_TEST_SUITE_P(Brown, CudaBrownAgainstCpu, ::testing::Values("F32", "BF16", "Q8_0", "Q4_K_M", "Q4_0"));
 
+class CudaBrownKvCache : public ::testing::TestWithParam<zinc::backend::KvType> {};
+
+// The F32 file with K and V cached in f16 or q8_0, on the GPU against the CPU engine with the same cache: both round
+// the same values the same way, so only the few values whose f32 inputs straddle a rounding boundary differ.
+TEST_P(CudaBrownKvCache, SameCacheTypeAsTheCpu) {
+    ZINC_REQUIRE_GPU();
+    const zinc::backend::KvType cache = GetParam();
+    const std::string name = zinc::backend::kv_type_name(cache);
+    const std::string base = ::testing::TempDir() + "brown_cpu_kv_" + name + "_" + std::to_string(::getpid()) + ".kld";
+    zinc::engine::PerplexityOptions o;
+    o.n_ctx = 512;
+    o.max_chunks = 40;
+    o.save_base = base;
+    {
+        BrownFile cpu("F32", false, cache);
+        zinc::engine::perplexity(cpu.session().family(), zinc::engine::vocabulary_of(cpu.session()),
+                                 brown_heldout_tokens(cpu.session()), o);
+    }
+    BrownFile gpu("F32", true, cache);
+    zinc::engine::KlBaseReader reader(base);
+    const auto r =
+        zinc::engine::kl_divergence(gpu.session().family(), zinc::engine::vocabulary_of(gpu.session()), reader, {});
+    const auto s = zinc::engine::summarize(r.sums);
+    const double kld99 = zinc::engine::percentile(r.kld, 0.99f);
+    std::printf("cuda brown F32, %s cache vs cpu: PPL %.4f (cpu %.4f), mean KLD %.3e, 99%% KLD %.3e, same top %.3f%%\n",
+                name.c_str(), s.ppl.value, s.ppl_base.value, s.kld.value, kld99, 100 * s.same_top.value);
+    EXPECT_NEAR(s.ppl_ratio.value, 1.0, 1e-3);
+    EXPECT_LE(s.kld.value, 1e-4);
+    EXPECT_LE(kld99, 1e-3);
+    EXPECT_GE(s.same_top.value, 0.99);
+    std::remove(base.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Brown, CudaBrownKvCache, ::testing::Values(zinc::backend::KvType::f16, zinc::backend::KvType::q8_0),
+                         [](const auto& info) { return std::string(zinc::backend::kv_type_name(info.param)); });
+
 }  // namespace

@@ -76,7 +76,7 @@ TEST_P(CudaModel, SampledGenerationMatchesCpu) {
     sp.top_k = 40;
     sp.seed = 11;
     auto generate = [&](zinc::backend::Backend& be) {
-        zinc::engine::Session session(model, be, {128});
+        zinc::engine::Session session(model, be, zinc::test::f32_cache(128));
         zinc::engine::Sampler sampler(sp);
         std::vector<int32_t> out;
         session.generate(fx.prompt, {16}, sampler, [&](int32_t t, const std::string&) {
@@ -99,7 +99,7 @@ TEST_P(CudaModel, DecodeStepWaitsOnce) {
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     const zinc::gguf::Model model(fixture_gguf(fam, "q8_0"));
     auto be = zinc::backend::make_cuda_backend(0);
-    auto f = zinc::engine::make_family(model, *be, {128});
+    auto f = zinc::engine::make_family(model, *be, zinc::test::f32_cache(128));
     int32_t next = f->forward_argmax(fx.prompt, 0);
     int64_t pos = static_cast<int64_t>(fx.prompt.size());
     for (int i = 0; i < 2; ++i) next = f->forward_argmax(std::span<const int32_t>(&next, 1), pos++);  // warm-up
@@ -121,7 +121,7 @@ TEST_P(CudaModel, RecordedDecodeMatchesEager) {
         auto be = zinc::backend::make_cuda_backend(0);
         auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be);
         cuda.set_graphs(graphs);
-        auto f = zinc::engine::make_family(model, *be, {320});
+        auto f = zinc::engine::make_family(model, *be, zinc::test::f32_cache(320));
         std::vector<float> logits;
         f->forward(fx.prompt, 0, false, logits);
         int64_t pos = static_cast<int64_t>(fx.prompt.size());
@@ -162,7 +162,7 @@ TEST_P(CudaModel, ProfiledDecodeStepsTimeEveryOp) {
     const zinc::gguf::Model model(fixture_gguf(fam, "q8_0"));
     auto be = zinc::backend::make_cuda_backend(0);
     auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be);
-    auto f = zinc::engine::make_family(model, *be, {128});
+    auto f = zinc::engine::make_family(model, *be, zinc::test::f32_cache(128));
     int32_t next = f->forward_argmax(fx.prompt, 0);
     int64_t pos = static_cast<int64_t>(fx.prompt.size());
     // Decode steps allocate scratch buffers the prompt did not need, which drops the recordings made so far; after

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,32 @@ TEST_P(Gemma4GptOssModel, TokenByTokenEqualsBatch) {
     EXPECT_LE(s7.max_abs, 1e-5f) << s7.summary();
 }
 
+// Micro-batches of 7 tokens give the sliding layers (window 16) rings of 23 rows instead of the 64-position context:
+// the same logits, bit for bit. A restart a few positions back finds its window still in the rings; one further back
+// is refused, where a full-length cache would have allowed it.
+TEST_P(Gemma4GptOssModel, SlidingLayersKeepOnlyTheirWindow) {
+    const std::string fam = GetParam();
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const std::string path = fixture_gguf(fam, "f32");
+    EXPECT_EQ(run_logits(path, fx.prompt, 7, false, 7), run_logits(path, fx.prompt, 7, false, 512));
+
+    zinc::gguf::Model model(path);
+    auto be = zinc::backend::make_cpu_backend(1);
+    const int n = static_cast<int>(fx.prompt.size());
+    auto ring = zinc::engine::make_family(model, *be, zinc::test::f32_cache(n, 7));
+    std::vector<float> all, again;
+    ring->forward(fx.prompt, 0, true, all);
+    const int64_t back = n - 4;  // a ring of 23 rows keeps 8 positions before the end besides the window
+    EXPECT_TRUE(ring->can_restart_at(back));
+    ring->forward(std::span<const int32_t>(fx.prompt).subspan(static_cast<size_t>(back)), back, true, again);
+    const size_t vocab = all.size() / fx.prompt.size();
+    EXPECT_EQ(again, std::vector<float>(all.end() - static_cast<std::ptrdiff_t>(4 * vocab), all.end()));
+    EXPECT_FALSE(ring->can_restart_at(n - 20));
+    EXPECT_THROW(ring->forward(std::span<const int32_t>(fx.prompt).subspan(20), 20, false, again),
+                 std::invalid_argument);
+    EXPECT_TRUE(ring->can_restart_at(0));
+}
+
 TEST_P(Gemma4GptOssModel, GreedyContinuationMatchesTransformers) {
     const std::string fam = GetParam();
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
@@ -91,7 +118,7 @@ TEST_P(Gemma4GptOssModel, GreedyContinuationMatchesTransformers) {
 TEST_P(Gemma4GptOssModel, FullContextIsAClearError) {
     zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
     auto be = zinc::backend::make_cpu_backend(1);
-    auto f = zinc::engine::make_family(model, *be, {4});
+    auto f = zinc::engine::make_family(model, *be, zinc::test::f32_cache(4));
     std::vector<float> logits;
     const std::vector<int32_t> ids{1, 2, 3, 4, 5};
     EXPECT_THROW(f->forward(ids, 0, false, logits), std::length_error);
@@ -120,7 +147,7 @@ std::string load_error(const std::string& path) {
     zinc::gguf::Model model(path);
     auto be = zinc::backend::make_cpu_backend(1);
     try {
-        zinc::engine::make_family(model, *be, {8});
+        zinc::engine::make_family(model, *be, zinc::test::f32_cache(8));
     } catch (const std::exception& e) {
         return e.what();
     }

@@ -66,7 +66,7 @@ TEST(Qwen3Model, GreedyContinuationMatchesTransformers) {
 TEST(Qwen3Model, FullContextIsAClearError) {
     zinc::gguf::Model model(kDir + "qwen3/qwen3-f32.gguf");
     auto be = zinc::backend::make_cpu_backend(1);
-    auto fam = zinc::engine::make_family(model, *be, {4});
+    auto fam = zinc::engine::make_family(model, *be, zinc::test::f32_cache(4));
     std::vector<float> logits;
     const std::vector<int32_t> ids{1, 2, 3, 4, 5};
     EXPECT_THROW(fam->forward(ids, 0, false, logits), std::length_error);

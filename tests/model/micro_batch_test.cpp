@@ -33,7 +33,7 @@ TEST_P(MicroBatch, EqualsWholePromptPrefill) {
     // Generation's path: only the last token's logits leave the last micro-batch, the others skip the head.
     zinc::gguf::Model model(gguf);
     auto be = zinc::backend::make_cpu_backend(0);
-    auto f = zinc::engine::make_family(model, *be, {static_cast<int>(n), 7});
+    auto f = zinc::engine::make_family(model, *be, zinc::test::f32_cache(static_cast<int>(n), 7));
     std::vector<float> last;
     f->forward(fx.prompt, 0, false, last);
     const auto sl = compare_logits(last.data(), whole.data() + whole.size() - last.size(), 1, last.size());

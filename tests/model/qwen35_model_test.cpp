@@ -77,7 +77,7 @@ TEST_P(Qwen35Model, RestartOnlyAtZero) {
     const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
     zinc::gguf::Model model(fixture_gguf(fam, "f32"));
     auto be = zinc::backend::make_cpu_backend(1);
-    auto f = zinc::engine::make_family(model, *be, {16});
+    auto f = zinc::engine::make_family(model, *be, zinc::test::f32_cache(16));
     const std::vector<int32_t> ids(fx.prompt.begin(), fx.prompt.begin() + 8);
     std::vector<float> a, b;
     f->forward(ids, 0, false, a);

@@ -269,7 +269,7 @@ TEST(Cli, VerboseRunPrintsThePlan) {
     const auto r = run_zinc("run -m " + kQwen3 + " -p Hello -n 1 -c 256 -ub 32 -t 1 --backend cpu -v --seed 3");
     ASSERT_EQ(r.status, 0) << r.err;
     for (const char* part : {"backend cpu (1 thread)", "context 256 (trained 4096), micro-batch 32", "weights 1.4 MiB",
-                             "KV cache 512.0 KiB", "activations ", ", free ", "seed 3, prompt 3 tokens"})
+                             "KV cache 256.0 KiB (f16/f16)", "activations ", ", free ", "seed 3, prompt 3 tokens"})
         EXPECT_TRUE(has(r.err, part)) << part << " missing in:\n" << r.err;
     EXPECT_FALSE(has(r.err, "not checked")) << "the CPU reports its available memory:\n" << r.err;
 }
@@ -289,7 +289,7 @@ TEST(Cli, BenchPrintsThePlan) {
     EXPECT_FALSE(line_with(t.out, "tg4").ends_with(" - |")) << t.out;
     const auto j = run_zinc("bench -m " + kQwen3 + " -p 8 -n 0 -r 1 -ub 4 -t 1 --json");
     ASSERT_EQ(j.status, 0) << j.err;
-    for (const char* field : {"\"weights_bytes\": 1416192", "\"kv_cache_bytes\": 16384", "\"activations_bytes\": ",
+    for (const char* field : {"\"weights_bytes\": 1416192", "\"kv_cache_bytes\": 8192", "\"activations_bytes\": ",
                               "\"free_bytes\": ", "\"n_ctx\": 8", "\"n_ubatch\": 4", "\"n_threads\": 1",
                               "\"test\": \"pp8\""})
         EXPECT_TRUE(has(j.out, field)) << field << " missing in:\n" << j.out;
@@ -370,7 +370,7 @@ TEST(Cli, BenchOutputFormats) {
     for (size_t at = 0, end; (end = csv.out.find('\n', at)) != std::string::npos; at = end + 1)
         lines.push_back(csv.out.substr(at, end - at));
     ASSERT_EQ(lines.size(), 5u) << csv.out;
-    EXPECT_EQ(lines[0], "model,size_bytes,backend,device,n_threads,n_ctx,n_ubatch,weights_bytes,kv_cache_bytes,"
+    EXPECT_EQ(lines[0], "model,size_bytes,backend,device,n_threads,n_ctx,n_ubatch,type_k,type_v,weights_bytes,kv_cache_bytes,"
                         "activations_bytes,free_bytes,test,n_prompt,n_gen,n_depth,n_tokens,reps,avg_ts,stddev_ts,"
                         "read_bytes_per_token,gbps");
     EXPECT_TRUE(lines[1].starts_with("\"qwen3-q8_0.gguf\",")) << lines[1];

@@ -24,8 +24,11 @@ TEST(MemoryPlan, CountsWeightsCacheAndActivations) {
     for (const auto& t : m.tensors()) file_tensors += t.info->nbytes;
     const auto a = zinc::engine::plan_memory(m, {256, 16});
     EXPECT_EQ(a.weights, file_tensors);
-    // qwen3 fixture: 2 layers, 2 KV heads of 64, f32 K and V.
-    EXPECT_EQ(a.cache, 2ull * 2 * 256 * (2 * 64) * 4);
+    // qwen3 fixture: 2 layers, 2 KV heads of 64, f16 K and V (the default).
+    EXPECT_EQ(a.cache, 2ull * 2 * 256 * (2 * 64) * 2);
+    using zinc::backend::KvType;
+    EXPECT_EQ(zinc::engine::plan_memory(m, {256, 16, KvType::f32, KvType::q8_0}).cache,
+              2ull * 256 * (2 * 64) * 4 + 2ull * 256 * (2 * 64) / 32 * 34);
     EXPECT_GT(a.activations_at_peak(), 0u);
     // A longer context grows the cache only; a larger batch grows the activations only.
     const auto b = zinc::engine::plan_memory(m, {512, 16});
@@ -34,6 +37,17 @@ TEST(MemoryPlan, CountsWeightsCacheAndActivations) {
     const auto c = zinc::engine::plan_memory(m, {256, 64});
     EXPECT_GT(c.activations_at_peak(), a.activations_at_peak());
     EXPECT_EQ(c.cache, a.cache);
+}
+
+// Sliding-window layers keep a ring of window + micro-batch rows when that is shorter than the context: the gpt-oss
+// fixture's 2 layers are one with a window of 16 and one with full attention, 2 KV heads of 32 values each.
+TEST(MemoryPlan, SlidingLayersCountTheirRing) {
+    const zinc::gguf::Model m(kFixtures + "gpt-oss/gpt-oss-f32.gguf");
+    const auto full = zinc::engine::plan_memory(m, {1024, 1024});  // window + micro-batch >= context: no ring
+    const auto ring = zinc::engine::plan_memory(m, {1024, 16});     // rings of 32 rows
+    EXPECT_LT(ring.cache, full.cache);
+    const uint64_t per_row = full.cache / 1024 / 2;  // one of each kind of layer's row, f16
+    EXPECT_EQ(full.cache - ring.cache, per_row * (1024 - 32));
 }
 
 TEST(MemoryPlan, EveryFamilyCanBePlanned) {

@@ -100,7 +100,9 @@ TEST(OpenModel, ResultCarriesThePlan) {
     uint64_t tensors = 0;
     for (const auto& t : r.model->tensors()) tensors += t.info->nbytes;
     EXPECT_EQ(p.use.weights, tensors);
-    EXPECT_EQ(p.use.cache, 2ull * 2 * 4096 * (2 * 64) * 4);  // layers x K,V x positions x width x f32
+    EXPECT_EQ(p.use.cache, 2ull * 2 * 4096 * (2 * 64) * 2);  // layers x K,V x positions x width x f16
+    EXPECT_EQ(p.type_k, zinc::backend::KvType::f16);
+    EXPECT_EQ(p.type_v, zinc::backend::KvType::f16);
     EXPECT_GT(p.use.activations, 0u);
     EXPECT_EQ(p.headroom, zinc::engine::plan_headroom(p.use));
     EXPECT_EQ(p.backend, "cpu");

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "quant/float_convert.h"
+
 namespace zinc::backend::cpu {
 namespace {
 
@@ -21,11 +23,62 @@ float dot(const float* a, const float* b, int64_t n) {
     return r;
 }
 
+// Stores row x (width values) as cache row `row` of a plane of type t.
+void store_row(void* plane, KvType t, int64_t width, int64_t capacity, int64_t row, const float* x) {
+    switch (t) {
+    case KvType::f32: std::memcpy(static_cast<float*>(plane) + row * width, x, size_t(width) * sizeof(float)); return;
+    case KvType::f16: {
+        uint16_t* dst = static_cast<uint16_t*>(plane) + row * width;
+        for (int64_t i = 0; i < width; ++i) dst[i] = quant::fp32_to_fp16(x[i]);
+        return;
+    }
+    case KvType::q8_0: {
+        // d = amax / 127 and q = round(x / d), as ggml's reference quantize_row_q8_0 (and the CUDA kv_write).
+        int8_t* q = static_cast<int8_t*>(plane) + row * width;
+        uint16_t* scales = reinterpret_cast<uint16_t*>(static_cast<int8_t*>(plane) + capacity * width);
+        for (int64_t b = 0; b < width / kKvBlock; ++b) {
+            const float* xb = x + b * kKvBlock;
+            float amax = 0.0f;
+            for (int i = 0; i < kKvBlock; ++i) amax = std::max(amax, std::fabs(xb[i]));
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            for (int i = 0; i < kKvBlock; ++i) q[b * kKvBlock + i] = static_cast<int8_t>(std::round(xb[i] * id));
+            scales[row * (width / kKvBlock) + b] = quant::fp32_to_fp16(d);
+        }
+        return;
+    }
+    }
+}
+
+// Values [c0, c0 + n) of cache row `row` as f32: a pointer into an f32 plane, or those values converted into tmp.
+// For q8_0, c0 and n are multiples of 32 (the attention op checks head_dim).
+const float* row_values(const void* plane, KvType t, int64_t width, int64_t capacity, int64_t row, int64_t c0, int n,
+                        float* tmp) {
+    const int64_t at = row * width + c0;
+    switch (t) {
+    case KvType::f32: return static_cast<const float*>(plane) + at;
+    case KvType::f16: {
+        const uint16_t* h = static_cast<const uint16_t*>(plane) + at;
+        for (int i = 0; i < n; ++i) tmp[i] = quant::fp16_to_fp32(h[i]);
+        return tmp;
+    }
+    case KvType::q8_0: {
+        const int8_t* q = static_cast<const int8_t*>(plane) + at;
+        const uint16_t* scales = reinterpret_cast<const uint16_t*>(static_cast<const int8_t*>(plane) + capacity * width);
+        for (int i = 0; i < n; ++i) tmp[i] = quant::fp16_to_fp32(scales[(at + i) / kKvBlock]) * float(q[i]);
+        return tmp;
+    }
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
-    std::memcpy(kv.k + pos0 * kv.width, k.data, k.size() * sizeof(float));
-    std::memcpy(kv.v + pos0 * kv.width, v.data, v.size() * sizeof(float));
+    for (int64_t t = 0; t < k.rows; ++t) {
+        const int64_t row = (pos0 + t) % kv.capacity;
+        store_row(kv.k, kv.type_k, kv.width, kv.capacity, row, k.data + t * k.cols);
+        store_row(kv.v, kv.type_v, kv.width, kv.capacity, row, v.data + t * v.cols);
+    }
 }
 
 void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
@@ -33,7 +86,7 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
     const float* sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
     const int group = p.n_head / p.n_head_kv;
     pool.parallel_for(q.rows * p.n_head, [&](int64_t b, int64_t e) {
-        std::vector<float> scores;
+        std::vector<float> scores, tmp(static_cast<size_t>(d));
         for (int64_t job = b; job < e; ++job) {
             const int64_t t = job / p.n_head;
             const int h = static_cast<int>(job % p.n_head);
@@ -46,7 +99,9 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
             scores.resize(n);
             float mx = sinks ? sinks[h] : -INFINITY;
             for (int64_t j = 0; j < n; ++j) {
-                float s = dot(qv, kv.k + (j0 + j) * kv.width + int64_t(kvh) * d, d) * p.scale;
+                const float* kr = row_values(kv.k, kv.type_k, kv.width, kv.capacity, (j0 + j) % kv.capacity,
+                                             int64_t(kvh) * d, d, tmp.data());
+                float s = dot(qv, kr, d) * p.scale;
                 if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
                 scores[j] = s;
                 mx = std::max(mx, s);
@@ -62,7 +117,8 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
             std::fill(o, o + d, 0.0f);
             for (int64_t j = 0; j < n; ++j) {
                 const float pj = scores[j] * inv;
-                const float* vv = kv.v + (j0 + j) * kv.width + int64_t(kvh) * d;
+                const float* vv = row_values(kv.v, kv.type_v, kv.width, kv.capacity, (j0 + j) % kv.capacity,
+                                             int64_t(kvh) * d, d, tmp.data());
                 for (int i = 0; i < d; ++i) o[i] += pj * vv[i];
             }
         }

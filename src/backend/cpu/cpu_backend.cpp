@@ -67,12 +67,13 @@ protected:
 
     Act do_alloc(int64_t rows, int64_t cols) override { return {new_buffer(buffers_, rows * cols), rows, cols}; }
 
-    KvLayer do_alloc_kv(int64_t width, int64_t capacity) override {
-        KvLayer kv;
-        kv.k = new_buffer(buffers_, width * capacity);
-        kv.v = new_buffer(buffers_, width * capacity);
-        kv.width = width;
-        kv.capacity = capacity;
+    KvLayer do_alloc_kv(const KvLayer& spec) override {
+        KvLayer kv = spec;
+        const auto floats = [&](KvType t) {
+            return static_cast<int64_t>((kv_plane_bytes(t, spec.width, spec.capacity) + 3) / 4);
+        };
+        kv.k = new_buffer(buffers_, floats(spec.type_k));
+        kv.v = new_buffer(buffers_, floats(spec.type_v));
         return kv;
     }
 

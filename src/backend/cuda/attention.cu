@@ -1,13 +1,14 @@
 // Causal GQA attention with the optional sliding window, sinks and score soft-cap (plan_attention picks the kernel):
-//  - keys_kernel (decode, short prefill chunks): a block of kWarps warps per (query row, query head, key split); the
-//    block's keys are dealt to its warps, and the warps merge through shared memory. With one split the block writes
-//    the normalized output; with several (long contexts) each block writes its unnormalized partial (max,
-//    denominator, output) and combine_kernel merges the splits (flash-decoding), so one row still fills the GPU.
+//  - keys_kernel (decode, short prefill chunks): a block of warps per (query row, group of query heads sharing a KV
+//    head, key split); the block's keys are dealt to its warps, each K and V row read once for all the group's
+//    heads, and the warps merge through shared memory. With one split the block writes the normalized output; with
+//    several (long contexts) each block writes its unnormalized partials (max, denominator, output) and
+//    combine_kernel merges the splits (flash-decoding), so one row still fills the GPU.
 //  - rows_kernel (prefill): a block of kTileRows warps, one query row each, of one head; the K/V rows the block's
 //    rows see pass through shared memory in tiles, fetched once for all of them.
-// kv_write stores a micro-batch's K and V rows at the cache rows of its positions.
-// Every warp keeps an online softmax of its keys in registers (WarpSoftmax); the sink joins the max and the
-// denominator when the output is normalized.
+// The cache holds f32, f16 or q8_0 values (kv_type.h); kernels read them as f32. kv_write stores a micro-batch's K
+// and V rows at the cache rows of its positions, converting them.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -20,12 +21,109 @@ namespace {
 
 // Warps of a keys_kernel block. Each warp takes its keys a batch at a time, every batch a chain of dependent loads,
 // shuffles and exponentials, so a block's time is about its longest warp's batches. Without splits (short contexts)
-// a block holds all of a head's keys: 16 warps (a 128-key decode call took 22 µs with 4 warps, 9.4 µs with 16). With
-// splits the pieces already spread the keys over the GPU, and 4 warps did better (4096 keys: 41 µs against 50).
-constexpr int kWarpsWhole = 16;
+// a block holds all of its heads' keys: up to 16 warps (a 128-key decode call took 22 µs with 4 warps, 9.4 µs with
+// 16), fewer when their merge would not fit in 32 KiB of shared memory. With splits the pieces already spread the
+// keys over the GPU, and 4 warps did better (4096 keys: 41 µs against 50).
 constexpr int kWarpsSplit = 4;
 constexpr int kCombineThreads = 128;
 static_assert(kMaxSplits <= kCombineThreads, "the merge kernel computes one split factor per thread");
+
+// ---------------------------------------------------------------- cache reads and writes
+
+__device__ inline int64_t ring_row(int64_t pos, int64_t capacity) { return pos < capacity ? pos : pos % capacity; }
+
+// The q8_0 scales follow all the rows' int8 values (kv_type.h).
+__device__ inline const __half* q8_scales(const void* plane, int64_t width, int64_t capacity) {
+    return reinterpret_cast<const __half*>(static_cast<const int8_t*>(plane) + capacity * width);
+}
+
+// Value `col` of cache row `row`.
+__device__ inline float cache_value(const CachePlane& c, int64_t width, int64_t capacity, int64_t row, int64_t col) {
+    const int64_t at = row * width + col;
+    switch (c.type) {
+    case KvType::f16: return __half2float(static_cast<const __half*>(c.data)[at]);
+    case KvType::q8_0:
+        return __half2float(q8_scales(c.data, width, capacity)[at / kKvBlock]) *
+               float(static_cast<const int8_t*>(c.data)[at]);
+    default: return static_cast<const float*>(c.data)[at];
+    }
+}
+
+// Values [col, col + n) of cache row `row` into x (zeros past n). `wide`: n == P and the values start at a multiple of
+// P, so that they come in one or a few aligned vector loads (P * 4, P * 2 or P bytes).
+template <int P>
+__device__ inline void load_values(const CachePlane& c, int64_t width, int64_t capacity, int64_t row, int64_t col,
+                                   int n, bool wide, float (&x)[P]) {
+    const int64_t at = row * width + col;
+    if (!wide) {
+#pragma unroll
+        for (int e = 0; e < P; ++e) x[e] = e < n ? cache_value(c, width, capacity, row, col + e) : 0.0f;
+        return;
+    }
+    if (c.type == KvType::f32) {
+        const float* p = static_cast<const float*>(c.data) + at;
+        if constexpr (P >= 4) {
+#pragma unroll
+            for (int i = 0; i < P / 4; ++i) {
+                const float4 w = reinterpret_cast<const float4*>(p)[i];
+                x[4 * i] = w.x;
+                x[4 * i + 1] = w.y;
+                x[4 * i + 2] = w.z;
+                x[4 * i + 3] = w.w;
+            }
+        } else if constexpr (P == 2) {
+            const float2 w = *reinterpret_cast<const float2*>(p);
+            x[0] = w.x;
+            x[1] = w.y;
+        } else {
+            x[0] = *p;
+        }
+    } else if (c.type == KvType::f16) {
+        const __half* p = static_cast<const __half*>(c.data) + at;
+        if constexpr (P >= 8) {
+#pragma unroll
+            for (int i = 0; i < P / 8; ++i) {
+                const uint4 w = reinterpret_cast<const uint4*>(p)[i];
+                const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&words[k]));
+                    x[8 * i + 2 * k] = f.x;
+                    x[8 * i + 2 * k + 1] = f.y;
+                }
+            }
+        } else if constexpr (P == 4) {
+            const uint2 w = *reinterpret_cast<const uint2*>(p);
+            const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&w.x));
+            const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&w.y));
+            x[0] = a.x;
+            x[1] = a.y;
+            x[2] = b.x;
+            x[3] = b.y;
+        } else if constexpr (P == 2) {
+            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(p));
+            x[0] = f.x;
+            x[1] = f.y;
+        } else {
+            x[0] = __half2float(*p);
+        }
+    } else {
+        // q8_0: P divides 32 and the values start at a multiple of P, so they share one block's scale.
+        const int8_t* p = static_cast<const int8_t*>(c.data) + at;
+        const float d = __half2float(q8_scales(c.data, width, capacity)[at / kKvBlock]);
+        if constexpr (P >= 4) {
+#pragma unroll
+            for (int i = 0; i < P / 4; ++i) {
+                const uint32_t w = reinterpret_cast<const uint32_t*>(p)[i];
+#pragma unroll
+                for (int k = 0; k < 4; ++k) x[4 * i + k] = d * float(int8_t(w >> (8 * k)));
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < P; ++e) x[e] = d * float(p[e]);
+        }
+    }
+}
 
 __device__ inline float score(float dot, float scale, float softcap) {
     const float s = dot * scale;
@@ -104,78 +202,135 @@ __device__ inline float* partial_ml(float* part, const AttentionArgs& a, int64_t
     return part + a.n_q * a.n_head * n_split * int64_t(a.head_dim) + (bt * n_split + split) * 2;
 }
 
-template <int kPerLane, int kBatch, int kWarps>
+// Block x: query row x / (n_head / G), query heads [h0, h0 + G) with h0 = x % (n_head / G) * G, which share one KV
+// head; block y: the key split. Lane `lane` holds values [lane * P, lane * P + P) of each head (those below
+// head_dim): of the G queries, of the G running outputs, and of every K and V row it reads. Each warp keeps a running
+// softmax per head; the scores of a batch of keys for all G heads are summed by one butterfly.
+template <int P, int G, int kBatch, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int n_split, float* part) {
-    const int64_t bt = blockIdx.x;
-    const int h = int(bt % a.n_head), split = int(blockIdx.y);
-    const int64_t t = bt / a.n_head, pos0 = *a.pos;
-    const int d = a.head_dim, kvh = h / (a.n_head / a.n_head_kv);
+    const int groups = a.n_head / G;
+    const int64_t bt = blockIdx.x, t = bt / groups;
+    const int h0 = int(bt % groups) * G, split = int(blockIdx.y);
+    const int64_t pos0 = *a.pos;
+    const int d = a.head_dim, kvh = h0 / (a.n_head / a.n_head_kv);
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const int c0 = lane * P, nv = d - c0 >= P ? P : (d > c0 ? d - c0 : 0);
+    const bool wide = d == 32 * P && a.kv_width % P == 0;
     const int64_t chunk = split_chunk(visible_keys(pos0 + a.n_q - 1, a.window), n_split);
     const KeyRange keys = split_keys(visible_keys(pos0 + t, a.window), chunk, split);
-    const int64_t q_cols = int64_t(a.n_head) * d;
-    const float* kb = a.k + int64_t(kvh) * d;
-    const float* vb = a.v + int64_t(kvh) * d;
+    const int64_t q_cols = int64_t(a.n_head) * d, col = int64_t(kvh) * d + c0;
 
-    WarpSoftmax<kPerLane> w;
-    float qr[kPerLane];
-    w.load_q(a.q + t * q_cols + int64_t(h) * d, lane, d, qr);
+    float q[G][P], acc[G][P], m[G], l[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+            q[g][e] = e < nv ? a.q[t * q_cols + int64_t(h0 + g) * d + c0 + e] : 0.0f;
+            acc[g][e] = 0.0f;
+        }
+    }
     for (int64_t j0 = keys.begin + int64_t(warp) * kBatch; j0 < keys.end; j0 += int64_t(kWarps) * kBatch) {
         const int n = keys.end - j0 < kBatch ? int(keys.end - j0) : kBatch;
-        const float* kr[kBatch];
-        const float* vr[kBatch];
+        float kx[kBatch][P], vx[kBatch][P];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
-            const int64_t j = j0 + (b < n ? b : 0);  // stays inside the cache
-            kr[b] = kb + j * a.kv_width;
-            vr[b] = vb + j * a.kv_width;
+            const int64_t row = ring_row(j0 + (b < n ? b : 0), a.capacity);  // stays inside the cache
+            load_values<P>(a.k, a.kv_width, a.capacity, row, col, nv, wide, kx[b]);
+            load_values<P>(a.v, a.kv_width, a.capacity, row, col, nv, wide, vx[b]);
         }
-        w.add(qr, kr, vr, n, lane, d, a.scale, a.softcap);
+        float s[kBatch][G];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                s[b][g] = 0.0f;
+#pragma unroll
+                for (int e = 0; e < P; ++e) s[b][g] += q[g][e] * kx[b][e];
+            }
+        // The xor butterfly leaves the same sums on every lane, so m and l stay lane-uniform.
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b)
+#pragma unroll
+                for (int g = 0; g < G; ++g) s[b][g] += __shfl_xor_sync(0xffffffffu, s[b][g], off);
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            float m_new = m[g];
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) {
+                s[b][g] = score(s[b][g], a.scale, a.softcap);
+                if (b < n) m_new = fmaxf(m_new, s[b][g]);
+            }
+            // m_new is finite (key 0 is real), so corr is 0 before the first key, when l and acc are 0 anyway.
+            const float corr = expf(m[g] - m_new);
+            float p[kBatch];
+            l[g] *= corr;
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) {
+                p[b] = b < n ? expf(s[b][g] - m_new) : 0.0f;
+                l[g] += p[b];
+            }
+#pragma unroll
+            for (int e = 0; e < P; ++e) {
+                float v = acc[g][e] * corr;
+#pragma unroll
+                for (int b = 0; b < kBatch; ++b) v += p[b] * vx[b][e];
+                acc[g][e] = v;
+            }
+            m[g] = m_new;
+        }
     }
 
-    __shared__ float sm_m[kWarps], sm_l[kWarps];
-    __shared__ float sm_acc[kWarps][kPerLane * 32];
-    if (lane == 0) {
-        sm_m[warp] = w.m;
-        sm_l[warp] = w.l;
-    }
+    __shared__ float sm_m[kWarps][G], sm_l[kWarps][G], sm_f[kWarps][G], sm_mx[G], sm_den[G];
+    __shared__ float sm_acc[kWarps][G][32 * P];
+    if (lane == 0)
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i)
-        if (lane + 32 * i < d) sm_acc[warp][lane + 32 * i] = w.acc[i];
+        for (int g = 0; g < G; ++g) {
+            sm_m[warp][g] = m[g];
+            sm_l[warp][g] = l[g];
+        }
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int e = 0; e < P; ++e) sm_acc[warp][g][c0 + e] = acc[g][e];
     __syncthreads();
 
     // A warp that saw no key has l = 0 (one that did has l >= 1: its running max key adds exp(0)) and m = -inf;
     // it gets the factor 0 rather than exp(-inf - -inf).
-    const bool sink = n_split == 1 && a.sinks;
-    float mx = sink ? a.sinks[h] : -INFINITY;
-    for (int i = 0; i < kWarps; ++i)
-        if (sm_l[i] > 0.0f) mx = fmaxf(mx, sm_m[i]);
-    float f[kWarps], den = sink ? expf(a.sinks[h] - mx) : 0.0f;
-    for (int i = 0; i < kWarps; ++i) {
-        f[i] = sm_l[i] > 0.0f ? expf(sm_m[i] - mx) : 0.0f;
-        den += sm_l[i] * f[i];
+    if (int(threadIdx.x) < G) {
+        const int g = int(threadIdx.x);
+        const bool sink = n_split == 1 && a.sinks;
+        float mx = sink ? a.sinks[h0 + g] : -INFINITY;
+        for (int i = 0; i < kWarps; ++i)
+            if (sm_l[i][g] > 0.0f) mx = fmaxf(mx, sm_m[i][g]);
+        float den = sink ? expf(a.sinks[h0 + g] - mx) : 0.0f;
+        for (int i = 0; i < kWarps; ++i) {
+            const float f = sm_l[i][g] > 0.0f ? expf(sm_m[i][g] - mx) : 0.0f;
+            sm_f[i][g] = f;
+            den += sm_l[i][g] * f;
+        }
+        sm_mx[g] = mx;
+        sm_den[g] = den;
     }
-    if (n_split == 1) {
-        // The query's own position is always visible, so den > 0.
-        float* o = a.out + t * q_cols + int64_t(h) * d;
-        for (int c = int(threadIdx.x); c < d; c += int(blockDim.x)) {
-            float num = 0.0f;
-            for (int i = 0; i < kWarps; ++i) num += sm_acc[i][c] * f[i];
-            o[c] = num / den;
-        }
-    } else {
-        // An empty split (a row that sees fewer keys than the longest) writes max -inf and denominator 0.
-        float* pa = partial_acc(part, bt, n_split, split, d);
-        for (int c = int(threadIdx.x); c < d; c += int(blockDim.x)) {
-            float num = 0.0f;
-            for (int i = 0; i < kWarps; ++i) num += sm_acc[i][c] * f[i];
-            pa[c] = num;
-        }
-        if (threadIdx.x == 0) {
-            float* ml = partial_ml(part, a, bt, n_split, split);
-            ml[0] = mx;
-            ml[1] = den;
-        }
+    __syncthreads();
+    for (int c = int(threadIdx.x); c < G * d; c += int(blockDim.x)) {
+        const int g = c / d, i_c = c % d;
+        float num = 0.0f;
+        for (int i = 0; i < kWarps; ++i) num += sm_acc[i][g][i_c] * sm_f[i][g];
+        if (n_split == 1)
+            a.out[t * q_cols + int64_t(h0 + g) * d + i_c] = num / sm_den[g];  // the own position is seen: den > 0
+        else
+            partial_acc(part, t * a.n_head + h0 + g, n_split, split, d)[i_c] = num;
+    }
+    // An empty split (a row that sees fewer keys than the longest) writes max -inf and denominator 0.
+    if (n_split > 1 && int(threadIdx.x) < G) {
+        const int g = int(threadIdx.x);
+        float* ml = partial_ml(part, a, t * a.n_head + h0 + g, n_split, split);
+        ml[0] = sm_mx[g];
+        ml[1] = sm_den[g];
     }
 }
 
@@ -233,9 +388,9 @@ __global__ void __launch_bounds__(kTileRows * 32) rows_kernel(AttentionArgs a, i
         const int n_keys = end - j0 < tile_keys ? int(end - j0) : tile_keys;
         __syncthreads();  // the previous tile is no longer read
         for (int e = int(threadIdx.x); e < n_keys * d; e += int(blockDim.x)) {
-            const int64_t src = (j0 + e / d) * a.kv_width + int64_t(kvh) * d + e % d;
-            ks[e] = a.k[src];
-            vs[e] = a.v[src];
+            const int64_t row = ring_row(j0 + e / d, a.capacity), c = int64_t(kvh) * d + e % d;
+            ks[e] = cache_value(a.k, a.kv_width, a.capacity, row, c);
+            vs[e] = cache_value(a.v, a.kv_width, a.capacity, row, c);
         }
         __syncthreads();
         if (!active) continue;
@@ -265,51 +420,99 @@ __global__ void __launch_bounds__(kTileRows * 32) rows_kernel(AttentionArgs a, i
 }
 
 template <int kPerLane, int kBatch>
-cudaError_t launch(const AttentionArgs& a, const AttentionPlan& p, float* part, cudaStream_t s) {
-    if (p.row_tiles) {
-        const int tile_keys = kTileFloats / a.head_dim;
-        const int64_t tiles = (a.n_q + kTileRows - 1) / kTileRows;
-        const size_t smem = size_t(2) * size_t(tile_keys) * size_t(a.head_dim) * sizeof(float);
-        rows_kernel<kPerLane, kBatch><<<unsigned(tiles * a.n_head), kTileRows * 32, smem, s>>>(a, tile_keys);
-        return cudaGetLastError();
-    }
-    const dim3 grid{unsigned(a.n_q * a.n_head), unsigned(p.n_split)};
-    if (p.n_split == 1)
-        keys_kernel<kPerLane, kBatch, kWarpsWhole><<<grid, kWarpsWhole * 32, 0, s>>>(a, p.n_split, part);
-    else
-        keys_kernel<kPerLane, kBatch, kWarpsSplit><<<grid, kWarpsSplit * 32, 0, s>>>(a, p.n_split, part);
-    if (p.n_split > 1) {
-        if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-        combine_kernel<<<unsigned(a.n_q * a.n_head), kCombineThreads, 0, s>>>(a, p.n_split, part);
-    }
+cudaError_t launch_rows(const AttentionArgs& a, cudaStream_t s) {
+    const int tile_keys = kTileFloats / a.head_dim;
+    const int64_t tiles = (a.n_q + kTileRows - 1) / kTileRows;
+    const size_t smem = size_t(2) * size_t(tile_keys) * size_t(a.head_dim) * sizeof(float);
+    rows_kernel<kPerLane, kBatch><<<unsigned(tiles * a.n_head), kTileRows * 32, smem, s>>>(a, tile_keys);
     return cudaGetLastError();
 }
 
-__global__ void kv_write_kernel(float* kc, float* vc, const float* k, const float* v, int64_t n, int64_t width,
-                                const int32_t* pos) {
+// Batches of 4 keys where a lane's queries and outputs leave the registers for it, else 2; whole-context blocks
+// of up to 16 warps whose merge fits in 32 KiB.
+template <int P, int G>
+cudaError_t launch_keys(const AttentionArgs& a, const AttentionPlan& p, float* part, cudaStream_t s) {
+    constexpr int kBatch = G * P <= 16 ? 4 : 2;
+    constexpr int kWarpsWhole = 256 / (G * P) < 16 ? 256 / (G * P) : 16;
+    const dim3 grid{unsigned(a.n_q * (a.n_head / G)), unsigned(p.n_split)};
+    if (p.n_split == 1) {
+        keys_kernel<P, G, kBatch, kWarpsWhole><<<grid, kWarpsWhole * 32, 0, s>>>(a, p.n_split, part);
+        return cudaGetLastError();
+    }
+    keys_kernel<P, G, kBatch, kWarpsSplit><<<grid, kWarpsSplit * 32, 0, s>>>(a, p.n_split, part);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    combine_kernel<<<unsigned(a.n_q * a.n_head), kCombineThreads, 0, s>>>(a, p.n_split, part);
+    return cudaGetLastError();
+}
+
+template <int P>
+cudaError_t launch_keys_p(const AttentionArgs& a, const AttentionPlan& p, float* part, cudaStream_t s) {
+    // heads_per_block keeps G * P <= 32.
+    if constexpr (8 * P <= 32)
+        if (p.heads == 8) return launch_keys<P, 8>(a, p, part, s);
+    if constexpr (4 * P <= 32)
+        if (p.heads == 4) return launch_keys<P, 4>(a, p, part, s);
+    if (p.heads == 2) return launch_keys<P, 2>(a, p, part, s);
+    return launch_keys<P, 1>(a, p, part, s);
+}
+
+// kv_write: thread i converts value i % width of row i / width. For q8_0 the 32 threads of a warp hold one block
+// (width is a multiple of 32, so blocks never straddle rows, and rows * width is, so whole warps return together).
+__device__ inline void store_value(const CachePlane& c, int64_t width, int64_t capacity, int64_t row, int64_t col,
+                                   float x) {
+    const int64_t at = row * width + col;
+    switch (c.type) {
+    case KvType::f16: static_cast<__half*>(c.data)[at] = __float2half_rn(x); return;
+    case KvType::q8_0: {
+        // d = amax / 127 and q = round(x / d), as the CPU backend and ggml's reference quantize_row_q8_0.
+        float amax = fabsf(x);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        static_cast<int8_t*>(c.data)[at] = int8_t(roundf(x * id));
+        if (col % kKvBlock == 0)
+            const_cast<__half*>(q8_scales(c.data, width, capacity))[at / kKvBlock] = __float2half_rn(d);
+        return;
+    }
+    default: static_cast<float*>(c.data)[at] = x; return;
+    }
+}
+
+__global__ void kv_write_kernel(CachePlane kc, CachePlane vc, int64_t width, int64_t capacity, const float* k,
+                                const float* v, int64_t n, const int32_t* pos) {
     const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
     if (i >= n) return;
-    const int64_t dst = int64_t(*pos) * width + i;  // rows follow each other in the cache as in k and v
-    kc[dst] = k[i];
-    vc[dst] = v[i];
+    const int64_t row = ring_row(int64_t(*pos) + i / width, capacity), col = i % width;
+    store_value(kc, width, capacity, row, col, k[i]);
+    store_value(vc, width, capacity, row, col, v[i]);
 }
 
 }  // namespace
 
-cudaError_t kv_write(float* k_cache, float* v_cache, const float* k, const float* v, int64_t rows, int64_t width,
-                     const int32_t* pos, cudaStream_t s) {
+cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int64_t capacity, const float* k,
+                     const float* v, int64_t rows, const int32_t* pos, cudaStream_t s) {
     const int64_t n = rows * width;
-    if (n > 0) kv_write_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(k_cache, v_cache, k, v, n, width, pos);
+    if (n > 0)
+        kv_write_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(k_cache, v_cache, width, capacity, k, v, n, pos);
     return cudaGetLastError();
 }
 
 cudaError_t attention(const AttentionArgs& a, const AttentionPlan& p, float* partials, cudaStream_t s) {
     if (a.n_q <= 0 || a.n_head <= 0) return cudaGetLastError();
-    const int per_lane = (a.head_dim + 31) / 32;
-    if (per_lane <= 2) return launch<2, 4>(a, p, partials, s);
-    if (per_lane <= 4) return launch<4, 4>(a, p, partials, s);
-    if (per_lane <= 8) return launch<8, 4>(a, p, partials, s);
-    return launch<16, 2>(a, p, partials, s);
+    if (p.row_tiles) {
+        const int per_lane = (a.head_dim + 31) / 32;
+        if (per_lane <= 2) return launch_rows<2, 4>(a, s);
+        if (per_lane <= 4) return launch_rows<4, 4>(a, s);
+        if (per_lane <= 8) return launch_rows<8, 4>(a, s);
+        return launch_rows<16, 2>(a, s);
+    }
+    switch (values_per_lane(a.head_dim)) {
+    case 1: return launch_keys_p<1>(a, p, partials, s);
+    case 2: return launch_keys_p<2>(a, p, partials, s);
+    case 4: return launch_keys_p<4>(a, p, partials, s);
+    case 8: return launch_keys_p<8>(a, p, partials, s);
+    default: return launch_keys_p<16>(a, p, partials, s);
+    }
 }
 
 }  // namespace zinc::backend::cuda

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/kv_type.h"
+
 namespace zinc::backend::cuda {
 
 // ---------------------------------------------------------------- RoPE
@@ -76,10 +78,17 @@ __host__ __device__ inline float rope_angle(float theta_i, float ff, int i, cons
     return theta;
 }
 
-// attention.cu: stores the `rows` rows of k and v (`width` values each) at cache rows *pos, *pos + 1, ... (pos in
-// device memory).
-cudaError_t kv_write(float* k_cache, float* v_cache, const float* k, const float* v, int64_t rows, int64_t width,
-                     const int32_t* pos, cudaStream_t s);
+// One K or V plane of a cache: `capacity` rows of `width` values of `type` (kv_type.h); position p in row
+// p % capacity (p itself in a full-length cache).
+struct CachePlane {
+    void* data = nullptr;
+    KvType type = KvType::f32;
+};
+
+// attention.cu: stores the `rows` rows of k and v (`width` values each) at the cache rows of positions *pos,
+// *pos + 1, ... (pos in device memory), converted to the planes' types.
+cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int64_t capacity, const float* k,
+                     const float* v, int64_t rows, const int32_t* pos, cudaStream_t s);
 
 // rope.cu: rotates the first n_rot values of each head of width head_dim in place; pos: `rows` positions (device).
 cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos, const RopeArgs& a,
@@ -124,7 +133,24 @@ __host__ __device__ inline int64_t split_chunk(KeyRange last, int n_split) {
 struct AttentionPlan {
     bool row_tiles = false;
     int n_split = 1;
+    int heads = 1;  // query heads of one KV head that a keys-kernel block serves, reading each K/V row once for all
 };
+
+// Values of a head each lane of a warp holds: the least power of two with 32 of them covering head_dim.
+inline int values_per_lane(int head_dim) {
+    int p = 1;
+    while (32 * p < head_dim) p *= 2;
+    return p;
+}
+
+// The query heads a keys-kernel block serves: the most of 8, 4, 2, 1 that divides the heads sharing a KV head and
+// keeps a lane's share of their queries and outputs within 32 values each (registers).
+inline int heads_per_block(int n_head, int n_head_kv, int head_dim) {
+    const int group = n_head / n_head_kv, p = values_per_lane(head_dim);
+    int g = 8;
+    while (g > 1 && (group % g != 0 || g * p > 32)) g /= 2;
+    return g;
+}
 
 // The key count the plan is made for: the last row's visible keys rounded up to a power of two (at least
 // kMinSplitKeys), so that the plan, and with it a recorded decode step, stays the same while the context grows
@@ -138,24 +164,27 @@ inline int64_t key_bucket(int64_t keys) {
 
 // Row tiles when the (row, head) pairs alone fill the GPU and make a few tiles per head; splits only when those
 // blocks would leave it idle, at long contexts, and never into pieces below kMinSplitKeys keys of the bucket.
-inline AttentionPlan plan_attention(int64_t n_q, int n_head, int64_t pos0, int64_t window) {
+inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t pos0,
+                                    int64_t window) {
     const KeyRange last = visible_keys(pos0 + n_q - 1, window);
-    const int64_t keys = key_bucket(last.end - last.begin), blocks = n_q * n_head;
+    const int heads = heads_per_block(n_head, n_head_kv, head_dim);
+    const int64_t keys = key_bucket(last.end - last.begin), blocks = n_q * (n_head / heads);
     int64_t n = 1;
     if (blocks > 0 && blocks < kTargetBlocks) {
         const int64_t want = (kTargetBlocks + blocks - 1) / blocks, most = keys / kMinSplitKeys;
         n = want < most ? want : most;
     }
     AttentionPlan p;
-    p.row_tiles = blocks >= kTargetBlocks && n_q >= 2 * kTileRows;
+    p.heads = heads;
+    p.row_tiles = n_q * n_head >= kTargetBlocks && n_q >= 2 * kTileRows;
     p.n_split = int(n < 1 ? 1 : (n > kMaxSplits ? kMaxSplits : n));
     return p;
 }
 
 struct AttentionArgs {
     const float* q = nullptr;  // n_q rows of n_head * head_dim, at positions *pos, *pos + 1, ...
-    const float* k = nullptr;  // cache rows of kv_width = n_head_kv * head_dim
-    const float* v = nullptr;
+    CachePlane k, v;           // cache rows of kv_width = n_head_kv * head_dim
+    int64_t capacity = 0;      // cache rows; position p is in row p % capacity
     float* out = nullptr;           // q's shape
     const float* sinks = nullptr;   // one logit per query head (device), or null
     const int32_t* pos = nullptr;   // the position of query row 0 (device)

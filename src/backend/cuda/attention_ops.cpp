@@ -39,8 +39,9 @@ void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, co
     if (q.rows == 0 || p.n_head == 0) return;
     cuda::AttentionArgs a;
     a.q = q.data;
-    a.k = kv.k;
-    a.v = kv.v;
+    a.k = {kv.k, kv.type_k};
+    a.v = {kv.v, kv.type_v};
+    a.capacity = kv.capacity;
     a.out = out.data;
     a.sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
     a.pos = device_positions(pos0, q.rows);
@@ -52,7 +53,7 @@ void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, co
     a.head_dim = d;
     a.scale = p.scale;
     a.softcap = p.softcap;
-    const cuda::AttentionPlan plan = cuda::plan_attention(q.rows, p.n_head, pos0, p.window);
+    const cuda::AttentionPlan plan = cuda::plan_attention(q.rows, p.n_head, p.n_head_kv, d, pos0, p.window);
     float* partials = nullptr;
     if (const size_t n = cuda::attention_partial_floats(plan, q.rows, p.n_head, d); n > 0)
         partials = static_cast<float*>(scratch("attention partials", n * sizeof(float), "attention"));
@@ -60,7 +61,8 @@ void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, co
 }
 
 void CudaBackend::do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
-    ZINC_CUDA_CHECK(cuda::kv_write(kv.k, kv.v, k.data, v.data, k.rows, kv.width, device_positions(pos0, k.rows), stream_),
+    ZINC_CUDA_CHECK(cuda::kv_write({kv.k, kv.type_k}, {kv.v, kv.type_v}, kv.width, kv.capacity, k.data, v.data, k.rows,
+                                   device_positions(pos0, k.rows), stream_),
                     "kv_write", "");
 }
 

@@ -111,15 +111,14 @@ Act CudaBackend::do_alloc(int64_t rows, int64_t cols) {
     return {p, rows, cols};
 }
 
-KvLayer CudaBackend::do_alloc_kv(int64_t width, int64_t capacity) {
-    const size_t bytes = static_cast<size_t>(width * capacity) * sizeof(float);
-    KvLayer kv;
-    kv.k = static_cast<float*>(device_alloc(bytes, "alloc_kv", "K cache", true));
-    kv.v = static_cast<float*>(device_alloc(bytes, "alloc_kv", "V cache", true));
-    ZINC_CUDA_CHECK(cudaMemsetAsync(kv.k, 0, bytes, stream_), "alloc_kv", "K cache");
-    ZINC_CUDA_CHECK(cudaMemsetAsync(kv.v, 0, bytes, stream_), "alloc_kv", "V cache");
-    kv.width = width;
-    kv.capacity = capacity;
+KvLayer CudaBackend::do_alloc_kv(const KvLayer& spec) {
+    KvLayer kv = spec;
+    const size_t k_bytes = kv_plane_bytes(spec.type_k, spec.width, spec.capacity);
+    const size_t v_bytes = kv_plane_bytes(spec.type_v, spec.width, spec.capacity);
+    kv.k = device_alloc(k_bytes, "alloc_kv", "K cache", true);
+    kv.v = device_alloc(v_bytes, "alloc_kv", "V cache", true);
+    ZINC_CUDA_CHECK(cudaMemsetAsync(kv.k, 0, k_bytes, stream_), "alloc_kv", "K cache");
+    ZINC_CUDA_CHECK(cudaMemsetAsync(kv.v, 0, v_bytes, stream_), "alloc_kv", "V cache");
     return kv;
 }
 

@@ -71,7 +71,7 @@ protected:
     // cuda_backend.cpp: memory and transfers
     const void* do_load_weight(const gguf::TensorInfo& t) override;
     Act do_alloc(int64_t rows, int64_t cols) override;
-    KvLayer do_alloc_kv(int64_t width, int64_t capacity) override;
+    KvLayer do_alloc_kv(const KvLayer& spec) override;
     IdAct do_alloc_ids(int64_t rows, int64_t cols) override;
     bool do_free(const void* data) override;
     void do_upload(Act& dst, std::span<const float> src) override;

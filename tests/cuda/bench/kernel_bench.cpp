@@ -147,13 +147,15 @@ void bench_norm(CudaBackend& be, const Options& o, double copy) {
     }
 }
 
-// One decode query of Qwen3-8B's attention (32 heads, 8 KV heads of 128) at several cache lengths.
+// One decode query of Qwen3-8B's attention (32 heads, 8 KV heads of 128) at several cache lengths and types.
 void bench_attention(CudaBackend& be, const Options& o, double copy) {
     const int n_head = 32, n_head_kv = 8, head_dim = 128;
+    for (const zinc::backend::KvType type : {zinc::backend::KvType::f32, zinc::backend::KvType::f16,
+                                             zinc::backend::KvType::q8_0})
     for (int64_t depth : {128, 4096, 16384, 32768}) {
-        const std::string what = "decode at " + std::to_string(depth);
+        const std::string what = std::string(zinc::backend::kv_type_name(type)) + " decode at " + std::to_string(depth);
         if (what.find(o.filter) == std::string::npos) continue;
-        KvLayer kv = be.alloc_kv(int64_t(n_head_kv) * head_dim, depth);
+        KvLayer kv = be.alloc_kv(KvLayer{nullptr, nullptr, int64_t(n_head_kv) * head_dim, depth, type, type});
         Act k = be.alloc(1, kv.width), v = be.alloc(1, kv.width);
         Act q = be.alloc(1, int64_t(n_head) * head_dim), out = be.alloc(1, q.cols);
         be.upload(q, zinc::cuda_test::random_floats(size_t(q.cols)));
@@ -164,7 +166,7 @@ void bench_attention(CudaBackend& be, const Options& o, double copy) {
         }
         zinc::backend::AttentionParams ap{n_head, n_head_kv, head_dim, 0.088f};
         const double us = time_us(be, o.reps, [&](int) { be.attention(q, kv, depth - 1, ap, out); });
-        report("attention", what, us, 2.0 * double(depth) * double(kv.width) * 4.0, copy);
+        report("attention", what, us, double(2 * zinc::backend::kv_plane_bytes(type, kv.width, depth)), copy);
         be.free(kv);
         be.free(k);
         be.free(v);

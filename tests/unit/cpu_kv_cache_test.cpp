@@ -1,0 +1,168 @@
+// The KV cache's element types and sliding-window rings on the CPU backend: f16 and q8_0 hold exactly what f16
+// rounding and ggml's Q8_0 quantizer make of the rows, attention over them stays close to attention over f32, a ring
+// gives the same outputs as a full-length cache, and the sizes the memory plan counts follow the types.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/sizing_backend.h"
+#include "gguf/tensor_type.h"
+#include "quant/dequantize.h"
+#include "quant/float_convert.h"
+#include "quant/quantize.h"
+
+namespace {
+
+using zinc::backend::Act;
+using zinc::backend::AttentionParams;
+using zinc::backend::Backend;
+using zinc::backend::KvLayer;
+using zinc::backend::KvType;
+
+std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+Act upload(Backend& be, const std::vector<float>& v, int64_t rows, int64_t cols) {
+    Act a = be.alloc(rows, cols);
+    be.upload(a, v);
+    return a;
+}
+
+std::vector<float> download(Backend& be, const Act& a) {
+    std::vector<float> v(size_t(a.size()));
+    be.download(a, v);
+    return v;
+}
+
+// With a window of 1 a query sees only its own position: the output is the cache's V row as the cache holds it.
+std::vector<float> stored_v_row(Backend& be, KvType type, const std::vector<float>& v_row) {
+    const int d = int(v_row.size());
+    KvLayer kv = be.alloc_kv(KvLayer{nullptr, nullptr, d, 4, KvType::f32, type});
+    const Act k = upload(be, random_floats(size_t(d), -1, 1, 1), 1, d), v = upload(be, v_row, 1, d);
+    be.kv_write(kv, k, v, 2);
+    const Act q = upload(be, random_floats(size_t(d), -1, 1, 2), 1, d);
+    Act out = be.alloc(1, d);
+    AttentionParams p{1, 1, d, 1.0f};
+    p.window = 1;
+    be.attention(q, kv, 2, p, out);
+    return download(be, out);
+}
+
+TEST(KvCache, F16AndQ8_0HoldTheRoundedRows) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    // Values across many magnitudes, with a zero block (scale 0) for q8_0.
+    std::vector<float> row = random_floats(128, -3, 3, 7);
+    for (int i = 0; i < 32; ++i) row[size_t(i)] *= std::pow(10.0f, float(i % 8 - 4));
+    std::fill(row.begin() + 64, row.begin() + 96, 0.0f);
+
+    std::vector<float> want(row.size());
+    for (size_t i = 0; i < row.size(); ++i) want[i] = zinc::quant::fp16_to_fp32(zinc::quant::fp32_to_fp16(row[i]));
+    EXPECT_EQ(stored_v_row(*cpu, KvType::f16, row), want);
+
+    std::vector<uint8_t> blocks(row.size() / 32 * 34);
+    zinc::quant::quantize_row(zinc::gguf::TensorType::Q8_0, row.data(), blocks.data(), row.size());
+    zinc::quant::dequantize_row(zinc::gguf::TensorType::Q8_0, blocks.data(), want.data(), row.size());
+    EXPECT_EQ(stored_v_row(*cpu, KvType::q8_0, row), want);
+
+    EXPECT_EQ(stored_v_row(*cpu, KvType::f32, row), row);
+}
+
+// Attention at Qwen3-8B's head geometry over 300 positions: outputs are convex combinations of V rows in [-1, 1),
+// and the cache's rounding moves them by about its relative precision (f16 2^-11, q8_0 1/254 of a block's largest
+// X
+TEST(KvCache, AttentionOverF16AndQ8_0StaysCloseToF32) {
+    auto cpu = zinc::backend::make_cpu_backend(2);
+    const int n_head = 32, n_kv = 8, d = 128, T = 300;
+    const int64_t width = n_kv * d;
+    const Act k = upload(*cpu, random_floats(size_t(T * width), -2, 2, 3), T, width);
+    const Act v = upload(*cpu, random_floats(size_t(T * width), -1, 1, 4), T, width);
+    const Act q = upload(*cpu, random_floats(size_t(T * n_head * d), -2, 2, 5), T, n_head * d);
+    const AttentionParams p{n_head, n_kv, d, 1.0f / std::sqrt(float(d))};
+    std::vector<float> ref;
+    for (const KvType t : {KvType::f32, KvType::f16, KvType::q8_0}) {
+        KvLayer kv = cpu->alloc_kv(KvLayer{nullptr, nullptr, width, T, t, t});
+        cpu->kv_write(kv, k, v, 0);
+        Act out = cpu->alloc(T, n_head * d);
+        cpu->attention(q, kv, 0, p, out);
+        const std::vector<float> got = download(*cpu, out);
+        if (t == KvType::f32) {
+            ref = got;
+            continue;
+        }
+        double worst = 0;
+        for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - ref[i])));
+        std::printf("  %s cache: largest difference from f32 %.2e\n", zinc::backend::kv_type_name(t), worst);
+        EXPECT_LE(worst, t == KvType::f16 ? 2e-3 : 3e-2) << zinc::backend::kv_type_name(t);
+        EXPECT_GT(worst, 0.0) << "the cache did not round";
+    }
+}
+
+// Steps of prefill chunks and decode rows over a window of 16, the ring holding the window and the largest step:
+// position p in row p % capacity gives the same outputs, bit for bit, as a full-length cache.
+TEST(KvCache, RingGivesTheFullCachesOutputs) {
+    auto cpu = zinc::backend::make_cpu_backend(2);
+    const int n_head = 4, n_kv = 2, d = 32, window = 16, widest = 20;
+    const int64_t width = n_kv * d;
+    const std::vector<int64_t> steps = {7, 9, 1, 1, 20, 1, 3, 20, 20, 1, 1, 13, 1};
+    int64_t total = 0;
+    for (int64_t s : steps) total += s;
+    for (const KvType t : {KvType::f32, KvType::f16, KvType::q8_0}) {
+        KvLayer full = cpu->alloc_kv(KvLayer{nullptr, nullptr, width, total, t, t});
+        KvLayer ring = cpu->alloc_kv(KvLayer{nullptr, nullptr, width, window + widest, t, t, true});
+        AttentionParams p{n_head, n_kv, d, 0.2f};
+        p.window = window;
+        int64_t pos = 0;
+        uint32_t seed = 10;
+        for (int64_t T : steps) {
+            const Act k = upload(*cpu, random_floats(size_t(T * width), -2, 2, seed++), T, width);
+            const Act v = upload(*cpu, random_floats(size_t(T * width), -1, 1, seed++), T, width);
+            const Act q = upload(*cpu, random_floats(size_t(T * n_head * d), -2, 2, seed++), T, n_head * d);
+            cpu->kv_write(full, k, v, pos);
+            cpu->kv_write(ring, k, v, pos);
+            Act a = cpu->alloc(T, n_head * d), b = cpu->alloc(T, n_head * d);
+            cpu->attention(q, full, pos, p, a);
+            cpu->attention(q, ring, pos, p, b);
+            ASSERT_EQ(download(*cpu, a), download(*cpu, b)) << zinc::backend::kv_type_name(t) << " at " << pos;
+            pos += T;
+        }
+    }
+}
+
+TEST(KvCache, SizesFollowTheTypes) {
+    EXPECT_EQ(zinc::backend::kv_plane_bytes(KvType::f32, 1024, 10), 40960u);
+    EXPECT_EQ(zinc::backend::kv_plane_bytes(KvType::f16, 1024, 10), 20480u);
+    EXPECT_EQ(zinc::backend::kv_plane_bytes(KvType::q8_0, 1024, 10), 10240u + 640u);  // 34 bytes per 32 values
+    zinc::backend::MemoryUse use;
+    auto sizing = zinc::backend::make_sizing_backend(use);
+    KvLayer kv = sizing->alloc_kv(KvLayer{nullptr, nullptr, 1024, 10, KvType::f16, KvType::q8_0});
+    EXPECT_EQ(use.cache, 20480u + 10880u);
+    sizing->free(kv);
+    EXPECT_EQ(use.cache, 0u);
+    KvType t;
+    EXPECT_TRUE(zinc::backend::parse_kv_type("q8_0", t));
+    EXPECT_EQ(t, KvType::q8_0);
+    EXPECT_FALSE(zinc::backend::parse_kv_type("q4_0", t));
+}
+
+TEST(KvCache, BadUsesThrow) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    EXPECT_THROW(cpu->alloc_kv(KvLayer{nullptr, nullptr, 48, 4, KvType::q8_0, KvType::f32}), std::invalid_argument);
+    KvLayer ring = cpu->alloc_kv(KvLayer{nullptr, nullptr, 32, 8, KvType::f16, KvType::f16, true});
+    const Act rows9 = cpu->alloc(9, 32), row = cpu->alloc(1, 32);
+    EXPECT_THROW(cpu->kv_write(ring, rows9, rows9, 100), std::out_of_range);  // more rows than the ring holds
+    cpu->kv_write(ring, row, row, 100);                                       // any position: it wraps
+    Act out = cpu->alloc(1, 32);
+    EXPECT_THROW(cpu->attention(row, ring, 100, AttentionParams{1, 1, 32, 1.0f}, out), std::out_of_range);
+}
+
+}  // namespace
