@@ -151,24 +151,29 @@ TEST(CudaAttentionHostLogic, PlanIsTheSameWithinAKeyBucket) {
         }
 }
 
-// A keys-kernel block serves G heads of one KV head, and a lane holds G * values_per_lane of their values: G divides
-// the heads per KV head, keeps that at most 32, and is the largest power of two up to 8 that does both.
-TEST(CudaAttentionHostLogic, HeadsPerBlockShareAKvHeadAndFitTheRegisters) {
-    for (int head_dim : {8, 48, 64, 80, 128, 256, 512})
+// A keys-kernel lane holds values_per_lane values of a head; a tile-kernel block serves G heads of one KV head: G
+// divides the heads per KV head, keeps G * head_dim within 2048 (16 outputs a thread), and is the largest power of
+// two up to 8 that does both. Short contexts keep the keys kernel (one head a block).
+TEST(CudaAttentionHostLogic, HeadsPerBlockShareAKvHead) {
+    for (int head_dim : {8, 48, 64, 80, 128, 256, 512}) {
+        const int p = kern::values_per_lane(head_dim);
+        ASSERT_GE(32 * p, head_dim);
+        ASSERT_TRUE(p == 1 || 16 * p < head_dim) << head_dim;
         for (int group : {1, 2, 3, 4, 6, 8, 16})
             for (int n_head_kv : {1, 2, 8}) {
-                const int n_head = group * n_head_kv, p = kern::values_per_lane(head_dim);
-                ASSERT_GE(32 * p, head_dim);
-                ASSERT_TRUE(p == 1 || 16 * p < head_dim) << head_dim;
+                const int n_head = group * n_head_kv;
                 const int g = kern::heads_per_block(n_head, n_head_kv, head_dim);
                 ASSERT_EQ(group % g, 0) << head_dim << " " << group;
-                ASSERT_LE(g * p, 32);
+                ASSERT_LE(g * head_dim, std::max(2048, head_dim));
                 const int more = 2 * g;
-                ASSERT_TRUE(more > 8 || group % more != 0 || more * p > 32) << head_dim << " " << group;
+                ASSERT_TRUE(more > 8 || group % more != 0 || more * head_dim > 2048) << head_dim << " " << group;
+                EXPECT_EQ(kern::plan_attention(1, n_head, n_head_kv, head_dim, 100, 0).heads, 1);
+                EXPECT_EQ(kern::plan_attention(1, n_head, n_head_kv, head_dim, 5000, 0).heads, g);
             }
-    EXPECT_EQ(kern::heads_per_block(32, 8, 128), 4);  // qwen3-8b: the 4 heads of a KV head, 4 values each
+    }
+    EXPECT_EQ(kern::heads_per_block(32, 8, 128), 4);  // qwen3-8b: the 4 heads of a KV head
     EXPECT_EQ(kern::heads_per_block(64, 8, 64), 8);   // gpt-oss
-    EXPECT_EQ(kern::heads_per_block(16, 2, 512), 2);  // gemma 4 global layers
+    EXPECT_EQ(kern::heads_per_block(16, 2, 512), 4);  // gemma 4 global layers: 8 heads a KV head, 4 a block
 }
 
 TEST(CudaAttentionHostLogic, RopePairsCoverTheRotatedDimsOnce) {
@@ -589,6 +594,11 @@ TEST(CudaAttention, RingCacheOfASlidingWindow) {
                          KvType::f16, 128 + 64});
     check_attention(be, {"4/2x64 window 16 ring q8_0", 4, 2, 64, 0.125f, 16, false, 0.0f, 2.0f,
                          {7, 9, 1, 1, 1, 21, 1, 40, 1, 30, 1}, 2e-6, KvType::q8_0, 16 + 40});
+    // A window of 1024 reads through the tile kernel (f16: gemma 4's sliding layers, 16 / 8 heads of 256).
+    std::vector<int64_t> long_steps(24, -64);
+    long_steps.insert(long_steps.end(), {1, 9, 1, 64, 1});
+    check_attention(be, {"gemma4 sliding ring f16", 16, 8, 256, 1.0f, 1024, false, 0.0f, std::sqrt(3.0f), long_steps,
+                         2e-5, KvType::f16, 1024 + 64});
     // 600-row chunks over a window of 100 take the row-tile kernel.
     check_attention(be, {"2/1x48 row tiles window 100 ring", 2, 1, 48, 1.0f / std::sqrt(48.0f), 100, true, 0.0f, 2.0f,
                          {601, 1, 600, 1}, 2e-6, KvType::f16, 100 + 601});

@@ -1,14 +1,18 @@
 // Causal GQA attention with the optional sliding window, sinks and score soft-cap (plan_attention picks the kernel):
-//  - keys_kernel (decode, short prefill chunks): a block of warps per (query row, group of query heads sharing a KV
-//    head, key split); the block's keys are dealt to its warps, each K and V row read once for all the group's
-//    heads, and the warps merge through shared memory. With one split the block writes the normalized output; with
-//    several (long contexts) each block writes its unnormalized partials (max, denominator, output) and
-//    combine_kernel merges the splits (flash-decoding), so one row still fills the GPU.
+//  - keys_kernel (decode and short prefill chunks at short contexts): a block of warps per (query row, head, key
+//    split); the block's keys are dealt to its warps, and the warps merge through shared memory.
+//  - tile_kernel (the same at long contexts): a block per (query row, group of query heads sharing a KV head, key
+//    split) that copies its keys' K and V rows into shared memory a tile at a time, in the background, and reads
+//    each row once for all the group's heads.
+//  With one split a block writes the normalized output; with several (long contexts) each block writes its
+//  unnormalized partials (max, denominator, output) and combine_kernel merges the splits (flash-decoding), so one
+//  row still fills the GPU.
 //  - rows_kernel (prefill): a block of kTileRows warps, one query row each, of one head; the K/V rows the block's
 //    rows see pass through shared memory in tiles, fetched once for all of them.
-// The cache holds f32, f16 or q8_0 values (kv_type.h); kernels read them as f32. kv_write stores a micro-batch's K
+// The cache holds f32, f16 or q8_0 values (kv_type.h); kernels compute in f32. kv_write stores a micro-batch's K
 // and V rows at the cache rows of its positions, converting them.
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -21,11 +25,17 @@ namespace {
 
 // Warps of a keys_kernel block. Each warp takes its keys a batch at a time, every batch a chain of dependent loads,
 // shuffles and exponentials, so a block's time is about its longest warp's batches. Without splits (short contexts)
-// a block holds all of its heads' keys: up to 16 warps (a 128-key decode call took 22 µs with 4 warps, 9.4 µs with
+// a block holds all of a head's keys: up to 16 warps (a 128-key decode call took 22 µs with 4 warps, 9.4 µs with
 // 16), fewer when their merge would not fit in 32 KiB of shared memory. With splits the pieces already spread the
 // keys over the GPU, and 4 warps did better (4096 keys: 41 µs against 50).
 constexpr int kWarpsSplit = 4;
 constexpr int kCombineThreads = 128;
+// The tile kernel: 4 warps; K and V tiles of about 8 KiB each, twice (one in use, one arriving), at most 64 keys;
+// up to two pieces of 8 outputs a thread (G * head_dim <= 2048); within the 48 KiB a block gets without asking.
+constexpr int kTileThreads = 128;
+constexpr int kTileBytes = 8192;
+constexpr int kTileMaxKeys = 64;
+constexpr size_t kTileSmem = 48 * 1024;
 static_assert(kMaxSplits <= kCombineThreads, "the merge kernel computes one split factor per thread");
 
 // ---------------------------------------------------------------- cache reads and writes
@@ -202,17 +212,15 @@ __device__ inline float* partial_ml(float* part, const AttentionArgs& a, int64_t
     return part + a.n_q * a.n_head * n_split * int64_t(a.head_dim) + (bt * n_split + split) * 2;
 }
 
-// Block x: query row x / (n_head / G), query heads [h0, h0 + G) with h0 = x % (n_head / G) * G, which share one KV
-// head; block y: the key split. Lane `lane` holds values [lane * P, lane * P + P) of each head (those below
-// head_dim): of the G queries, of the G running outputs, and of every K and V row it reads. Each warp keeps a running
-// softmax per head; the scores of a batch of keys for all G heads are summed by one butterfly.
-template <int P, int G, int kBatch, int kWarps>
+// Block x: query row x / n_head, head x % n_head; block y: the key split. Lane `lane` holds values [lane * P,
+// lane * P + P) of the head (those below head_dim): of the query, of the running output, and of every K and V row it
+// reads. Each warp keeps a running softmax of its keys; the warps merge through shared memory.
+template <int P, int kBatch, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int n_split, float* part) {
-    const int groups = a.n_head / G;
-    const int64_t bt = blockIdx.x, t = bt / groups;
-    const int h0 = int(bt % groups) * G, split = int(blockIdx.y);
+    const int64_t bt = blockIdx.x, t = bt / a.n_head;
+    const int h = int(bt % a.n_head), split = int(blockIdx.y);
     const int64_t pos0 = *a.pos;
-    const int d = a.head_dim, kvh = h0 / (a.n_head / a.n_head_kv);
+    const int d = a.head_dim, kvh = h / (a.n_head / a.n_head_kv);
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     const int c0 = lane * P, nv = d - c0 >= P ? P : (d > c0 ? d - c0 : 0);
     const bool wide = d == 32 * P && a.kv_width % P == 0;
@@ -220,117 +228,340 @@ __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int 
     const KeyRange keys = split_keys(visible_keys(pos0 + t, a.window), chunk, split);
     const int64_t q_cols = int64_t(a.n_head) * d, col = int64_t(kvh) * d + c0;
 
-    float q[G][P], acc[G][P], m[G], l[G];
+    float q[P], acc[P], m = -INFINITY, l = 0.0f;
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-        m[g] = -INFINITY;
-        l[g] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < P; ++e) {
-            q[g][e] = e < nv ? a.q[t * q_cols + int64_t(h0 + g) * d + c0 + e] : 0.0f;
-            acc[g][e] = 0.0f;
-        }
+    for (int e = 0; e < P; ++e) {
+        q[e] = e < nv ? a.q[t * q_cols + int64_t(h) * d + c0 + e] : 0.0f;
+        acc[e] = 0.0f;
     }
     for (int64_t j0 = keys.begin + int64_t(warp) * kBatch; j0 < keys.end; j0 += int64_t(kWarps) * kBatch) {
         const int n = keys.end - j0 < kBatch ? int(keys.end - j0) : kBatch;
-        float kx[kBatch][P], vx[kBatch][P];
+        float kx[kBatch][P], vx[kBatch][P], s[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
             const int64_t row = ring_row(j0 + (b < n ? b : 0), a.capacity);  // stays inside the cache
             load_values<P>(a.k, a.kv_width, a.capacity, row, col, nv, wide, kx[b]);
             load_values<P>(a.v, a.kv_width, a.capacity, row, col, nv, wide, vx[b]);
         }
-        float s[kBatch][G];
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b)
+        for (int b = 0; b < kBatch; ++b) {
+            s[b] = 0.0f;
 #pragma unroll
-            for (int g = 0; g < G; ++g) {
-                s[b][g] = 0.0f;
-#pragma unroll
-                for (int e = 0; e < P; ++e) s[b][g] += q[g][e] * kx[b][e];
-            }
+            for (int e = 0; e < P; ++e) s[b] += q[e] * kx[b][e];
+        }
         // The xor butterfly leaves the same sums on every lane, so m and l stay lane-uniform.
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1)
 #pragma unroll
-            for (int b = 0; b < kBatch; ++b)
+            for (int b = 0; b < kBatch; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
+        float m_new = m;
 #pragma unroll
-                for (int g = 0; g < G; ++g) s[b][g] += __shfl_xor_sync(0xffffffffu, s[b][g], off);
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-            float m_new = m[g];
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) {
-                s[b][g] = score(s[b][g], a.scale, a.softcap);
-                if (b < n) m_new = fmaxf(m_new, s[b][g]);
-            }
-            // m_new is finite (key 0 is real), so corr is 0 before the first key, when l and acc are 0 anyway.
-            const float corr = expf(m[g] - m_new);
-            float p[kBatch];
-            l[g] *= corr;
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) {
-                p[b] = b < n ? expf(s[b][g] - m_new) : 0.0f;
-                l[g] += p[b];
-            }
-#pragma unroll
-            for (int e = 0; e < P; ++e) {
-                float v = acc[g][e] * corr;
-#pragma unroll
-                for (int b = 0; b < kBatch; ++b) v += p[b] * vx[b][e];
-                acc[g][e] = v;
-            }
-            m[g] = m_new;
+        for (int b = 0; b < kBatch; ++b) {
+            s[b] = score(s[b], a.scale, a.softcap);
+            if (b < n) m_new = fmaxf(m_new, s[b]);
         }
+        // m_new is finite (key 0 is real), so corr is 0 before the first key, when l and acc are 0 anyway.
+        const float corr = expf(m - m_new);
+        float pb[kBatch];
+        l *= corr;
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            pb[b] = b < n ? expf(s[b] - m_new) : 0.0f;
+            l += pb[b];
+        }
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+            float v = acc[e] * corr;
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) v += pb[b] * vx[b][e];
+            acc[e] = v;
+        }
+        m = m_new;
     }
 
-    __shared__ float sm_m[kWarps][G], sm_l[kWarps][G], sm_f[kWarps][G], sm_mx[G], sm_den[G];
-    __shared__ float sm_acc[kWarps][G][32 * P];
-    if (lane == 0)
+    __shared__ float sm_m[kWarps], sm_l[kWarps];
+    __shared__ float sm_acc[kWarps][32 * P];
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
+    }
 #pragma unroll
-        for (int g = 0; g < G; ++g) {
-            sm_m[warp][g] = m[g];
-            sm_l[warp][g] = l[g];
-        }
-#pragma unroll
-    for (int g = 0; g < G; ++g)
-#pragma unroll
-        for (int e = 0; e < P; ++e) sm_acc[warp][g][c0 + e] = acc[g][e];
+    for (int e = 0; e < P; ++e) sm_acc[warp][c0 + e] = acc[e];
     __syncthreads();
 
     // A warp that saw no key has l = 0 (one that did has l >= 1: its running max key adds exp(0)) and m = -inf;
     // it gets the factor 0 rather than exp(-inf - -inf).
-    if (int(threadIdx.x) < G) {
-        const int g = int(threadIdx.x);
-        const bool sink = n_split == 1 && a.sinks;
-        float mx = sink ? a.sinks[h0 + g] : -INFINITY;
-        for (int i = 0; i < kWarps; ++i)
-            if (sm_l[i][g] > 0.0f) mx = fmaxf(mx, sm_m[i][g]);
-        float den = sink ? expf(a.sinks[h0 + g] - mx) : 0.0f;
-        for (int i = 0; i < kWarps; ++i) {
-            const float f = sm_l[i][g] > 0.0f ? expf(sm_m[i][g] - mx) : 0.0f;
-            sm_f[i][g] = f;
-            den += sm_l[i][g] * f;
-        }
-        sm_mx[g] = mx;
-        sm_den[g] = den;
+    const bool sink = n_split == 1 && a.sinks;
+    float mx = sink ? a.sinks[h] : -INFINITY;
+    for (int i = 0; i < kWarps; ++i)
+        if (sm_l[i] > 0.0f) mx = fmaxf(mx, sm_m[i]);
+    float f[kWarps], den = sink ? expf(a.sinks[h] - mx) : 0.0f;
+    for (int i = 0; i < kWarps; ++i) {
+        f[i] = sm_l[i] > 0.0f ? expf(sm_m[i] - mx) : 0.0f;
+        den += sm_l[i] * f[i];
     }
-    __syncthreads();
-    for (int c = int(threadIdx.x); c < G * d; c += int(blockDim.x)) {
-        const int g = c / d, i_c = c % d;
+    for (int c = int(threadIdx.x); c < d; c += int(blockDim.x)) {
         float num = 0.0f;
-        for (int i = 0; i < kWarps; ++i) num += sm_acc[i][g][i_c] * sm_f[i][g];
+        for (int i = 0; i < kWarps; ++i) num += sm_acc[i][c] * f[i];
         if (n_split == 1)
-            a.out[t * q_cols + int64_t(h0 + g) * d + i_c] = num / sm_den[g];  // the own position is seen: den > 0
+            a.out[t * q_cols + int64_t(h) * d + c] = num / den;  // the own position is seen: den > 0
         else
-            partial_acc(part, t * a.n_head + h0 + g, n_split, split, d)[i_c] = num;
+            partial_acc(part, bt, n_split, split, d)[c] = num;
     }
     // An empty split (a row that sees fewer keys than the longest) writes max -inf and denominator 0.
-    if (n_split > 1 && int(threadIdx.x) < G) {
-        const int g = int(threadIdx.x);
-        float* ml = partial_ml(part, a, t * a.n_head + h0 + g, n_split, split);
-        ml[0] = sm_mx[g];
-        ml[1] = sm_den[g];
+    if (n_split > 1 && threadIdx.x == 0) {
+        float* ml = partial_ml(part, a, bt, n_split, split);
+        ml[0] = mx;
+        ml[1] = den;
+    }
+}
+
+// ---------------------------------------------------------------- tile kernel (long contexts)
+
+// A tile of keys in shared memory: the rows of one KV head as the cache stores them (a q8_0 row's scales after its
+// values), `stride` bytes apart; the padding past each row keeps the 16-byte reads of consecutive rows on distinct
+// banks.
+struct TilePlane {
+    const char* base = nullptr;  // shared memory
+    KvType type = KvType::f32;
+    int stride = 0, d = 0;
+
+    // Values [c, c + 8) of row r (c a multiple of 8).
+    __device__ void eight(int r, int c, float (&x)[8]) const {
+        const char* row = base + r * stride;
+        if (type == KvType::f32) {
+            const float4 a = *reinterpret_cast<const float4*>(row + 4 * c);
+            const float4 b = *reinterpret_cast<const float4*>(row + 4 * c + 16);
+            x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+        } else if (type == KvType::f16) {
+            const uint4 w = *reinterpret_cast<const uint4*>(row + 2 * c);
+            const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const float2 f = __half22float2(__halves2half2(__ushort_as_half(uint16_t(words[k] & 0xffffu)),
+                                                               __ushort_as_half(uint16_t(words[k] >> 16))));
+                x[2 * k] = f.x;
+                x[2 * k + 1] = f.y;
+            }
+        } else {
+            const uint2 w = *reinterpret_cast<const uint2*>(row + c);
+            const float scale = __half2float(reinterpret_cast<const __half*>(row + d)[c / kKvBlock]);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                x[k] = scale * float(int8_t(w.x >> (8 * k)));
+                x[4 + k] = scale * float(int8_t(w.y >> (8 * k)));
+            }
+        }
+    }
+};
+
+// Bytes of one row of a plane in a tile: its values, a q8_0 row's scales, 16 bytes of padding.
+__host__ __device__ inline int tile_stride(KvType t, int d) {
+    const int values = t == KvType::f32 ? 4 * d : (t == KvType::f16 ? 2 * d : d);
+    const int scales = t == KvType::q8_0 ? d / kKvBlock * 2 : 0;
+    return (values + scales + 15) / 16 * 16 + 16;
+}
+
+// Starts copying the cache rows of keys [j, j + n) of KV head kvh from plane c into shared memory at dst, in 16-byte
+// pieces (4-byte pieces for the q8_0 scales) that complete in the background.
+__device__ inline void tile_fetch(const AttentionArgs& a, const CachePlane& c, int kvh, int64_t j, int n, char* dst,
+                                  int stride) {
+    const int d = a.head_dim;
+    const int value_bytes = c.type == KvType::f32 ? 4 * d : (c.type == KvType::f16 ? 2 * d : d);
+    const int elem = c.type == KvType::f32 ? 4 : (c.type == KvType::f16 ? 2 : 1);
+    const int pieces = value_bytes / 16;
+    for (int i = int(threadIdx.x); i < n * pieces; i += int(blockDim.x)) {
+        const int r = i / pieces, k = i % pieces;
+        const int64_t row = ring_row(j + r, a.capacity);
+        const char* src = static_cast<const char*>(c.data) + (row * a.kv_width + int64_t(kvh) * d) * elem + 16 * k;
+        __pipeline_memcpy_async(dst + r * stride + 16 * k, src, 16);
+    }
+    if (c.type == KvType::q8_0) {
+        const int scale_pieces = d / 64;  // 4 bytes: two scales
+        const char* scales = static_cast<const char*>(c.data) + a.capacity * a.kv_width;
+        for (int i = int(threadIdx.x); i < n * scale_pieces; i += int(blockDim.x)) {
+            const int r = i / scale_pieces, k = i % scale_pieces;
+            const int64_t row = ring_row(j + r, a.capacity);
+            const char* src = scales + (row * a.kv_width + int64_t(kvh) * d) / kKvBlock * 2 + 4 * k;
+            __pipeline_memcpy_async(dst + r * stride + d + 4 * k, src, 4);
+        }
+    }
+}
+
+// Block x: query row x / (n_head / G) and its G query heads h0 = x % (n_head / G) * G, ... that share one KV head;
+// block y: the key split. The block's keys pass through shared memory in tiles of tile_keys (the next one copied
+// while the current one is used), and each tile is used in three steps: the threads' (head, key) scores, one warp
+// per head updating its running softmax with the tile's scores, and the outputs. The G * head_dim outputs are cut
+// into pieces of 8 values; with n_piece of them, thread i keeps pieces i % n_piece + 128 k (kPieces of them) summed
+// over every parts-th key of the tile from key i / n_piece, parts = 128 / n_piece (1 when n_piece >= 128), and the
+// parts are added up at the end.
+template <int kPieces>
+__global__ void __launch_bounds__(kTileThreads) tile_kernel(AttentionArgs a, int G, int tile_keys, int n_split,
+                                                            float* part_out) {
+    extern __shared__ __align__(16) char sm[];
+    const int d = a.head_dim, groups = a.n_head / G;
+    const int64_t bt = blockIdx.x, t = bt / groups;
+    const int h0 = int(bt % groups) * G, split = int(blockIdx.y), kvh = h0 / (a.n_head / a.n_head_kv);
+    const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
+    const int64_t pos0 = *a.pos;
+    const int64_t chunk = split_chunk(visible_keys(pos0 + a.n_q - 1, a.window), n_split);
+    const KeyRange keys = split_keys(visible_keys(pos0 + t, a.window), chunk, split);
+    const int64_t q_cols = int64_t(a.n_head) * d;
+    const int k_stride = tile_stride(a.k.type, d), v_stride = tile_stride(a.v.type, d);
+
+    // Shared memory: G queries, two K tiles, two V tiles, the tile's scores, and per head the running max, the
+    // denominator and the tile's correction factor.
+    float* qs = reinterpret_cast<float*>(sm);
+    char* const k_tiles = sm + 4 * G * d;                     // buffer b at b * tile_keys * k_stride
+    char* const v_tiles = k_tiles + 2 * tile_keys * k_stride;  // buffer b at b * tile_keys * v_stride
+    float* sc = reinterpret_cast<float*>(v_tiles + 2 * tile_keys * v_stride);
+    float* run_m = sc + G * tile_keys;
+    float* run_l = run_m + G;
+    float* corr = run_l + G;
+
+    for (int i = tid; i < G * d; i += kTileThreads) qs[i] = a.q[t * q_cols + int64_t(h0) * d + i];
+    if (tid < G) {
+        run_m[tid] = -INFINITY;
+        run_l[tid] = 0.0f;
+    }
+    const int n_piece = G * d / 8, parts = n_piece < kTileThreads ? kTileThreads / n_piece : 1;
+    const int piece0 = tid % n_piece, part = tid / n_piece;  // part >= parts: the thread has no piece
+    float acc[kPieces][8];
+#pragma unroll
+    for (int i = 0; i < kPieces; ++i)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[i][e] = 0.0f;
+    const int64_t n_keys = keys.end - keys.begin;
+    const int n_tiles = int((n_keys + tile_keys - 1) / tile_keys);
+    if (n_tiles > 0) {
+        const int n0 = int(n_keys < tile_keys ? n_keys : tile_keys);
+        tile_fetch(a, a.k, kvh, keys.begin, n0, k_tiles, k_stride);
+        tile_fetch(a, a.v, kvh, keys.begin, n0, v_tiles, v_stride);
+        __pipeline_commit();
+    }
+    for (int it = 0; it < n_tiles; ++it) {
+        const int64_t j = keys.begin + int64_t(it) * tile_keys;
+        const int n = int(keys.end - j < tile_keys ? keys.end - j : tile_keys);
+        if (it + 1 < n_tiles) {
+            const int64_t jn = j + tile_keys;
+            const int nn = int(keys.end - jn < tile_keys ? keys.end - jn : tile_keys);
+            const int b = (it + 1) & 1;
+            tile_fetch(a, a.k, kvh, jn, nn, k_tiles + b * tile_keys * k_stride, k_stride);
+            tile_fetch(a, a.v, kvh, jn, nn, v_tiles + b * tile_keys * v_stride, v_stride);
+            __pipeline_commit();
+            __pipeline_wait_prior(1);
+        } else {
+            __pipeline_wait_prior(0);
+        }
+        __syncthreads();
+        const int b = it & 1;
+        const TilePlane K{k_tiles + b * tile_keys * k_stride, a.k.type, k_stride, d};
+        const TilePlane V{v_tiles + b * tile_keys * v_stride, a.v.type, v_stride, d};
+
+        // Scores: pair i is key i % tile_keys of head i / tile_keys; consecutive lanes read consecutive rows.
+        for (int i = tid; i < G * tile_keys; i += kTileThreads) {
+            const int g = i / tile_keys, r = i % tile_keys;
+            float s = -INFINITY;
+            if (r < n) {
+                const float* qg = qs + g * d;
+                float dot_a = 0.0f, dot_b = 0.0f;  // two chains of additions
+                for (int c = 0; c < d; c += 8) {
+                    float x[8];
+                    K.eight(r, c, x);
+                    const float4 qa = *reinterpret_cast<const float4*>(qg + c);
+                    const float4 qb = *reinterpret_cast<const float4*>(qg + c + 4);
+                    dot_a += qa.x * x[0] + qa.y * x[1] + qa.z * x[2] + qa.w * x[3];
+                    dot_b += qb.x * x[4] + qb.y * x[5] + qb.z * x[6] + qb.w * x[7];
+                }
+                s = score(dot_a + dot_b, a.scale, a.softcap);
+            }
+            sc[i] = s;
+        }
+        __syncthreads();
+
+        // The running softmax of each head: the tile's max, its probabilities in place of the scores, and the
+        // factor that rescales what came before (0 before the first tile, when there is nothing to rescale).
+        for (int g = warp; g < G; g += kTileThreads / 32) {
+            float* sg = sc + g * tile_keys;
+            float mx = -INFINITY;
+            for (int r = lane; r < n; r += 32) mx = fmaxf(mx, sg[r]);
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            const float m_new = fmaxf(run_m[g], mx);
+            float sum = 0.0f;
+            for (int r = lane; r < tile_keys; r += 32) {
+                const float p = r < n ? expf(sg[r] - m_new) : 0.0f;
+                sg[r] = p;
+                sum += p;
+            }
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            __syncwarp();
+            if (lane == 0) {
+                const float f = expf(run_m[g] - m_new);
+                corr[g] = f;
+                run_l[g] = run_l[g] * f + sum;
+                run_m[g] = m_new;
+            }
+        }
+        __syncthreads();
+
+        // Outputs: values [c, c + 8) of head g gather the tile's V rows with the head's probabilities.
+        if (part < parts)
+#pragma unroll
+            for (int i = 0; i < kPieces; ++i) {
+                const int piece = piece0 + i * kTileThreads;
+                if (piece >= n_piece) break;
+                const int g = piece * 8 / d, c = piece * 8 % d;
+                const float* pg = sc + g * tile_keys;
+                const float f = corr[g];
+#pragma unroll
+                for (int e = 0; e < 8; ++e) acc[i][e] *= f;
+                for (int r = part; r < n; r += parts) {
+                    float x[8];
+                    V.eight(r, c, x);
+                    const float pr = pg[r];
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) acc[i][e] += pr * x[e];
+                }
+            }
+        __syncthreads();  // the tile's buffers are refilled next
+    }
+
+    // The parts' sums through shared memory (the tile buffers, free now), then with one split the output, normalized
+    // with the sink; with several the partials (an empty split: max -inf, denominator 0, output 0).
+    float* sums = reinterpret_cast<float*>(k_tiles);  // [part][value]: parts * G * d floats
+    if (parts > 1) {
+        if (part < parts)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) sums[part * G * d + piece0 * 8 + e] = acc[0][e];
+        __syncthreads();
+    }
+    if (part == 0)
+#pragma unroll
+        for (int i = 0; i < kPieces; ++i) {
+            const int piece = piece0 + i * kTileThreads;
+            if (piece >= n_piece) break;
+            const int g = piece * 8 / d, c = piece * 8 % d;
+            float f = 1.0f, den = 1.0f;
+            if (n_split == 1) {
+                const float m = run_m[g], sink = a.sinks ? a.sinks[h0 + g] : -INFINITY, mx = fmaxf(m, sink);
+                f = expf(m - mx);
+                den = run_l[g] * f + (a.sinks ? expf(sink - mx) : 0.0f);
+            }
+            float* o = n_split == 1 ? a.out + t * q_cols + int64_t(h0 + g) * d + c
+                                    : partial_acc(part_out, t * a.n_head + h0 + g, n_split, split, d) + c;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                float v = acc[i][e];
+                for (int k = 1; k < parts; ++k) v += sums[k * G * d + piece * 8 + e];
+                o[e] = v * f / den;
+            }
+        }
+    if (n_split > 1 && tid < G) {
+        float* ml = partial_ml(part_out, a, t * a.n_head + h0 + tid, n_split, split);
+        ml[0] = run_m[tid];
+        ml[1] = run_l[tid];
     }
 }
 
@@ -338,27 +569,40 @@ __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int 
 // exp(sink - M)), f_s = exp(m_s - M), M the largest of the splits' maxima and the sink.
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(AttentionArgs a, int n_split, float* part) {
     const int64_t bt = blockIdx.x;
-    const int h = int(bt % a.n_head), d = a.head_dim;
+    const int h = int(bt % a.n_head), d = a.head_dim, tid = int(threadIdx.x);
     const int64_t t = bt / a.n_head;
-    const float* ml = partial_ml(part, a, bt, n_split, 0);
-    float mx = a.sinks ? a.sinks[h] : -INFINITY;
-    for (int s = 0; s < n_split; ++s)
-        if (ml[2 * s + 1] > 0.0f) mx = fmaxf(mx, ml[2 * s]);
-    // Split 0 holds the row's first visible key, so mx is finite.
-    __shared__ float sm_f[kMaxSplits];
-    if (int(threadIdx.x) < n_split) {
-        const int s = int(threadIdx.x);
-        sm_f[s] = ml[2 * s + 1] > 0.0f ? expf(ml[2 * s] - mx) : 0.0f;
+    __shared__ float sm_m[kMaxSplits], sm_l[kMaxSplits], sm_f[kMaxSplits], sm_den;
+    if (tid < n_split) {
+        const float* ml = partial_ml(part, a, bt, n_split, tid);
+        sm_m[tid] = ml[0];
+        sm_l[tid] = ml[1];
     }
     __syncthreads();
-    float den = a.sinks ? expf(a.sinks[h] - mx) : 0.0f;
-    for (int s = 0; s < n_split; ++s) den += ml[2 * s + 1] * sm_f[s];
+    // One warp finds M and the denominator; split 0 holds the row's first visible key, so M is finite.
+    if (tid < 32) {
+        float mx = a.sinks ? a.sinks[h] : -INFINITY;
+        for (int s = tid; s < n_split; s += 32)
+            if (sm_l[s] > 0.0f) mx = fmaxf(mx, sm_m[s]);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        float den = 0.0f;
+        for (int s = tid; s < n_split; s += 32) {
+            const float f = sm_l[s] > 0.0f ? expf(sm_m[s] - mx) : 0.0f;
+            sm_f[s] = f;
+            den += sm_l[s] * f;
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) den += __shfl_xor_sync(0xffffffffu, den, off);
+        if (tid == 0) sm_den = den + (a.sinks ? expf(a.sinks[h] - mx) : 0.0f);
+    }
+    __syncthreads();
     const float* pa = partial_acc(part, bt, n_split, 0, d);
     float* o = a.out + t * int64_t(a.n_head) * d + int64_t(h) * d;
-    for (int c = int(threadIdx.x); c < d; c += int(blockDim.x)) {
+    for (int c = tid; c < d; c += int(blockDim.x)) {
         float num = 0.0f;
+#pragma unroll 8
         for (int s = 0; s < n_split; ++s) num += pa[int64_t(s) * d + c] * sm_f[s];
-        o[c] = num / den;
+        o[c] = num / sm_den;
     }
 }
 
@@ -428,32 +672,46 @@ cudaError_t launch_rows(const AttentionArgs& a, cudaStream_t s) {
     return cudaGetLastError();
 }
 
-// Batches of 4 keys where a lane's queries and outputs leave the registers for it, else 2; whole-context blocks
-// of up to 16 warps whose merge fits in 32 KiB.
-template <int P, int G>
+// Batches of 4 keys (2 for the widest heads); whole-context blocks of up to 16 warps, whose merge fits in 32 KiB.
+template <int P>
 cudaError_t launch_keys(const AttentionArgs& a, const AttentionPlan& p, float* part, cudaStream_t s) {
-    constexpr int kBatch = G * P <= 16 ? 4 : 2;
-    constexpr int kWarpsWhole = 256 / (G * P) < 16 ? 256 / (G * P) : 16;
-    const dim3 grid{unsigned(a.n_q * (a.n_head / G)), unsigned(p.n_split)};
-    if (p.n_split == 1) {
-        keys_kernel<P, G, kBatch, kWarpsWhole><<<grid, kWarpsWhole * 32, 0, s>>>(a, p.n_split, part);
-        return cudaGetLastError();
-    }
-    keys_kernel<P, G, kBatch, kWarpsSplit><<<grid, kWarpsSplit * 32, 0, s>>>(a, p.n_split, part);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-    combine_kernel<<<unsigned(a.n_q * a.n_head), kCombineThreads, 0, s>>>(a, p.n_split, part);
+    constexpr int kBatch = P <= 8 ? 4 : 2;
+    constexpr int kWarpsWhole = 256 / P < 16 ? 256 / P : 16;
+    const dim3 grid{unsigned(a.n_q * a.n_head), unsigned(p.n_split)};
+    if (p.n_split == 1)
+        keys_kernel<P, kBatch, kWarpsWhole><<<grid, kWarpsWhole * 32, 0, s>>>(a, p.n_split, part);
+    else
+        keys_kernel<P, kBatch, kWarpsSplit><<<grid, kWarpsSplit * 32, 0, s>>>(a, p.n_split, part);
     return cudaGetLastError();
 }
 
-template <int P>
-cudaError_t launch_keys_p(const AttentionArgs& a, const AttentionPlan& p, float* part, cudaStream_t s) {
-    // heads_per_block keeps G * P <= 32.
-    if constexpr (8 * P <= 32)
-        if (p.heads == 8) return launch_keys<P, 8>(a, p, part, s);
-    if constexpr (4 * P <= 32)
-        if (p.heads == 4) return launch_keys<P, 4>(a, p, part, s);
-    if (p.heads == 2) return launch_keys<P, 2>(a, p, part, s);
-    return launch_keys<P, 1>(a, p, part, s);
+// The tile kernel's shared memory for tiles of `keys` keys.
+size_t tile_smem(const AttentionArgs& a, int heads, int keys) {
+    const int d = a.head_dim;
+    return size_t(4) * size_t(heads) * size_t(d) +
+           size_t(2) * size_t(keys) * size_t(tile_stride(a.k.type, d) + tile_stride(a.v.type, d)) +
+           size_t(4) * size_t(heads) * size_t(keys + 3);
+}
+
+// The tile kernel copies whole 16-byte pieces of aligned rows (and a q8_0 row's scales 4 bytes at a time).
+bool tiles_fit(const AttentionArgs& a, int heads, int keys) {
+    const int d = a.head_dim;
+    for (const CachePlane* c : {&a.k, &a.v}) {
+        const int elem = c->type == KvType::f32 ? 4 : (c->type == KvType::f16 ? 2 : 1);
+        if ((d * elem) % 16 != 0 || (a.kv_width * elem) % 16 != 0) return false;
+        if (c->type == KvType::q8_0 && d % 64 != 0) return false;
+    }
+    return d % 8 == 0 && heads * d <= 16 * kTileThreads && tile_smem(a, heads, keys) <= kTileSmem;
+}
+
+cudaError_t launch_tiles(const AttentionArgs& a, const AttentionPlan& p, int keys, float* part, cudaStream_t s) {
+    const dim3 grid{unsigned(a.n_q * (a.n_head / p.heads)), unsigned(p.n_split)};
+    const size_t smem = tile_smem(a, p.heads, keys);
+    if (p.heads * a.head_dim <= 8 * kTileThreads)
+        tile_kernel<1><<<grid, kTileThreads, smem, s>>>(a, p.heads, keys, p.n_split, part);
+    else
+        tile_kernel<2><<<grid, kTileThreads, smem, s>>>(a, p.heads, keys, p.n_split, part);
+    return cudaGetLastError();
 }
 
 // kv_write: thread i converts value i % width of row i / width. For q8_0 the 32 threads of a warp hold one block
@@ -506,13 +764,26 @@ cudaError_t attention(const AttentionArgs& a, const AttentionPlan& p, float* par
         if (per_lane <= 8) return launch_rows<8, 4>(a, s);
         return launch_rows<16, 2>(a, s);
     }
-    switch (values_per_lane(a.head_dim)) {
-    case 1: return launch_keys_p<1>(a, p, partials, s);
-    case 2: return launch_keys_p<2>(a, p, partials, s);
-    case 4: return launch_keys_p<4>(a, p, partials, s);
-    case 8: return launch_keys_p<8>(a, p, partials, s);
-    default: return launch_keys_p<16>(a, p, partials, s);
+    cudaError_t e = cudaSuccess;
+    // Tiles of about kTileBytes per plane, at most kTileMaxKeys keys.
+    const int row_bytes = tile_stride(a.k.type, a.head_dim) > tile_stride(a.v.type, a.head_dim)
+                              ? tile_stride(a.k.type, a.head_dim)
+                              : tile_stride(a.v.type, a.head_dim);
+    const int tile_keys = kTileBytes / row_bytes < kTileMaxKeys ? kTileBytes / row_bytes : kTileMaxKeys;
+    if (p.heads > 1 && tile_keys >= 4 && tiles_fit(a, p.heads, tile_keys)) {
+        e = launch_tiles(a, p, tile_keys, partials, s);
+    } else {
+        switch (values_per_lane(a.head_dim)) {
+        case 1: e = launch_keys<1>(a, p, partials, s); break;
+        case 2: e = launch_keys<2>(a, p, partials, s); break;
+        case 4: e = launch_keys<4>(a, p, partials, s); break;
+        case 8: e = launch_keys<8>(a, p, partials, s); break;
+        default: e = launch_keys<16>(a, p, partials, s); break;
+        }
     }
+    if (e != cudaSuccess || p.n_split == 1) return e;
+    combine_kernel<<<unsigned(a.n_q * a.n_head), kCombineThreads, 0, s>>>(a, p.n_split, partials);
+    return cudaGetLastError();
 }
 
 }  // namespace zinc::backend::cuda

@@ -133,22 +133,26 @@ __host__ __device__ inline int64_t split_chunk(KeyRange last, int n_split) {
 struct AttentionPlan {
     bool row_tiles = false;
     int n_split = 1;
-    int heads = 1;  // query heads of one KV head that a keys-kernel block serves, reading each K/V row once for all
+    int heads = 1;  // > 1: the tile kernel, each block serving this many query heads of one KV head
 };
 
-// Values of a head each lane of a warp holds: the least power of two with 32 of them covering head_dim.
+// Values of a head each lane of a keys-kernel warp holds: the least power of two with 32 of them covering head_dim.
 inline int values_per_lane(int head_dim) {
     int p = 1;
     while (32 * p < head_dim) p *= 2;
     return p;
 }
 
-// The query heads a keys-kernel block serves: the most of 8, 4, 2, 1 that divides the heads sharing a KV head and
-// keeps a lane's share of their queries and outputs within 32 values each (registers).
+// Key buckets from which decode reads the cache through the tile kernel: K/V tiles copied into shared memory in the
+// background, each row read once for all the query heads of its KV head. Below, the keys kernel's warps are quicker.
+constexpr int64_t kTileMinKeys = 1024;
+
+// The query heads a tile-kernel block serves: the most of 8, 4, 2, 1 that divides the heads sharing a KV head and
+// keeps their outputs within 16 a thread (heads * head_dim <= 2048).
 inline int heads_per_block(int n_head, int n_head_kv, int head_dim) {
-    const int group = n_head / n_head_kv, p = values_per_lane(head_dim);
+    const int group = n_head / n_head_kv;
     int g = 8;
-    while (g > 1 && (group % g != 0 || g * p > 32)) g /= 2;
+    while (g > 1 && (group % g != 0 || g * head_dim > 2048)) g /= 2;
     return g;
 }
 
@@ -167,8 +171,9 @@ inline int64_t key_bucket(int64_t keys) {
 inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t pos0,
                                     int64_t window) {
     const KeyRange last = visible_keys(pos0 + n_q - 1, window);
-    const int heads = heads_per_block(n_head, n_head_kv, head_dim);
-    const int64_t keys = key_bucket(last.end - last.begin), blocks = n_q * (n_head / heads);
+    const int64_t keys = key_bucket(last.end - last.begin);
+    const int heads = keys >= kTileMinKeys ? heads_per_block(n_head, n_head_kv, head_dim) : 1;
+    const int64_t blocks = n_q * (n_head / heads);
     int64_t n = 1;
     if (blocks > 0 && blocks < kTargetBlocks) {
         const int64_t want = (kTargetBlocks + blocks - 1) / blocks, most = keys / kMinSplitKeys;

@@ -2,7 +2,10 @@
 // µs per call, GB/s of the bytes it must move, and that rate as a share of the measured device-to-device copy
 // bandwidth. A regression or a slow kernel shows here without a whole model run.
 //
-//   zinc_cuda_kernel_bench [--filter SUBSTRING] [--reps N]
+//   zinc_cuda_kernel_bench [--filter SUBSTRING] [--reps N] [--splits N,N,...]
+//
+// --splits times the decode attention kernels at the given key-split counts as well as at the planned one (for
+// tuning plan_attention).
 //
 // Calls are replayed from a recorded step (Backend::run_step, a CUDA graph) so launch gaps do not count, and each
 // call reads its own copy of the weights among enough copies to exceed the L2 cache, so the bytes come from memory.
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cuda_backend.h"
 #include "../cuda_test_util.h"
 #include "gguf/tensor_type.h"
@@ -35,6 +39,7 @@ constexpr size_t kColdBytes = size_t(512) << 20;  // weight copies per shape: at
 struct Options {
     std::string filter;
     int reps = 50;
+    std::vector<int> splits;
 };
 
 void check(cudaError_t e, const char* what) {
@@ -147,6 +152,44 @@ void bench_norm(CudaBackend& be, const Options& o, double copy) {
     }
 }
 
+// The kernels of one decode attention call launched directly at each of o.splits key splits.
+void bench_attention_splits(CudaBackend& be, const Options& o, double copy, const std::string& what, const Act& q,
+                            const KvLayer& kv, const zinc::backend::AttentionParams& ap, Act& out, int64_t depth,
+                            double bytes) {
+    namespace kern = zinc::backend::cuda;
+    int32_t* pos = nullptr;
+    float* partials = nullptr;
+    const int32_t last = int32_t(depth - 1);
+    check(cudaMalloc(&pos, sizeof(int32_t)), "malloc");
+    check(cudaMemcpy(pos, &last, sizeof(int32_t), cudaMemcpyHostToDevice), "copy");
+    kern::AttentionArgs a;
+    a.q = q.data;
+    a.k = {kv.k, kv.type_k};
+    a.v = {kv.v, kv.type_v};
+    a.capacity = kv.capacity;
+    a.out = out.data;
+    a.pos = pos;
+    a.n_q = 1;
+    a.kv_width = kv.width;
+    a.n_head = ap.n_head;
+    a.n_head_kv = ap.n_head_kv;
+    a.head_dim = ap.head_dim;
+    a.scale = ap.scale;
+    kern::AttentionPlan plan = kern::plan_attention(1, ap.n_head, ap.n_head_kv, ap.head_dim, depth - 1, 0);
+    for (int n : o.splits) {
+        plan.n_split = std::clamp(n, 1, kern::kMaxSplits);
+        const size_t floats = kern::attention_partial_floats(plan, 1, ap.n_head, ap.head_dim);
+        if (floats > 0) check(cudaMalloc(&partials, floats * sizeof(float)), "malloc");
+        const double us = time_us(be, o.reps, [&](int) {
+            check(kern::attention(a, plan, partials, be.stream()), "attention");
+        });
+        report("attention", what + ", " + std::to_string(plan.n_split) + " splits", us, bytes, copy);
+        check(cudaFree(partials), "free");
+        partials = nullptr;
+    }
+    check(cudaFree(pos), "free");
+}
+
 // One decode query of Qwen3-8B's attention (32 heads, 8 KV heads of 128) at several cache lengths and types.
 void bench_attention(CudaBackend& be, const Options& o, double copy) {
     const int n_head = 32, n_head_kv = 8, head_dim = 128;
@@ -165,8 +208,10 @@ void bench_attention(CudaBackend& be, const Options& o, double copy) {
             be.kv_write(kv, k, k, p);
         }
         zinc::backend::AttentionParams ap{n_head, n_head_kv, head_dim, 0.088f};
+        const double bytes = double(2 * zinc::backend::kv_plane_bytes(type, kv.width, depth));
         const double us = time_us(be, o.reps, [&](int) { be.attention(q, kv, depth - 1, ap, out); });
-        report("attention", what, us, double(2 * zinc::backend::kv_plane_bytes(type, kv.width, depth)), copy);
+        report("attention", what, us, bytes, copy);
+        if (!o.splits.empty()) bench_attention_splits(be, o, copy, what, q, kv, ap, out, depth, bytes);
         be.free(kv);
         be.free(k);
         be.free(v);
@@ -184,8 +229,15 @@ int main(int argc, char** argv) {
             o.filter = argv[++i];
         } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
             o.reps = std::max(1, std::atoi(argv[++i]));
+        } else if (!std::strcmp(argv[i], "--splits") && i + 1 < argc) {
+            for (const char* p = argv[++i]; *p;) {
+                char* end = nullptr;
+                o.splits.push_back(int(std::strtol(p, &end, 10)));
+                p = *end == ',' ? end + 1 : end;
+                if (end == p && *p) break;
+            }
         } else {
-            std::fprintf(stderr, "usage: %s [--filter SUBSTRING] [--reps N]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--filter SUBSTRING] [--reps N] [--splits N,N,...]\n", argv[0]);
             return 2;
         }
     }
