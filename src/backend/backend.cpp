@@ -471,20 +471,25 @@ void Backend::softcap(Act& x, float cap) {
 // The checks hold for the sequence each op is defined as, plus the aliasing rules that make that sequence the same as
 // computing every output from the inputs as they were on entry (which is what a fused kernel does).
 
-void Backend::matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out) {
+void Backend::matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
+                      std::span<const Weight* const> bias) {
     const OpScope scope(*this, "matmuls", w.empty() ? nullptr : w[0]);
     if (w.empty() || w.size() != out.size()) fail("matmuls", "give one output for each weight, at least one");
+    if (!bias.empty() && bias.size() != w.size())
+        fail("matmuls", "give no biases or one for each weight (null for none)");
     for (size_t i = 0; i < w.size(); ++i) {
         if (!w[i] || !out[i]) fail("matmuls", "null weight or output");
         const Act& o = *out[i];
         const std::string op = op_of("matmuls", w[i]);
         if (x.cols != w[i]->cols || o.rows != x.rows || o.cols != w[i]->rows) fail(op, "shape mismatch");
+        // add_bias's check of the bias against the output's width.
+        if (!bias.empty() && bias[i]) check_f32_vector(*bias[i], o.cols, op.c_str(), "bias");
         if (overlap(o.data, o.size(), x.data, x.size())) fail(op, "out must not overlap x");
         for (size_t j = 0; j < i; ++j)
             if (overlap(o.data, o.size(), out[j]->data, out[j]->size()))
                 fail(op, "out overlaps the output of " + w[j]->name);
     }
-    do_matmuls(w, x, out);
+    do_matmuls(w, x, out, bias);
 }
 
 void Backend::ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
@@ -502,19 +507,24 @@ void Backend::ffn_gated(const Weight& gate, const Weight& up, const Act& x, Gate
     do_ffn_gated(gate, up, x, act, up_tmp, out);
 }
 
-void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) {
+void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
     const OpScope scope(*this, "matmul_add", &w);
     const std::string op = op_of("matmul_add", &w);
     if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows) fail(op, "shape mismatch");
+    if (bias) check_f32_vector(*bias, out.cols, op.c_str(), "bias");  // add_bias's check, against tmp's width
     check_shape(tmp, out.rows, out.cols, "matmul_add", "tmp");
     if (overlap(out.data, out.size(), x.data, x.size())) fail(op, "out must not overlap x");
     if (overlap(tmp.data, tmp.size(), x.data, x.size()) || overlap(tmp.data, tmp.size(), out.data, out.size()))
         fail(op, "tmp must overlap neither x nor out");
-    do_matmul_add(w, x, tmp, out);
+    do_matmul_add(w, x, tmp, out, bias);
 }
 
-void Backend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out) {
-    for (size_t i = 0; i < w.size(); ++i) matmul(*w[i], x, *out[i]);
+void Backend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
+                         std::span<const Weight* const> bias) {
+    for (size_t i = 0; i < w.size(); ++i) {
+        matmul(*w[i], x, *out[i]);
+        if (!bias.empty() && bias[i]) add_bias(*out[i], *bias[i]);
+    }
 }
 
 void Backend::do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
@@ -527,9 +537,43 @@ void Backend::do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, G
         geglu(out, up_tmp, out);
 }
 
-void Backend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) {
+void Backend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
     matmul(w, x, tmp);
+    if (bias) add_bias(tmp, *bias);
     add(out, tmp, out);
+}
+
+void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                            std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
+    const OpScope scope(*this, "rope_kv_write");
+    // The checks of the ops it is made of, so that an override sees what they would accept.
+    check_group(q, head_dim, "rope_kv_write");
+    if (static_cast<int64_t>(pos.size()) != q.rows || k.rows != q.rows || rope.n_rot > head_dim || rope.n_rot <= 0 ||
+        rope.n_rot % 2 != 0)
+        fail("rope_kv_write", "bad shape");
+    for (size_t t = 0; t < pos.size(); ++t)
+        if (pos[t] != pos0 + static_cast<int64_t>(t)) fail("rope_kv_write", "positions are not pos0, pos0 + 1, ...");
+    if (k.cols != kv.width || v.cols != kv.width || v.rows != k.rows || kv.width % head_dim != 0)
+        fail("rope_kv_write", "shape mismatch");
+    if (overlap(q.data, q.size(), k.data, k.size()) || overlap(q.data, q.size(), v.data, v.size()) ||
+        overlap(k.data, k.size(), v.data, v.size()))
+        fail("rope_kv_write", "q, k and v must not overlap");
+    if (norms.q && norms.q_weight) check_f32_vector(*norms.q_weight, head_dim, "rope_kv_write", "q norm weight");
+    if (norms.k && norms.k_weight) check_f32_vector(*norms.k_weight, head_dim, "rope_kv_write", "k norm weight");
+    if (rope.freq_factors) check_f32_vector(*rope.freq_factors, rope.n_rot / 2, "rope_kv_write", "frequency factors");
+    if (pos0 < 0 || (kv.ring ? k.rows : pos0 + k.rows) > kv.capacity)
+        throw std::out_of_range("rope_kv_write: past the cache");
+    do_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv, pos0);
+}
+
+void Backend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                               std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
+    if (norms.q) rms_norm(q, norms.q_weight, norms.eps, head_dim, q);
+    if (norms.k) rms_norm(k, norms.k_weight, norms.eps, head_dim, k);
+    if (norms.v) rms_norm(v, nullptr, norms.eps, head_dim, v);
+    this->rope(q, head_dim, pos, rope);
+    this->rope(k, head_dim, pos, rope);
+    kv_write(kv, k, v, pos0);
 }
 
 // ---- sampling ----

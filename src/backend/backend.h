@@ -116,6 +116,15 @@ struct AttentionParams {
     float softcap = 0.0f;           // scores -> softcap * tanh(scores / softcap) after scaling; 0 = off
 };
 
+// Which heads Backend::rope_kv_write RMS-normalizes before RoPE, each head on its own: q and k with their weights
+// (head_dim f32 values; null: no weight), v without one (Gemma 4).
+struct HeadNorms {
+    bool q = false, k = false, v = false;
+    const Weight* q_weight = nullptr;
+    const Weight* k_weight = nullptr;
+    float eps = 0.0f;
+};
+
 // Every public op checks its arguments once, here in the interface (backend.cpp: shapes, groups, f32 vectors, k
 // ranges, cache positions, the consistency of a MoE weight set), and throws std::invalid_argument (std::out_of_range
 // for a position past the cache or a token id outside the vocabulary) with a message naming the op and, where there is
@@ -240,15 +249,25 @@ public:
     // backend without its own version computes the same values as the ops one by one; a backend's own version (the
     // CUDA backend's for one activation row, where launches dominate) agrees with it up to float rounding. The
     // forward passes call them where their op order is that sequence.
-    // out[i] = w[i] x for every i: matmul(*w[i], x, *out[i]) in turn (the Q/K/V projections of one input). The
-    // outputs overlap neither x nor each other.
-    void matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out);
+    // out[i] = w[i] x (+ bias[i]) for every i: matmul(*w[i], x, *out[i]), then add_bias(*out[i], *bias[i]) where
+    // bias[i] is given, in turn (the Q/K/V projections of one input). bias is empty or has one entry per weight, null
+    // for none; a bias is f32 with w[i]->rows values. The outputs overlap neither x nor each other.
+    void matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
+                 std::span<const Weight* const> bias = {});
     // out = act(gate x) * (up x): matmul(gate, x, out); matmul(up, x, up_tmp); swiglu or geglu(out, up_tmp, out).
     // up_tmp has out's shape and is left unspecified; out and up_tmp overlap neither x nor each other.
     void ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp, Act& out);
-    // out += w x, the residual add of a projection: matmul(w, x, tmp); add(out, tmp, out). tmp has out's shape and
-    // is left unspecified; out overlaps neither x nor tmp, and tmp not x.
-    void matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out);
+    // out += w x (+ bias), the residual add of a projection: matmul(w, x, tmp); add_bias(tmp, *bias) when bias is
+    // given (f32, w.rows values); add(out, tmp, out). tmp has out's shape and is left unspecified; out overlaps
+    // neither x nor tmp, and tmp not x.
+    void matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias = nullptr);
+
+    // The steps from the Q/K/V projections to the cache, for rows at positions pos (pos[t] = pos0 + t), heads of
+    // head_dim values: rms_norm(q, norms.q_weight, norms.eps, head_dim, q) if norms.q; the same for k if norms.k, and
+    // for v without a weight if norms.v; rope(q, head_dim, pos, rope); rope(k, head_dim, pos, rope);
+    // kv_write(kv, k, v, pos0). q, k and v overlap none of the others.
+    void rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
+                       const RopeParams& rope, KvLayer& kv, int64_t pos0);
 
     // out[t] = the index of the largest value in row t of x, the first one on ties (as torch.argmax and the
     // greedy sampler); waits for the result, which is all the host needs of greedy decoding's logits.
@@ -344,10 +363,13 @@ protected:
 
     // The fused ops' sequences, through the public ops (backend.cpp). A backend overrides them with fused kernels for
     // the cases it has them and calls these for the rest.
-    virtual void do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out);
+    virtual void do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
+                            std::span<const Weight* const> bias);
     virtual void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
                               Act& out);
-    virtual void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out);
+    virtual void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias);
+    virtual void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                                  std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0);
 
 private:
     friend class OpScope;

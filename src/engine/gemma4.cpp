@@ -65,16 +65,9 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
         const backend::Weight* qkv_w[] = {&L.wq, &L.wk, &L.wv};
         backend::Act* qkv[] = {&q, &k, &v};
         be_.matmuls(std::span(qkv_w, L.has_v ? 3 : 2), h, std::span(qkv, L.has_v ? 3 : 2));
-        be_.rms_norm(q, &L.q_norm, eps, d, q);
-        be_.rope(q, d, positions(), rope);
-        if (L.has_v) {
-            be_.rms_norm(v, nullptr, eps, d, v);
-        } else {
-            be_.rms_norm(k, nullptr, eps, d, v);
-        }
-        be_.rms_norm(k, &L.k_norm, eps, d, k);
-        be_.rope(k, d, positions(), rope);
-        be_.kv_write(kv_[l], k, v, pos0);
+        if (!L.has_v) be_.rms_norm(k, nullptr, eps, d, v);  // V from the raw K projection, normalized apart
+        const backend::HeadNorms norms{true, true, L.has_v, &L.q_norm, &L.k_norm, eps};
+        be_.rope_kv_write(q, k, v, norms, d, positions(), rope, kv_[l], pos0);
         backend::AttentionParams ap{p_.n_head, n_kv, d, 1.0f};
         if (p_.swa[l]) ap.window = p_.sliding_window;
         be_.attention(q, kv_[l], pos0, ap, attn);

@@ -48,23 +48,19 @@ backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
 
         be_.rms_norm(x, &L.attn_norm, eps, E, h);
         const backend::Weight* qkv_w[] = {&L.wq, &L.wk, &L.wv};
+        const backend::Weight* qkv_b[] = {&L.bq, &L.bk, &L.bv};
         backend::Act* qkv[] = {&q, &k, &v};
-        be_.matmuls(qkv_w, h, qkv);
-        be_.add_bias(q, L.bq);
-        be_.add_bias(k, L.bk);
-        be_.add_bias(v, L.bv);
-        be_.rope(q, p_.head_dim, positions(), rope);
-        be_.rope(k, p_.head_dim, positions(), rope);
-        be_.kv_write(kv_[l], k, v, pos0);
+        be_.matmuls(qkv_w, h, qkv, qkv_b);  // the biases in the matvec's epilogue on the GPU
+        be_.rope_kv_write(q, k, v, {}, p_.head_dim, positions(), rope, kv_[l], pos0);
         be_.attention(q, kv_[l], pos0, ap, attn);
-        be_.matmul(L.wo, attn, h);
-        be_.add_bias(h, L.bo);
-        be_.add(x, h, x);
+        be_.matmul_add(L.wo, attn, h, x, &L.bo);  // x += wo · attn + bo, h as scratch
 
         // MoE: router logits (+ bias), top-k then softmax over the k selected, biased SwiGLU-OAI experts.
         be_.rms_norm(x, &L.post_attn_norm, eps, E, h);
-        be_.matmul(L.gate_inp, h, rl);
-        be_.add_bias(rl, L.gate_inp_b);
+        const backend::Weight* router_w[] = {&L.gate_inp};
+        const backend::Weight* router_b[] = {&L.gate_inp_b};
+        backend::Act* router[] = {&rl};
+        be_.matmuls(router_w, h, router, router_b);
         be_.moe_route(rl, p_.n_expert_used, true, ri, rw);
         backend::MoeWeights mw = moe_weights(L.experts, backend::MoeActivation::swiglu_oai);
         mw.alpha = p_.swiglu_alpha;

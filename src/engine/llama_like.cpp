@@ -36,13 +36,9 @@ backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0) {
         const backend::Weight* qkv_w[] = {&L.wq, &L.wk, &L.wv};
         backend::Act* qkv[] = {&q, &k, &v};
         be_.matmuls(qkv_w, h, qkv);
-        if (p_.qk_norm) {
-            be_.rms_norm(q, &L.q_norm, p_.rms_eps, p_.head_dim, q);
-            be_.rms_norm(k, &L.k_norm, p_.rms_eps, p_.head_dim, k);
-        }
-        be_.rope(q, p_.head_dim, positions(), rope);
-        be_.rope(k, p_.head_dim, positions(), rope);
-        be_.kv_write(kv_[l], k, v, pos0);
+        backend::HeadNorms norms;
+        if (p_.qk_norm) norms = {true, true, false, &L.q_norm, &L.k_norm, p_.rms_eps};
+        be_.rope_kv_write(q, k, v, norms, p_.head_dim, positions(), rope, kv_[l], pos0);
         be_.attention(q, kv_[l], pos0, ap, attn);
         be_.matmul_add(L.wo, attn, h, x);  // x += wo · attn, h as scratch
         be_.rms_norm(x, &L.ffn_norm, p_.rms_eps, p_.n_embd, h);

@@ -84,11 +84,21 @@ void Qwen35::delta_net_layer(const Layer& L, int l) {
     be_.matmuls(in_w, h, in);
     be_.delta_net_gates(a, b, L.ssm_dt, L.ssm_a, g, beta);
     be_.conv1d_causal(qkv, s.conv, L.ssm_conv1d, true, conv);
-    be_.slice_groups(conv, conv_dim, 0, q);
-    be_.slice_groups(conv, conv_dim, key_dim, k);
-    be_.slice_groups(conv, conv_dim, 2 * key_dim, v);
-    be_.l2_norm(q, p_.rms_eps, p_.ssm_d_state, q);
-    be_.l2_norm(k, p_.rms_eps, p_.ssm_d_state, k);
+    if (conv.rows == 1) {
+        // One row (decode): q, k and v are consecutive pieces of it, used in place, and q and k are normalized in one
+        // call (each head a group of d_state values either way): two launches fewer per layer and no copies.
+        q = {conv.data, 1, key_dim};
+        k = {conv.data + key_dim, 1, key_dim};
+        v = {conv.data + 2 * key_dim, 1, conv_dim - 2 * key_dim};
+        backend::Act qk{conv.data, 1, 2 * key_dim};
+        be_.l2_norm(qk, p_.rms_eps, p_.ssm_d_state, qk);
+    } else {
+        be_.slice_groups(conv, conv_dim, 0, q);
+        be_.slice_groups(conv, conv_dim, key_dim, k);
+        be_.slice_groups(conv, conv_dim, 2 * key_dim, v);
+        be_.l2_norm(q, p_.rms_eps, p_.ssm_d_state, q);
+        be_.l2_norm(k, p_.rms_eps, p_.ssm_d_state, k);
+    }
     backend::DeltaNetParams dp;
     dp.n_k = p_.ssm_n_k;
     dp.n_v = p_.ssm_n_v;
@@ -113,16 +123,13 @@ void Qwen35::attention_layer(const Layer& L, int l, int64_t pos0) {
     be_.matmuls(qkv_w, h, qkv);
     be_.slice_groups(qg, 2 * hd, 0, q);
     be_.slice_groups(qg, 2 * hd, hd, gate);
-    be_.rms_norm(q, &L.attn_q_norm, p_.rms_eps, hd, q);
-    be_.rms_norm(k, &L.attn_k_norm, p_.rms_eps, hd, k);
     // IMRoPE on text = NeoX with position p on the first n_rot dims (checked when reading the sections).
     backend::RopeParams rope;
     rope.n_rot = p_.n_rot;
     rope.neox = true;
     rope.freq_base = p_.rope_base;
-    be_.rope(q, hd, positions(), rope);
-    be_.rope(k, hd, positions(), rope);
-    be_.kv_write(state_[l].kv, k, v, pos0);
+    const backend::HeadNorms norms{true, true, false, &L.attn_q_norm, &L.attn_k_norm, p_.rms_eps};
+    be_.rope_kv_write(q, k, v, norms, hd, positions(), rope, state_[l].kv, pos0);
     backend::AttentionParams ap;
     ap.n_head = p_.n_head;
     ap.n_head_kv = p_.n_head_kv;

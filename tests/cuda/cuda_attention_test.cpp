@@ -9,23 +9,29 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <numbers>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #include "backend/backend.h"
 #include "backend/cuda/attention_kernels.h"
 #include "cuda_test_util.h"
 #include "gpu_required.h"
+#include "quant/float_convert.h"
 
 namespace {
 
 using namespace zinc::cuda_test;
 using zinc::backend::Act;
 using zinc::backend::AttentionParams;
+using zinc::backend::HeadNorms;
 using zinc::backend::KvLayer;
 using zinc::backend::KvType;
 using zinc::backend::RopeParams;
@@ -149,6 +155,27 @@ TEST(CudaAttentionHostLogic, PlanIsTheSameWithinAKeyBucket) {
                 ASSERT_EQ(p.row_tiles, first.row_tiles);
             }
         }
+}
+
+// Over an f16 cache with heads of 64, 128 or 256 values the tensor-core kernel serves every bucket, a group of heads
+// per block, and splits only into pieces of kMmaMinSplitKeys keys of the bucket or more; other caches and head sizes
+// never take it.
+TEST(CudaAttentionHostLogic, TensorCorePlans) {
+    for (int head_dim : {64, 128, 256})
+        for (int64_t pos : {0, 100, 5000, 40000}) {
+            const kern::AttentionPlan p = kern::plan_attention(1, 32, 8, head_dim, pos, 0, KvType::f16, KvType::f16);
+            EXPECT_TRUE(p.mma);
+            EXPECT_EQ(p.heads, kern::heads_per_block(32, 8, head_dim));
+            EXPECT_LE(p.n_split, std::max<int64_t>(1, kern::key_bucket(pos + 1) / kern::kMmaMinSplitKeys));
+            EXPECT_FALSE(kern::plan_attention(1, 32, 8, head_dim, pos, 0, KvType::f16, KvType::q8_0).mma);
+            EXPECT_FALSE(kern::plan_attention(1, 32, 8, head_dim, pos, 0, KvType::f32, KvType::f16).mma);
+        }
+    EXPECT_FALSE(kern::plan_attention(1, 32, 8, 512, 5000, 0, KvType::f16, KvType::f16).mma);
+    EXPECT_FALSE(kern::plan_attention(1, 4, 2, 48, 5000, 0, KvType::f16, KvType::f16).mma);
+    // Prefill chunks that fill the GPU take the row tiles, with one split.
+    const kern::AttentionPlan rows = kern::plan_attention(64, 32, 8, 128, 0, 0, KvType::f16, KvType::f16);
+    EXPECT_TRUE(rows.row_tiles);
+    EXPECT_EQ(rows.n_split, 1);
 }
 
 // A keys-kernel lane holds values_per_lane values of a head; a tile-kernel block serves G heads of one KV head: G
@@ -569,6 +596,8 @@ TEST(CudaAttention, CacheTypes) {
         check_attention(be, {"qwen3-8b" + n, 32, 8, 128, s128, 0, false, 0.0f, 2.0f, kSteps300, 2e-6, t});
         check_attention(be, {"qwen3-8b long" + n, 32, 8, 128, s128, 0, false, 0.0f, 2.0f, {-4000, 1, 1, 7, 1}, 5e-6, t});
         check_attention(be, {"gpt-oss full" + n, 64, 8, 64, 0.125f, 0, true, 0.0f, 2.0f, kSteps300, 2e-6, t});
+        // Long contexts with sinks and groups of 8 heads (f16: the tensor-core kernel).
+        check_attention(be, {"gpt-oss long" + n, 64, 8, 64, 0.125f, 0, true, 0.0f, 2.0f, {-3000, 1, 1, 5, 1}, 5e-6, t});
         check_attention(be, {"gemma4 global" + n, 16, 2, 512, 1.0f, 0, false, 0.0f, u, {37, 5, 1, -2000, 1, 3}, 4e-5, t});
         check_attention(be, {"gemma4 sliding" + n, 16, 8, 256, 1.0f, 1024, false, 0.0f, u, {-1000, 70, 1, 40, 1}, 2e-5,
                              t});
@@ -635,6 +664,145 @@ TEST(CudaAttention, BadShapesThrow) {
     EXPECT_THROW(gpu->attention(q, ring, 20, wide, o), std::out_of_range);
     wide.window = 8;
     gpu->attention(q, ring, 20, wide, o);  // fits: one row and the 7 before it
+}
+
+// ---------------------------------------------------------------- rope_kv_write (norms, RoPE and cache stores fused)
+
+std::vector<float> download(zinc::backend::Backend& be, const Act& a) {
+    std::vector<float> v(size_t(a.size()));
+    be.download(a, v);
+    return v;
+}
+
+// The values of a GPU cache plane, decoded to f32 on the host.
+std::vector<float> cache_values(const KvLayer& kv, bool k_plane) {
+    const KvType t = k_plane ? kv.type_k : kv.type_v;
+    const size_t n = size_t(kv.width * kv.capacity);
+    std::vector<uint8_t> bytes(zinc::backend::kv_plane_bytes(t, kv.width, kv.capacity));
+    EXPECT_EQ(cudaMemcpy(bytes.data(), k_plane ? kv.k : kv.v, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::vector<float> out(n);
+    for (size_t i = 0; i < n; ++i) {
+        if (t == KvType::f32) {
+            std::memcpy(&out[i], bytes.data() + 4 * i, 4);
+        } else if (t == KvType::f16) {
+            uint16_t h;
+            std::memcpy(&h, bytes.data() + 2 * i, 2);
+            out[i] = zinc::quant::fp16_to_fp32(h);
+        } else {
+            uint16_t d;
+            std::memcpy(&d, bytes.data() + n + 2 * (i / 32), 2);
+            out[i] = zinc::quant::fp16_to_fp32(d) * float(int8_t(bytes[i]));
+        }
+    }
+    return out;
+}
+
+struct HeadCase {
+    std::string name;
+    int n_head, n_head_kv, head_dim;
+    bool norm_q, norm_k, norm_v;
+    RopeParams rope;
+    KvType type;
+    int64_t capacity;     // cache rows; a ring when below the last position
+    std::vector<int64_t> steps;  // rows per call
+};
+
+// The fused op against the separate ops it is defined as, both on the GPU, over a sequence of calls into the same
+// kind of cache: q, k and v as the ops leave them, and every cache value after each call. The norms and the store
+// are the same arithmetic in the same order; the rotation may contract differently, so values agree within 2e-6
+// relative (the rounding of a few float operations) and cached values within one step of their type (an f16 ulp;
+// a q8_0 quantum) where a rounding lands the other way.
+void check_rope_kv_write(zinc::backend::Backend& gpu, const HeadCase& c) {
+    SCOPED_TRACE(c.name);
+    const int d = c.head_dim;
+    const int64_t width = int64_t(c.n_head_kv) * d;
+    int64_t total = 0;
+    for (int64_t r : c.steps) total += r;
+    const bool ring = c.capacity < total;
+    const KvLayer spec{nullptr, nullptr, width, c.capacity, c.type, c.type, ring};
+    KvLayer fused = gpu.alloc_kv(spec), separate = gpu.alloc_kv(spec);
+    const F32Vector qw(random_floats(size_t(d)), "attn_q_norm.weight"), kw(random_floats(size_t(d)), "attn_k_norm.weight");
+    const Weight qn = gpu.load_weight(qw.info), kn = gpu.load_weight(kw.info);
+    HeadNorms norms{c.norm_q, c.norm_k, c.norm_v, &qn, &kn, 1e-6f};
+    int64_t pos0 = 0;
+    for (int64_t rows : c.steps) {
+        const auto pos = positions(int32_t(pos0), rows);
+        const auto qh = random_floats(size_t(rows * c.n_head * d)), kh = random_floats(size_t(rows * width)),
+                   vh = random_floats(size_t(rows * width));
+        Act q1 = gpu.alloc(rows, int64_t(c.n_head) * d), k1 = gpu.alloc(rows, width), v1 = gpu.alloc(rows, width);
+        Act q2 = gpu.alloc(rows, q1.cols), k2 = gpu.alloc(rows, width), v2 = gpu.alloc(rows, width);
+        gpu.upload(q1, qh);
+        gpu.upload(k1, kh);
+        gpu.upload(v1, vh);
+        gpu.upload(q2, qh);
+        gpu.upload(k2, kh);
+        gpu.upload(v2, vh);
+        gpu.rope_kv_write(q1, k1, v1, norms, d, pos, c.rope, fused, pos0);
+        if (c.norm_q) gpu.rms_norm(q2, &qn, norms.eps, d, q2);
+        if (c.norm_k) gpu.rms_norm(k2, &kn, norms.eps, d, k2);
+        if (c.norm_v) gpu.rms_norm(v2, nullptr, norms.eps, d, v2);
+        gpu.rope(q2, d, pos, c.rope);
+        gpu.rope(k2, d, pos, c.rope);
+        gpu.kv_write(separate, k2, v2, pos0);
+        for (auto [a, b, what] : {std::tuple{&q1, &q2, "q"}, std::tuple{&k1, &k2, "k"}, std::tuple{&v1, &v2, "v"}}) {
+            const auto x = download(gpu, *a), y = download(gpu, *b);
+            for (size_t i = 0; i < x.size(); ++i)
+                ASSERT_NEAR(x[i], y[i], 2e-6 * std::max(1.0f, std::fabs(y[i]))) << what << " " << i << " at " << pos0;
+        }
+        for (bool k_plane : {true, false}) {
+            const auto x = cache_values(fused, k_plane), y = cache_values(separate, k_plane);
+            for (size_t i = 0; i < x.size(); ++i) {
+                float step = 2e-6f * std::max(1.0f, std::fabs(y[i]));
+                if (c.type == KvType::f16) step = std::max(step, std::fabs(y[i]) / 1024.0f);
+                if (c.type == KvType::q8_0) step = 0.05f;  // values of |x| <= ~5: a quantum of amax / 127
+                ASSERT_NEAR(x[i], y[i], step) << (k_plane ? "K" : "V") << " cache value " << i << " at " << pos0;
+            }
+        }
+        for (Act* a : {&q1, &k1, &v1, &q2, &k2, &v2}) gpu.free(*a);
+        pos0 += rows;
+    }
+    gpu.free(fused);
+    gpu.free(separate);
+}
+
+TEST(CudaRopeKvWrite, FusedEqualsTheSeparateOps) {
+    ZINC_REQUIRE_GPU();
+    auto gpu = zinc::backend::make_cuda_backend(0);
+    const RopeParams plain{128, true, 1000000.0f, 1.0f};
+    const std::vector<int64_t> steps = {7, 1, 1, 40, 1};
+    for (KvType t : {KvType::f32, KvType::f16, KvType::q8_0}) {
+        const std::string n = std::string(" ") + zinc::backend::kv_type_name(t);
+        check_rope_kv_write(*gpu, {"qwen3-8b" + n, 32, 8, 128, true, true, false, plain, t, 64, steps});
+        check_rope_kv_write(*gpu, {"gpt-oss ring" + n, 64, 8, 64, false, false, false, gpt_oss_rope(), t, 24,
+                                   {7, 1, 1, 20, 1, 9, 1}});
+        RopeParams partial{128, true, 10000.0f, 1.0f};  // gemma 4's global layers: 512-wide heads, a quarter rotated
+        check_rope_kv_write(*gpu, {"gemma4 global" + n, 16, 2, 512, true, true, true, partial, t, 64, steps});
+        check_rope_kv_write(*gpu, {"gemma4 sliding" + n, 16, 8, 256, true, true, true, RopeParams{256, true, 10000.0f,
+                                                                                                  1.0f},
+                                   t, 64, steps});
+    }
+    // Adjacent pairs, and a head size that is not a multiple of 32 (f16; q8_0 blocks need 32).
+    check_rope_kv_write(*gpu, {"4/2x48 adjacent f16", 4, 2, 48, true, false, true, RopeParams{32, false, 10000.0f, 1.0f},
+                               KvType::f16, 64, steps});
+}
+
+TEST(CudaRopeKvWrite, BadArgumentsThrow) {
+    ZINC_REQUIRE_GPU();
+    auto gpu = zinc::backend::make_cuda_backend(0);
+    KvLayer kv = gpu->alloc_kv(KvLayer{nullptr, nullptr, 128, 8, KvType::f16, KvType::f16});
+    Act q = gpu->alloc(2, 256), k = gpu->alloc(2, 128), v = gpu->alloc(2, 128), k1 = gpu->alloc(1, 128);
+    const RopeParams rope{64, true, 10000.0f, 1.0f};
+    const auto pos = positions(0, 2);
+    EXPECT_THROW(gpu->rope_kv_write(q, k, v, {}, 128, positions(1, 2), rope, kv, 0), std::invalid_argument);
+    EXPECT_THROW(gpu->rope_kv_write(q, k1, v, {}, 128, pos, rope, kv, 0), std::invalid_argument);
+    EXPECT_THROW(gpu->rope_kv_write(q, k, k, {}, 128, pos, rope, kv, 0), std::invalid_argument);
+    EXPECT_THROW(gpu->rope_kv_write(q, k, v, {}, 96, pos, rope, kv, 0), std::invalid_argument);
+    EXPECT_THROW(gpu->rope_kv_write(q, k, v, {}, 128, positions(7, 2), rope, kv, 7), std::out_of_range);
+    const F32Vector w64(random_floats(64), "attn_q_norm.weight");
+    const Weight qn = gpu->load_weight(w64.info);
+    EXPECT_THROW(gpu->rope_kv_write(q, k, v, HeadNorms{true, false, false, &qn, nullptr, 1e-6f}, 128, pos, rope, kv, 0),
+                 std::invalid_argument);
+    gpu->rope_kv_write(q, k, v, {}, 128, positions(6, 2), rope, kv, 6);  // the last two rows
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // The CUDA backend's fused ops (matmuls, ffn_gated, matmul_add), at Qwen3-8B shapes (n_embd 4096, 1024-wide K and V,
-// n_ff 12288) for the weight types of real files and at small shapes for every type. Each op is checked three ways:
-//  - against the same ops one by one on the GPU (the sequence the op is defined as, which the base class runs):
-//    equal bit for bit. For one row the fused kernels share the separate kernels' per-row dot product
-//    (matvec_row.cuh, whose additions nvcc cannot contract) and element-wise expressions; for more rows the fused op
-//    is that sequence;
+// n_ff 12288) for the weight types of real files and at small shapes for every type, matmuls and matmul_add also with
+// the biases gpt-oss adds in their epilogue. Each op is checked three ways:
+//  - against the same ops one by one on the GPU (the sequence the op is defined as, which the base class runs; with a
+//    bias, add_bias after the matmul): equal bit for bit. For one row the fused kernels share the separate kernels'
+//    per-row dot product (matvec_row.cuh, whose additions nvcc cannot contract) and element-wise expressions, and add
+//    a bias and the residual with one f32 add each, as add_bias and add do; for more rows the fused op is that
+//    sequence;
 //  - against the f32 reference (the dequantized weights dotted with the activations in double): every value within
 //    the worst-case bound of the Q8_1 rounding of the activations, as in the matmul test (cuda_ops_test.cpp);
 //  - against the CPU backend's op (its sequence of ops) by relative L2 difference, at cpu_rel_tolerance.
@@ -49,6 +51,13 @@ Both make_weight(Backends& be, TensorType type, int64_t cols, int64_t rows, cons
     return w;
 }
 
+// A random f32 bias of n values in [-1, 1) on both backends (a 1-D tensor, as gpt-oss's), and its values.
+Both make_bias(Backends& be, int64_t n, const std::string& name) {
+    return make_weight(be, TensorType::F32, n, 1, name);
+}
+
+std::vector<float> bias_values(const Both& b) { return dequantized_row(*b.host, 0); }
+
 // W[o] . x in double for every row o of w, and the bound on a GPU decode matvec's distance from it: 2e-5 of
 // sum |w_i x_i| plus 1e-6 for f32 accumulation in another order, and for a quantized weight (dp4a against Q8_1
 // activations, one row) the rounding of the activations, at most d_b/2 per value with d_b = amax_b/127 of its
@@ -86,6 +95,14 @@ Dots reference_dots(const HostTensor& t, const std::vector<float>& x) {
         d.bound[o] = 2e-5 * abs_sum + 1e-6 + (q8_1 ? 1.001 * qbound : 0.0);
     }
     return d;
+}
+
+// The reference plus a bias: the f32 add of add_bias rounds to half an ulp, within 1e-6 relative (as the residual add).
+void add_bias_to_reference(Dots& d, const std::vector<float>& bias) {
+    for (size_t o = 0; o < d.ref.size(); ++o) {
+        d.ref[o] += bias[o];
+        d.bound[o] += 1e-6 * std::fabs(d.ref[o]);
+    }
 }
 
 // Expects every got[i] within bound[i] of ref[i]; returns the relative L2 error.
@@ -165,21 +182,30 @@ std::vector<float> scaled_activations(const HostTensor& t, size_t n, double targ
 // ---------------------------------------------------------------- matmuls
 
 // Weights of types `types` (one per output), all with `cols` columns and n_out[i] rows, against one activation row
-// and against `rows` rows.
-void check_matmuls(Backends& be, const std::vector<TensorType>& types, int64_t cols,
-                   const std::vector<int64_t>& n_out) {
-    std::string what = "matmuls " + std::to_string(cols) + " ->";
-    for (size_t i = 0; i < types.size(); ++i)
-        what.append(" ").append(type_str(types[i])).append(":").append(std::to_string(n_out[i]));
-    SCOPED_TRACE(what);
+// and against several rows; with `biased` (empty: no biases), weight i has a bias where biased[i] and a null one
+// elsewhere.
+void check_matmuls(Backends& be, const std::vector<TensorType>& types, int64_t cols, const std::vector<int64_t>& n_out,
+                   const std::vector<bool>& biased = {}) {
     const size_t n = types.size();
-    std::vector<Both> w;
+    auto has_bias = [&](size_t i) { return !biased.empty() && biased[i]; };
+    std::string what = "matmuls " + std::to_string(cols) + " ->";
+    for (size_t i = 0; i < n; ++i) {
+        what.append(" ").append(type_str(types[i])).append(":").append(std::to_string(n_out[i]));
+        if (has_bias(i)) what.append("+b");
+    }
+    SCOPED_TRACE(what);
+    std::vector<Both> w, b(n);
     for (size_t i = 0; i < n; ++i)
         w.push_back(make_weight(be, types[i], cols, n_out[i], "blk.0.w" + std::to_string(i) + ".weight"));
-    std::vector<const Weight*> wc, wg;
-    for (const Both& b : w) {
-        wc.push_back(&b.cpu);
-        wg.push_back(&b.gpu);
+    for (size_t i = 0; i < n; ++i)
+        if (has_bias(i)) b[i] = make_bias(be, n_out[i], "blk.0.w" + std::to_string(i) + ".bias");
+    std::vector<const Weight*> wc, wg, bc, bg;  // bc, bg: empty without biases, as a caller without them passes
+    for (size_t i = 0; i < n; ++i) {
+        wc.push_back(&w[i].cpu);
+        wg.push_back(&w[i].gpu);
+        if (biased.empty()) continue;
+        bc.push_back(has_bias(i) ? &b[i].cpu : nullptr);
+        bg.push_back(has_bias(i) ? &b[i].gpu : nullptr);
     }
     for (int64_t rows : {1, 3}) {
         SCOPED_TRACE("rows " + std::to_string(rows));
@@ -195,21 +221,26 @@ void check_matmuls(Backends& be, const std::vector<TensorType>& types, int64_t c
             pc.push_back(&oc[i]);
             pg.push_back(&og[i]);
         }
-        be.cpu->matmuls(wc, xc, pc);
-        be.gpu->matmuls(wg, xg, pg);
-        for (size_t i = 0; i < n; ++i) be.gpu->matmul(w[i].gpu, xg, seq[i]);
+        be.cpu->matmuls(wc, xc, pc, bc);
+        be.gpu->matmuls(wg, xg, pg, bg);
+        for (size_t i = 0; i < n; ++i) {
+            be.gpu->matmul(w[i].gpu, xg, seq[i]);
+            if (has_bias(i)) be.gpu->add_bias(seq[i], b[i].gpu);
+        }
         for (size_t i = 0; i < n; ++i) {
             SCOPED_TRACE("weight " + std::to_string(i) + " (" + type_str(types[i]) + ")");
             const auto got = be.get(*be.gpu, og[i]);
-            // Tolerance 0: the separate matmuls compute every row the same way.
-            EXPECT_EQ(max_err(got, be.get(*be.gpu, seq[i])), 0.0) << "against the separate matmuls";
+            // Tolerance 0: the separate matmuls compute every row the same way, and add_bias adds the same bias.
+            EXPECT_EQ(max_err(got, be.get(*be.gpu, seq[i])), 0.0)
+                << (has_bias(i) ? "against the separate matmuls and add_bias" : "against the separate matmuls");
             const bool stat = n_out[i] >= kStatRows;
             const double cpu_diff = rel_l2(got, be.get(*be.cpu, oc[i]));
             if (stat) {
                 EXPECT_LE(cpu_diff, cpu_rel_tolerance(types[i])) << "relative L2 difference from the CPU backend";
             }
             if (rows == 1) {
-                const Dots d = reference_dots(*w[i].host, x);
+                Dots d = reference_dots(*w[i].host, x);
+                if (has_bias(i)) add_bias_to_reference(d, bias_values(b[i]));
                 const double rel = check_bounds(got, d.ref, d.bound);
                 if (stat) {
                     EXPECT_LE(rel, ref_rel_tolerance(types[i], false)) << "relative L2 error against the reference";
@@ -230,6 +261,15 @@ TEST_P(CudaFused, MatmulsQkv) {
     const TensorType t = GetParam();
     const TensorType v = t == TensorType::Q4_K ? TensorType::Q6_K : t;
     check_matmuls(be, {t, t, v}, 4096, {4096, 1024, 1024});
+}
+
+// The same with a bias for each, as gpt-oss's Q/K/V projections: added in the matvecs' epilogue.
+TEST_P(CudaFused, MatmulsQkvWithBiases) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    const TensorType t = GetParam();
+    const TensorType v = t == TensorType::Q4_K ? TensorType::Q6_K : t;
+    check_matmuls(be, {t, t, v}, 4096, {4096, 1024, 1024}, {true, true, true});
 }
 
 // ---------------------------------------------------------------- ffn_gated
@@ -298,13 +338,15 @@ TEST_P(CudaFused, FfnGated) {
 
 // ---------------------------------------------------------------- matmul_add
 
-// out += W x on a residual stream of values in [-2, 2): the reference adds the double dot product; the bound adds
-// half an ulp of the result (1e-6 relative) for the f32 add.
-void check_matmul_add(Backends& be, TensorType type, int64_t cols, int64_t n_out) {
-    const std::string what =
-        "matmul_add " + type_str(type) + " " + std::to_string(cols) + " -> " + std::to_string(n_out);
+// out += W x (+ bias) on a residual stream of values in [-2, 2): the reference adds the double dot product (and the
+// bias); the bound adds half an ulp of the result (1e-6 relative) for each f32 add.
+void check_matmul_add(Backends& be, TensorType type, int64_t cols, int64_t n_out, bool with_bias = false) {
+    const std::string what = "matmul_add " + type_str(type) + " " + std::to_string(cols) + " -> " +
+                             std::to_string(n_out) + (with_bias ? " +b" : "");
     SCOPED_TRACE(what);
     const Both w = make_weight(be, type, cols, n_out, "blk.0.attn_output.weight");
+    Both bias;
+    if (with_bias) bias = make_bias(be, n_out, "blk.0.attn_output.bias");
     for (int64_t rows : {1, 3}) {
         SCOPED_TRACE("rows " + std::to_string(rows));
         const auto x = random_floats(size_t(rows * cols));
@@ -314,13 +356,15 @@ void check_matmul_add(Backends& be, TensorType type, int64_t cols, int64_t n_out
         auto [sc_unused, sg] = be.act(resid, rows, n_out);
         auto [tc, tg] = be.out(rows, n_out);
         auto [t2_unused, t2] = be.out(rows, n_out);
-        be.cpu->matmul_add(w.cpu, xc, tc, rc);
-        be.gpu->matmul_add(w.gpu, xg, tg, rg);
+        be.cpu->matmul_add(w.cpu, xc, tc, rc, with_bias ? &bias.cpu : nullptr);
+        be.gpu->matmul_add(w.gpu, xg, tg, rg, with_bias ? &bias.gpu : nullptr);
         be.gpu->matmul(w.gpu, xg, t2);
+        if (with_bias) be.gpu->add_bias(t2, bias.gpu);
         be.gpu->add(sg, t2, sg);
         const auto got = be.get(*be.gpu, rg);
-        // Tolerance 0: the same dot product and one f32 add of the same two values.
-        EXPECT_EQ(max_err(got, be.get(*be.gpu, sg)), 0.0) << "against matmul, add";
+        // Tolerance 0: the same dot product and the same f32 adds (bias, then residual) of the same values.
+        EXPECT_EQ(max_err(got, be.get(*be.gpu, sg)), 0.0) << (with_bias ? "against matmul, add_bias, add"
+                                                                         : "against matmul, add");
         // Against the CPU, the change only (the residual itself is the same on both).
         const auto cpu = be.get(*be.cpu, rc);
         std::vector<float> delta_gpu(got.size()), delta_cpu(got.size());
@@ -334,6 +378,7 @@ void check_matmul_add(Backends& be, TensorType type, int64_t cols, int64_t n_out
             << "relative L2 difference of the change from the CPU backend's";
         if (rows != 1) continue;
         Dots d = reference_dots(*w.host, x);
+        if (with_bias) add_bias_to_reference(d, bias_values(bias));
         for (int64_t o = 0; o < n_out; ++o) {
             d.ref[o] += resid[o];
             d.bound[o] += 1e-6 * std::fabs(d.ref[o]);
@@ -351,6 +396,13 @@ TEST_P(CudaFused, MatmulAdd) {
     check_matmul_add(be, GetParam(), 12288, 4096);
 }
 
+// gpt-oss's attention output: the bias and the residual add in the epilogue.
+TEST_P(CudaFused, MatmulAddWithBias) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    check_matmul_add(be, GetParam(), 4096, 4096, true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, CudaFused,
                          ::testing::Values(TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q8_0,
                                            TensorType::MXFP4, TensorType::IQ4_XS, TensorType::F16, TensorType::BF16,
@@ -364,15 +416,17 @@ TEST_P(CudaFusedSmall, EveryOp) {
     ZINC_REQUIRE_GPU();
     Backends be;
     check_matmuls(be, {GetParam(), GetParam()}, 512, {203, 64});
+    check_matmuls(be, {GetParam(), GetParam()}, 512, {203, 64}, {true, false});  // a bias and a null one
     check_ffn_gated(be, GetParam(), 512, 203);
     check_matmul_add(be, GetParam(), 512, 256);
+    check_matmul_add(be, GetParam(), 512, 256, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaFusedSmall, ::testing::ValuesIn(kAllTypes), type_param_name);
 
 // More weights than one launch takes (kMaxMatvecJobs = 8), of three types in no order, row counts that are no multiple
 // of the four rows of a block: qwen35's recurrent input projections are four weights of widths 1-8192, and an F32
-// router beside quantized weights reads the f32 row while they read the Q8_1 blocks.
+// router beside quantized weights reads the f32 row while they read the Q8_1 blocks; then with biases on some.
 TEST(CudaFusedJobs, ManyWeightsOfMixedTypes) {
     ZINC_REQUIRE_GPU();
     Backends be;
@@ -380,6 +434,11 @@ TEST(CudaFusedJobs, ManyWeightsOfMixedTypes) {
     check_matmuls(be, {a, b, a, a, f, b, a, a, a, a, a, a, b, a}, 2048,
                   {8192, 4096, 1, 32, 256, 5, 203, 7, 64, 1, 2, 3, 9, 17});
     check_matmuls(be, {f, f}, 2048, {256, 1});  // the router and the shared expert's gate of qwen35moe
+    // Biases on some weights of each launch, null on the others.
+    check_matmuls(be, {a, b, a, a, f, b, a, a, a, a, a, a, b, a}, 2048,
+                  {8192, 4096, 1, 32, 256, 5, 203, 7, 64, 1, 2, 3, 9, 17},
+                  {true, false, true, true, true, false, false, true, true, false, true, true, true, false});
+    check_matmuls(be, {f}, 2048, {32}, {true});  // a biased router of one weight, as gpt-oss's
 }
 
 }  // namespace

@@ -118,6 +118,19 @@ std::vector<std::string> bad_calls(Backend& be) {
     r.push_back(thrown_by([&] { be.matmul_add(w, x, out64, out); }));
     r.push_back(thrown_by([&] { be.matmul_add(square, x, out64, x); }));
     r.push_back(thrown_by([&] { be.matmul_add(square, x, x, out64); }));
+    // Biases: not one per weight, and one of the wrong length (as add_bias would refuse it).
+    const Weight q_bias = f32_weight(host, "blk.0.attn_q.bias", 32);
+    const Weight o_bias = f32_weight(host, "blk.0.attn_output.bias", 32);
+    Act out2 = be.alloc(2, 32), tmp64 = be.alloc(2, 64);
+    Act* q_and_k[] = {&out, &out2};
+    Act* just_out64[] = {&out64};
+    const Weight* one_bias[] = {&q_bias};
+    const Weight* q_bias_only[] = {&q_bias, nullptr};
+    EXPECT_NO_THROW(be.matmuls(qk, x, q_and_k, q_bias_only));  // biases of the right length, a null one: none
+    EXPECT_NO_THROW(be.matmul_add(w, x, out2, out, &q_bias));
+    r.push_back(thrown_by([&] { be.matmuls(qk, x, q_and_k, one_bias); }));
+    r.push_back(thrown_by([&] { be.matmuls(sq, x, just_out64, one_bias); }));
+    r.push_back(thrown_by([&] { be.matmul_add(square, x, tmp64, out64, &o_bias); }));
     return r;
 }
 
@@ -158,6 +171,9 @@ TEST(BackendChecks, EveryBackendRejectsTheSameCallsWithTheSameMessages) {
         "invalid_argument: matmul_add: tmp has shape 2x64, expected 2x32",
         "invalid_argument: matmul_add blk.0.attn_output.weight: out must not overlap x",
         "invalid_argument: matmul_add blk.0.attn_output.weight: tmp must overlap neither x nor out",
+        "invalid_argument: matmuls: give no biases or one for each weight (null for none)",
+        "invalid_argument: matmuls blk.0.attn_output.weight: bias blk.0.attn_q.bias must be f32 with 64 values",
+        "invalid_argument: matmul_add blk.0.attn_output.weight: bias blk.0.attn_output.bias must be f32 with 64 values",
     };
     EXPECT_EQ(on_cpu, want);
 }
@@ -356,7 +372,8 @@ Weight typed_weight(TensorType type, const std::vector<float>& values, int64_t c
 }
 
 // The fused ops are defined as sequences of the other ops; the base class runs exactly those sequences, so on the
-// CPU (which has no fused kernels) each equals its sequence bit for bit, for one row (decode) and several (prefill).
+// CPU (which has no fused kernels) each equals its sequence bit for bit, for one row (decode) and several (prefill),
+// with and without the biases of matmuls and matmul_add (gpt-oss's projections: matmul, add_bias, add).
 TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
     auto cpu = zinc::backend::make_cpu_backend(2);
     std::mt19937 rng(11);
@@ -383,6 +400,9 @@ TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
         const Weight wg = typed_weight(type, random(size_t(n_ff * cols)), cols, n_ff, "gate", bg);
         const Weight wu = typed_weight(type, random(size_t(n_ff * cols)), cols, n_ff, "up", bu);
         const Weight wo = typed_weight(type, random(size_t(cols * n_ff)), n_ff, cols, "down", bo);
+        const auto bias_q = random(size_t(n_q)), bias_v = random(size_t(n_kv)), bias_o = random(size_t(cols));
+        const Weight bq_w = f32_weight(bias_q, "q.bias", n_q), bv_w = f32_weight(bias_v, "v.bias", n_kv);
+        const Weight bo_w = f32_weight(bias_o, "down.bias", cols);
         for (int64_t rows : {1, 3}) {
             SCOPED_TRACE("rows " + std::to_string(rows));
             Act x = cpu->alloc(rows, cols);
@@ -399,6 +419,18 @@ TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
             EXPECT_EQ(get(q), get(q1));
             EXPECT_EQ(get(k), get(k1));
             EXPECT_EQ(get(v), get(v1));
+
+            // With biases, K's null: matmul then add_bias for Q and V, matmul alone for K.
+            const Weight* qkv_b[] = {&bq_w, nullptr, &bv_w};
+            cpu->matmuls(qkv_w, x, qkv, qkv_b);
+            cpu->matmul(wq, x, q1);
+            cpu->add_bias(q1, bq_w);
+            cpu->matmul(wk, x, k1);
+            cpu->matmul(wv, x, v1);
+            cpu->add_bias(v1, bv_w);
+            EXPECT_EQ(get(q), get(q1)) << "biased";
+            EXPECT_EQ(get(k), get(k1)) << "biased";
+            EXPECT_EQ(get(v), get(v1)) << "biased";
 
             for (GatedActivation act : {GatedActivation::swiglu, GatedActivation::geglu}) {
                 Act out = cpu->alloc(rows, n_ff), up = cpu->alloc(rows, n_ff);
@@ -424,6 +456,15 @@ TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
             cpu->add(res1, tmp1, res1);
             EXPECT_EQ(get(res), get(res1));
             EXPECT_NE(get(res), start);
+
+            // With a bias: matmul, add_bias, add.
+            cpu->upload(res, start);
+            cpu->upload(res1, start);
+            cpu->matmul_add(wo, h, tmp, res, &bo_w);
+            cpu->matmul(wo, h, tmp1);
+            cpu->add_bias(tmp1, bo_w);
+            cpu->add(res1, tmp1, res1);
+            EXPECT_EQ(get(res), get(res1)) << "biased";
         }
     }
 }

@@ -165,4 +165,55 @@ TEST(KvCache, BadUsesThrow) {
     EXPECT_THROW(cpu->attention(row, ring, 100, AttentionParams{1, 1, 32, 1.0f}, out), std::out_of_range);
 }
 
+// rope_kv_write is its ops in turn (the CPU backend runs the base class's sequence; the CUDA backend's fused kernel is
+// checked against that sequence on the GPU): the heads normalized as asked, rotated, and the cache rows written.
+TEST(KvCache, RopeKvWriteIsItsOpsInTurn) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    const int d = 64, rows = 3;
+    const auto qh = random_floats(4 * d * rows, -2, 2, 3), kh = random_floats(2 * d * rows, -2, 2, 4),
+               vh = random_floats(2 * d * rows, -2, 2, 5), wh = random_floats(d, 0.5f, 1.5f, 6);
+    zinc::gguf::TensorInfo wi;
+    wi.name = "attn_q_norm.weight";
+    wi.type = zinc::gguf::TensorType::F32;
+    wi.n_dims = 1;
+    wi.ne = {d, 1, 1, 1};
+    wi.nbytes = d * sizeof(float);
+    wi.n_elements = d;
+    wi.data = reinterpret_cast<const uint8_t*>(wh.data());
+    const zinc::backend::Weight w = cpu->load_weight(wi);
+    const zinc::backend::RopeParams rope{32, true, 10000.0f, 1.0f};
+    const std::vector<int32_t> pos = {5, 6, 7};
+    for (KvType type : {KvType::f32, KvType::q8_0}) {
+        const KvLayer spec{nullptr, nullptr, 2 * d, 16, type, type};
+        KvLayer fused = cpu->alloc_kv(spec), separate = cpu->alloc_kv(spec);
+        Act q1 = upload(*cpu, qh, rows, 4 * d), k1 = upload(*cpu, kh, rows, 2 * d), v1 = upload(*cpu, vh, rows, 2 * d);
+        Act q2 = upload(*cpu, qh, rows, 4 * d), k2 = upload(*cpu, kh, rows, 2 * d), v2 = upload(*cpu, vh, rows, 2 * d);
+        cpu->rope_kv_write(q1, k1, v1, zinc::backend::HeadNorms{true, false, true, &w, nullptr, 1e-6f}, d, pos, rope,
+                           fused, 5);
+        cpu->rms_norm(q2, &w, 1e-6f, d, q2);
+        cpu->rms_norm(v2, nullptr, 1e-6f, d, v2);
+        cpu->rope(q2, d, pos, rope);
+        cpu->rope(k2, d, pos, rope);
+        cpu->kv_write(separate, k2, v2, 5);
+        EXPECT_EQ(download(*cpu, q1), download(*cpu, q2));
+        EXPECT_EQ(download(*cpu, k1), download(*cpu, k2));
+        EXPECT_EQ(download(*cpu, v1), download(*cpu, v2));
+        EXPECT_NE(download(*cpu, q1), qh);  // the ops did change q
+        // The cached rows, read back through attention with a window of 1 (each query sees only its own row).
+        const Act probe = upload(*cpu, random_floats(4 * d * rows, -1, 1, 7), rows, 4 * d);
+        Act o1 = cpu->alloc(rows, 4 * d), o2 = cpu->alloc(rows, 4 * d);
+        AttentionParams p{4, 2, d, 0.125f};
+        p.window = 1;
+        cpu->attention(probe, fused, 5, p, o1);
+        cpu->attention(probe, separate, 5, p, o2);
+        EXPECT_EQ(download(*cpu, o1), download(*cpu, o2));
+    }
+    // Its arguments are checked as its ops check theirs.
+    KvLayer kv = cpu->alloc_kv(KvLayer{nullptr, nullptr, 2 * d, 4, KvType::f16, KvType::f16});
+    Act q = cpu->alloc(rows, 4 * d), k = cpu->alloc(rows, 2 * d), v = cpu->alloc(rows, 2 * d);
+    EXPECT_THROW(cpu->rope_kv_write(q, k, v, {}, d, pos, rope, kv, 5), std::out_of_range);  // past the cache
+    EXPECT_THROW(cpu->rope_kv_write(q, k, v, {}, d, pos, rope, kv, 0), std::invalid_argument);  // pos is not 0, 1, 2
+    EXPECT_THROW(cpu->rope_kv_write(q, q, v, {}, d, pos, rope, kv, 5), std::invalid_argument);
+}
+
 }  // namespace

@@ -1,6 +1,7 @@
 // Causal GQA attention with the optional sliding window, sinks and score soft-cap (plan_attention picks the kernel):
 //  - keys_kernel (decode and short prefill chunks at short contexts): a block of warps per (query row, head, key
 //    split); the block's keys are dealt to its warps, and the warps merge through shared memory.
+//  - over an f16 cache with head_dim 64, 128 or 256, the tensor-core kernel of attention_mma.cu instead of these two;
 //  - tile_kernel (the same at long contexts): a block per (query row, group of query heads sharing a KV head, key
 //    split) that copies its keys' K and V rows into shared memory a tile at a time, in the background, and reads
 //    each row once for all the group's heads.
@@ -19,6 +20,8 @@
 #include <cstdint>
 
 #include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/attention_split.cuh"
+#include "backend/cuda/kv_store.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -39,13 +42,6 @@ constexpr size_t kTileSmem = 48 * 1024;
 static_assert(kMaxSplits <= kCombineThreads, "the merge kernel computes one split factor per thread");
 
 // ---------------------------------------------------------------- cache reads and writes
-
-__device__ inline int64_t ring_row(int64_t pos, int64_t capacity) { return pos < capacity ? pos : pos % capacity; }
-
-// The q8_0 scales follow all the rows' int8 values (kv_type.h).
-__device__ inline const __half* q8_scales(const void* plane, int64_t width, int64_t capacity) {
-    return reinterpret_cast<const __half*>(static_cast<const int8_t*>(plane) + capacity * width);
-}
 
 // Value `col` of cache row `row`.
 __device__ inline float cache_value(const CachePlane& c, int64_t width, int64_t capacity, int64_t row, int64_t col) {
@@ -135,10 +131,6 @@ __device__ inline void load_values(const CachePlane& c, int64_t width, int64_t c
     }
 }
 
-__device__ inline float score(float dot, float scale, float softcap) {
-    const float s = dot * scale;
-    return softcap > 0.0f ? softcap * tanhf(s / softcap) : s;
-}
 
 // One warp's running softmax over the keys it has seen: max m, denominator l (both the same on every lane) and the
 // unnormalized output, value c (< head_dim) on lane c % 32 in acc[c / 32]. kPerLane >= ceil(head_dim / 32).
@@ -202,15 +194,6 @@ struct WarpSoftmax {
         m = m_new;
     }
 };
-
-// Partials of split s of block bt (= t * n_head + h): head_dim output values, then (max, denominator) after all of
-// them.
-__device__ inline float* partial_acc(float* part, int64_t bt, int n_split, int split, int head_dim) {
-    return part + (bt * n_split + split) * head_dim;
-}
-__device__ inline float* partial_ml(float* part, const AttentionArgs& a, int64_t bt, int n_split, int split) {
-    return part + a.n_q * a.n_head * n_split * int64_t(a.head_dim) + (bt * n_split + split) * 2;
-}
 
 // Block x: query row x / n_head, head x % n_head; block y: the key split. Lane `lane` holds values [lane * P,
 // lane * P + P) of the head (those below head_dim): of the query, of the running output, and of every K and V row it
@@ -714,28 +697,8 @@ cudaError_t launch_tiles(const AttentionArgs& a, const AttentionPlan& p, int key
     return cudaGetLastError();
 }
 
-// kv_write: thread i converts value i % width of row i / width. For q8_0 the 32 threads of a warp hold one block
-// (width is a multiple of 32, so blocks never straddle rows, and rows * width is, so whole warps return together).
-__device__ inline void store_value(const CachePlane& c, int64_t width, int64_t capacity, int64_t row, int64_t col,
-                                   float x) {
-    const int64_t at = row * width + col;
-    switch (c.type) {
-    case KvType::f16: static_cast<__half*>(c.data)[at] = __float2half_rn(x); return;
-    case KvType::q8_0: {
-        // d = amax / 127 and q = round(x / d), as the CPU backend and ggml's reference quantize_row_q8_0.
-        float amax = fabsf(x);
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        static_cast<int8_t*>(c.data)[at] = int8_t(roundf(x * id));
-        if (col % kKvBlock == 0)
-            const_cast<__half*>(q8_scales(c.data, width, capacity))[at / kKvBlock] = __float2half_rn(d);
-        return;
-    }
-    default: static_cast<float*>(c.data)[at] = x; return;
-    }
-}
-
+// kv_write: thread i converts value i % width of row i / width (for q8_0 the 32 threads of a warp hold one block:
+// width is a multiple of 32, so blocks never straddle rows, and rows * width is, so whole warps return together).
 __global__ void kv_write_kernel(CachePlane kc, CachePlane vc, int64_t width, int64_t capacity, const float* k,
                                 const float* v, int64_t n, const int32_t* pos) {
     const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
@@ -770,7 +733,9 @@ cudaError_t attention(const AttentionArgs& a, const AttentionPlan& p, float* par
                               ? tile_stride(a.k.type, a.head_dim)
                               : tile_stride(a.v.type, a.head_dim);
     const int tile_keys = kTileBytes / row_bytes < kTileMaxKeys ? kTileBytes / row_bytes : kTileMaxKeys;
-    if (p.heads > 1 && tile_keys >= 4 && tiles_fit(a, p.heads, tile_keys)) {
+    if (p.mma) {
+        e = attention_mma(a, p, partials, s);
+    } else if (p.heads > 1 && tile_keys >= 4 && tiles_fit(a, p.heads, tile_keys)) {
         e = launch_tiles(a, p, tile_keys, partials, s);
     } else {
         switch (values_per_lane(a.head_dim)) {

@@ -94,12 +94,40 @@ cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int6
 cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos, const RopeArgs& a,
                  cudaStream_t s);
 
+// rope_kv_write.cu: the per-head steps from the Q/K/V projections to the cache (Backend::rope_kv_write) in one
+// launch: each head of q, k (and v) RMS-normalized when asked (q and k with their weights, v without), q and k
+// rotated, all three written back in place, and k and v stored at the cache rows of positions *kv_pos, *kv_pos + 1, ...
+// head_dim % 4 == 0, head_dim <= 512, the rows 16-byte aligned; a q8_0 plane needs head_dim % 32 == 0.
+struct HeadArgs {
+    float *q = nullptr, *k = nullptr, *v = nullptr;  // rows of n_head (q) or n_head_kv (k, v) heads of head_dim
+    int64_t rows = 0;
+    int n_head = 0, n_head_kv = 0, head_dim = 0;
+    bool norm_q = false, norm_k = false, norm_v = false;
+    const float *q_weight = nullptr, *k_weight = nullptr;  // head_dim values each, or null (no weight)
+    float eps = 0.0f;
+    const int32_t* pos = nullptr;     // RoPE positions, one per row (device)
+    const int32_t* kv_pos = nullptr;  // the position whose cache row row 0 goes to (device)
+    RopeArgs rope;
+    CachePlane k_cache, v_cache;
+    int64_t capacity = 0;
+};
+cudaError_t rope_kv_write(const HeadArgs& a, cudaStream_t s);
+
 // ---------------------------------------------------------------- attention
 
 constexpr int kMaxHeadDim = 512;
 constexpr int kMaxSplits = 128;           // key splits per query row and head (flash-decoding)
 constexpr int64_t kTargetBlocks = 1024;   // below this many (row, head) blocks, decode splits the keys
 constexpr int64_t kMinSplitKeys = 128;    // ... but never into splits of fewer keys than this
+// The tile kernel's blocks are larger (a group of heads, and K/V tiles in shared memory: about six fit on an SM), so
+// its splits aim at one wave of blocks on a large GPU and at least kTileMinSplitKeys keys each; measured on an H200
+// (Qwen3-8B, f16 cache), 96 splits beat 128 at 16k and 32k keys, 48 beat 32 and 64 at 4k.
+constexpr int64_t kTileTargetBlocks = 768;
+constexpr int64_t kTileMinSplitKeys = 96;
+// The tensor-core kernel goes through its keys several times faster, so fewer and longer splits pay: on an H200
+// (Qwen3-8B, 8 blocks of 4 heads per split) 16 splits did best at 4k and 16k keys, 32 at 32k.
+constexpr int64_t kMmaTargetBlocks = 256;
+constexpr int64_t kMmaMinSplitKeys = 256;
 constexpr int kTileRows = 8;              // query rows per block of the prefill kernel (a warp each)
 constexpr int kTileFloats = 4096;         // K (and as many V) values per shared-memory tile of that kernel
 
@@ -134,6 +162,7 @@ struct AttentionPlan {
     bool row_tiles = false;
     int n_split = 1;
     int heads = 1;  // > 1: the tile kernel, each block serving this many query heads of one KV head
+    bool mma = false;  // the tensor-core kernel (attention_mma.cu), blocks of `heads` query heads
 };
 
 // Values of a head each lane of a keys-kernel warp holds: the least power of two with 32 of them covering head_dim.
@@ -166,23 +195,33 @@ inline int64_t key_bucket(int64_t keys) {
     return b;
 }
 
-// Row tiles when the (row, head) pairs alone fill the GPU and make a few tiles per head; splits only when those
-// blocks would leave it idle, at long contexts, and never into pieces below kMinSplitKeys keys of the bucket.
+// Whether the tensor-core kernel takes a cache: f16 K and V, head_dim 64, 128 or 256.
+inline bool mma_cache(KvType type_k, KvType type_v, int head_dim) {
+    return type_k == KvType::f16 && type_v == KvType::f16 && (head_dim == 64 || head_dim == 128 || head_dim == 256);
+}
+
+// Row tiles when the (row, head) pairs alone fill the GPU and make a few tiles per head; otherwise the tensor-core
+// kernel where the cache allows it, else the keys kernel and, at long contexts, the tile kernel. Splits only when the
+// blocks would leave the GPU idle, and never into pieces below the kernel's least number of keys of the bucket.
 inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t pos0,
-                                    int64_t window) {
+                                    int64_t window, KvType type_k = KvType::f32, KvType type_v = KvType::f32) {
     const KeyRange last = visible_keys(pos0 + n_q - 1, window);
     const int64_t keys = key_bucket(last.end - last.begin);
-    const int heads = keys >= kTileMinKeys ? heads_per_block(n_head, n_head_kv, head_dim) : 1;
+    const bool mma = mma_cache(type_k, type_v, head_dim);
+    const int heads = mma || keys >= kTileMinKeys ? heads_per_block(n_head, n_head_kv, head_dim) : 1;
     const int64_t blocks = n_q * (n_head / heads);
+    const int64_t target = mma ? kMmaTargetBlocks : (heads > 1 ? kTileTargetBlocks : kTargetBlocks);
+    const int64_t least = mma ? kMmaMinSplitKeys : (heads > 1 ? kTileMinSplitKeys : kMinSplitKeys);
     int64_t n = 1;
-    if (blocks > 0 && blocks < kTargetBlocks) {
-        const int64_t want = (kTargetBlocks + blocks - 1) / blocks, most = keys / kMinSplitKeys;
+    if (blocks > 0 && blocks < target) {
+        const int64_t want = (target + blocks - 1) / blocks, most = keys / least;
         n = want < most ? want : most;
     }
     AttentionPlan p;
     p.heads = heads;
+    p.mma = mma;
     p.row_tiles = n_q * n_head >= kTargetBlocks && n_q >= 2 * kTileRows;
-    p.n_split = int(n < 1 ? 1 : (n > kMaxSplits ? kMaxSplits : n));
+    p.n_split = p.row_tiles ? 1 : int(n < 1 ? 1 : (n > kMaxSplits ? kMaxSplits : n));
     return p;
 }
 
@@ -202,6 +241,9 @@ struct AttentionArgs {
 inline size_t attention_partial_floats(const AttentionPlan& p, int64_t n_q, int n_head, int head_dim) {
     return p.n_split > 1 ? size_t(n_q) * size_t(n_head) * size_t(p.n_split) * size_t(head_dim + 2) : 0;
 }
+
+// attention_mma.cu: the tensor-core kernel of plans with `mma` (not row tiles); attention() calls it.
+cudaError_t attention_mma(const AttentionArgs& a, const AttentionPlan& p, float* partials, cudaStream_t s);
 
 // attention.cu: causal GQA attention (sliding window, sinks, soft-cap as AttentionParams); head_dim <= kMaxHeadDim,
 // n_q * n_head < 2^31; `partials`: attention_partial_floats(...) floats of device scratch.

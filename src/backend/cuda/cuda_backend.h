@@ -97,6 +97,8 @@ protected:
     // attention_ops.cpp
     void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override;
     void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
+    void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
+                          const RopeParams& rope, KvLayer& kv, int64_t pos0) override;
     void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override;
 
     // delta_net_ops.cpp
@@ -120,10 +122,11 @@ protected:
     void do_top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) override;
 
     // fused_ops.cpp: fused kernels for one activation row (matvec_fused.cu), the base class's sequences otherwise
-    void do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out) override;
+    void do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
+                    std::span<const Weight* const> bias) override;
     void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
                       Act& out) override;
-    void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) override;
+    void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) override;
 
 private:
     // Every wait of the host for the GPU goes through these two, which count them (host_waits).

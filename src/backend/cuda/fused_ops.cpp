@@ -1,9 +1,11 @@
 // The CUDA backend's fused ops for decode (one activation row), where a token's time goes to many small launches:
 // matmuls runs the weights of one type in one launch (Q/K/V of a Q4_K_M file: Q and K in one, a Q6_K V in another),
 // ffn_gated computes gate, up and the activation in one kernel, matmul_add adds the matvec to the residual stream in
-// its epilogue; the activation row is quantized to Q8_1 once for all of them. Each row's value is the one the separate
-// ops compute, bit for bit (matvec_row.cuh). Other calls (prefill rows, a weight type without a matvec, gate and up of
-// different types) run the base class's sequence of separate ops. Kernels: matvec_fused.cu (matvec_fused_kernels.h).
+// its epilogue, where matmuls and matmul_add also add their biases (gpt-oss's projections); the activation row is
+// quantized to Q8_1 once for all of them. Each row's value is the one the separate ops compute, bit for bit
+// (matvec_row.cuh; the epilogue adds in add_bias's and add's order). Other calls (prefill rows, a weight type without a
+// matvec, gate and up of different types) run the base class's sequence of separate ops. Kernels: matvec_fused.cu
+// (matvec_fused_kernels.h).
 #include <string>
 #include <vector>
 
@@ -35,17 +37,20 @@ const cuda::BlockQ8_1f* quantized_row(CudaBackend& be, const Act& x, const char*
     return xq;
 }
 
-cuda::MatvecJob job_of(const Weight& w, float* out) {
-    return {w.data, gguf::row_bytes(w.type, w.cols), w.rows, out};
+// A bias is an f32 weight, in device memory as add_bias reads it.
+cuda::MatvecJob job_of(const Weight& w, float* out, const Weight* bias) {
+    return {w.data, gguf::row_bytes(w.type, w.cols), w.rows, out,
+            bias ? static_cast<const float*>(bias->data) : nullptr};
 }
 
 }  // namespace
 
-void CudaBackend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out) {
+void CudaBackend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
+                             std::span<const Weight* const> bias) {
     bool any_dp4a = false;
     for (const Weight* wi : w) {
         const Matvec m = matvec_of(*wi);
-        if (x.rows != 1 || m == Matvec::none) return Backend::do_matmuls(w, x, out);
+        if (x.rows != 1 || m == Matvec::none) return Backend::do_matmuls(w, x, out, bias);
         any_dp4a = any_dp4a || m == Matvec::dp4a;
     }
     const cuda::BlockQ8_1f* xq = any_dp4a ? quantized_row(*this, x, "matmuls", w[0]->name) : nullptr;
@@ -57,7 +62,7 @@ void CudaBackend::do_matmuls(std::span<const Weight* const> w, const Act& x, std
         int n = 0;
         for (size_t j = i; j < w.size() && n < cuda::kMaxMatvecJobs; ++j)
             if (!done[j] && w[j]->type == w[i]->type) {
-                jobs[n++] = job_of(*w[j], out[j]->data);
+                jobs[n++] = job_of(*w[j], out[j]->data, bias.empty() ? nullptr : bias[j]);
                 done[j] = true;
             }
         ZINC_CUDA_CHECK(cuda::matvec_multi(int(w[i]->type), jobs, n, x.cols, xq, x.data, false, stream_),
@@ -77,11 +82,11 @@ void CudaBackend::do_ffn_gated(const Weight& gate, const Weight& up, const Act& 
                     "ffn_gated: matvec_gated", gate.name);
 }
 
-void CudaBackend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out) {
+void CudaBackend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
     const Matvec m = matvec_of(w);
-    if (x.rows != 1 || m == Matvec::none) return Backend::do_matmul_add(w, x, tmp, out);
+    if (x.rows != 1 || m == Matvec::none) return Backend::do_matmul_add(w, x, tmp, out, bias);
     const cuda::BlockQ8_1f* xq = m == Matvec::dp4a ? quantized_row(*this, x, "matmul_add", w.name) : nullptr;
-    const cuda::MatvecJob job = job_of(w, out.data);
+    const cuda::MatvecJob job = job_of(w, out.data, bias);
     ZINC_CUDA_CHECK(cuda::matvec_multi(int(w.type), &job, 1, x.cols, xq, x.data, true, stream_),
                     "matmul_add: matvec_multi", w.name);
 }

@@ -6,7 +6,8 @@
 // launch. The grid's blocks are dealt to the weights in order, ceil(n_out / 4) each; a block finds its weight by
 // comparing its index with the first block of each (at most kMaxMatvecJobs, passed by value in the kernel's
 // parameters, so nothing is copied to the device and a captured launch holds its whole description). The epilogue
-// either stores the row's value or adds it to what out holds (out[o] += W[o] . x: the residual add of matmul_add).
+// adds the weight's bias to the row's value when it has one (add_bias), then either stores it or adds it to what out
+// holds (out[o] += W[o] . x + bias[o]: the residual add of matmul_add), one f32 add each, in the separate ops' order.
 //
 // matvec_gated: the gate and up rows o of a gated FFN in one warp, one after the other, and the activation
 // applied to the two sums by lane 0 with the element-wise kernels' expressions (silu_times, gelu_tanh_times): the
@@ -31,6 +32,7 @@ struct Job {
     size_t row_bytes;
     int64_t n_out;
     float* out;
+    const float* bias;     // null: none
     unsigned first_block;  // the first block of the grid that computes this weight's rows
 };
 struct JobTable {
@@ -51,7 +53,11 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     if (o >= job.n_out) return;  // whole warps leave together
     const int lane = int(threadIdx.x % 32);
     const float sum = warp_row_dot<T>(job.w + o * job.row_bytes, xq, x, cols, lane);
-    if (lane == 0) job.out[o] = accumulate ? job.out[o] + sum : sum;
+    if (lane == 0) {
+        // add_bias's x + b, then add's a + b with a = out: the separate ops' adds, which __fadd_rn keeps as they are.
+        const float v = job.bias ? __fadd_rn(sum, job.bias[o]) : sum;
+        job.out[o] = accumulate ? __fadd_rn(job.out[o], v) : v;
+    }
 }
 
 template <int T>
@@ -81,7 +87,7 @@ cudaError_t matvec_multi(int type, const MatvecJob* jobs, int n_jobs, int64_t co
     for (int i = 0; i < n_jobs; ++i) {
         if (jobs[i].n_out < 0) return cudaErrorInvalidValue;
         t.job[i] = {static_cast<const uint8_t*>(jobs[i].w), jobs[i].row_bytes, jobs[i].n_out, jobs[i].out,
-                    unsigned(blocks)};
+                    jobs[i].bias, unsigned(blocks)};
         blocks += (jobs[i].n_out + kRowsPerBlock - 1) / kRowsPerBlock;
         if (blocks > INT_MAX) return cudaErrorInvalidValue;
     }

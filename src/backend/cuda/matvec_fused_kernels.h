@@ -13,20 +13,23 @@
 
 namespace zinc::backend::cuda {
 
-// One weight of a multi-weight matvec: out[o] = W[o] . x (or out[o] += W[o] . x) for o < n_out.
+// One weight of a multi-weight matvec: out[o] = W[o] . x + bias[o] (or out[o] += W[o] . x + bias[o]) for o < n_out;
+// without a bias (null), no bias term. bias: n_out f32 values in device memory.
 struct MatvecJob {
     const void* w = nullptr;
     size_t row_bytes = 0;
     int64_t n_out = 0;
     float* out = nullptr;
+    const float* bias = nullptr;
 };
 
 // The most weights one launch of matvec_multi takes (they travel as kernel parameters).
 constexpr int kMaxMatvecJobs = 8;
 
 // The matvecs of n_jobs (1..kMaxMatvecJobs) weights of one type, all with `cols` columns, against the same activation
-// row in one launch. With `accumulate`, out[o] += W[o] . x (the residual add of matmul_add); else out[o] = W[o] . x.
-// Each row's value equals matvec_q's / matvec_f's bit for bit.
+// row in one launch. With `accumulate`, out[o] += v (the residual add of matmul_add); else out[o] = v, where
+// v = W[o] . x + bias[o] with a bias, else W[o] . x. Each row's value equals matvec_q's / matvec_f's bit for bit,
+// followed by add_bias and add (each one f32 add, in that order).
 cudaError_t matvec_multi(int type, const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq,
                          const float* x, bool accumulate, cudaStream_t s);
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/rope_math.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -23,19 +24,8 @@ __global__ void rope_kernel(float* x, int64_t cols, int head_dim, const int32_t*
     int k = 0;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         for (; k < i; ++k) theta_i = mul_rn(theta_i, a.theta_scale);
-        const float theta = rope_angle(theta_i, a.freq_factors ? a.freq_factors[i] : 1.0f, i, a);
-        float s, c;
-        sincosf(theta, &s, &c);
-        c *= a.mscale;
-        s *= a.mscale;
-        int i0, i1;
-        rope_pair(i, half, a.neox, &i0, &i1);
-        for (int h = h0; h < h1; ++h) {
-            float* v = x + t * cols + int64_t(h) * head_dim;
-            const float p = v[i0], q = v[i1];
-            v[i0] = p * c - q * s;
-            v[i1] = p * s + q * c;
-        }
+        const PairRotation r = pair_rotation(theta_i, i, half, a);
+        for (int h = h0; h < h1; ++h) r.apply(x + t * cols + int64_t(h) * head_dim);
     }
 }
 

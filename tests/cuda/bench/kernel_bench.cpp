@@ -175,7 +175,8 @@ void bench_attention_splits(CudaBackend& be, const Options& o, double copy, cons
     a.n_head_kv = ap.n_head_kv;
     a.head_dim = ap.head_dim;
     a.scale = ap.scale;
-    kern::AttentionPlan plan = kern::plan_attention(1, ap.n_head, ap.n_head_kv, ap.head_dim, depth - 1, 0);
+    kern::AttentionPlan plan = kern::plan_attention(1, ap.n_head, ap.n_head_kv, ap.head_dim, depth - 1, 0,
+                                                       kv.type_k, kv.type_v);
     for (int n : o.splits) {
         plan.n_split = std::clamp(n, 1, kern::kMaxSplits);
         const size_t floats = kern::attention_partial_floats(plan, 1, ap.n_head, ap.head_dim);
