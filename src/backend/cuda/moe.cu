@@ -2,12 +2,15 @@
 // arg-max over the probabilities kept in shared memory). moe_activate: one warp per 32 activated values of a
 // (token, slot) pair, optionally quantizing them to a Q8_1 block for the down projection's dp4a matvec.
 // moe_combine: one thread per output value, the weighted sum over the token's slots in slot order. The expert
-// matvecs themselves are matvec_q_ids / matvec_f_ids (matvec_q.cu).
+// matvecs themselves are matvec_q_ids / matvec_f_ids (matvec_q.cu). moe_down_sum: the down matvec and moe_combine in
+// one launch, a block of four warps per (output value, token) computing the slots' row dot products (matvec_row.cuh,
+// as the expert matvecs do) and one thread adding them in slot order.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "backend/cuda/elementwise_kernels.h"
+#include "backend/cuda/matvec_row.cuh"
 #include "backend/cuda/moe_kernels.h"
 
 namespace zinc::backend::cuda {
@@ -142,6 +145,38 @@ __global__ void moe_combine_kernel(const float* y, int64_t n, int k, int64_t n_o
     }
 }
 
+// Block (i, t): kStageWarps warps (the block size matvec_row.cuh's staging is laid out for), warp w computing the
+// value i of slots w, w + kStageWarps, ...; thread 0 then adds the slots as moe_combine does.
+template <int T>
+__global__ void __launch_bounds__(kStageWarps * 32)
+    moe_down_sum_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
+                        const BlockQ8_1f* a_q, const float* a_f32, const int32_t* ids, int k, const float* weights,
+                        MoeAffine da, float* out) {
+    __shared__ float slot[kMaxDownSlots];
+    const int64_t i = blockIdx.x, t = blockIdx.y;
+    const int lane = int(threadIdx.x % 32);
+    for (int s = int(threadIdx.x / 32); s < k; s += kStageWarps) {
+        const int64_t p = t * k + s;
+        const int e = ids[p];
+        const uint8_t* row = w + size_t(e) * expert_bytes + i * row_bytes;
+        float v;
+        if constexpr (is_float_weight(T))
+            v = warp_row_dot<T>(row, nullptr, a_f32 + p * cols, cols, lane);
+        else
+            v = warp_row_dot<T>(row, a_q + p * (cols / 32), nullptr, cols, lane);
+        if (lane == 0) {
+            if (da.scale || da.bias) v = apply_affine(v, da, e, i);
+            slot[s] = __fmul_rn(v, weights[p]);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float acc = slot[0];
+        for (int j = 1; j < k; ++j) acc = __fadd_rn(acc, slot[j]);  // the CPU's o = y w, then o += y w per slot
+        out[t * n_out + i] = acc;
+    }
+}
+
 template <int ACT>
 void launch_act(unsigned grid, const float* h, int64_t n_warps, int64_t n_ff, int64_t row_chunks, const int32_t* ids,
                 MoeAffine ga, MoeAffine ua, float alpha, float limit, float* a_f32, BlockQ8_1f* a_q, cudaStream_t s) {
@@ -195,6 +230,28 @@ cudaError_t moe_combine(const float* y, int64_t n_tokens, int k, int64_t n_out, 
         moe_combine_kernel<<<unsigned(blocks < 65535 ? blocks : 65535), 256, 0, s>>>(y, n, k, n_out, ids, weights,
                                                                                       down, out);
     }
+    return cudaGetLastError();
+}
+
+cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
+                         const BlockQ8_1f* a_q, const float* a_f32, const int32_t* ids, int64_t n_tokens, int k,
+                         const float* weights, MoeAffine down, float* out, cudaStream_t s) {
+    if (k <= 0 || k > kMaxDownSlots || n_tokens > 65535 || n_out > INT32_MAX) return cudaErrorInvalidValue;
+    if (n_out <= 0 || n_tokens <= 0) return cudaGetLastError();
+    const dim3 grid{unsigned(n_out), unsigned(n_tokens)};
+    const auto* wb = static_cast<const uint8_t*>(w);
+#define ZINC_CASE(T)                                                                                     \
+    case T:                                                                                              \
+        if (is_float_weight(T) ? a_f32 == nullptr : a_q == nullptr) return cudaErrorInvalidValue;         \
+        moe_down_sum_kernel<T><<<grid, kStageWarps * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, \
+                                                                 a_q, a_f32, ids, k, weights, down, out);  \
+        break;
+    switch (type) {
+        ZINC_DP4A_TYPES(ZINC_CASE)
+        ZINC_FLOAT_TYPES(ZINC_CASE)
+    default: return cudaErrorInvalidValue;
+    }
+#undef ZINC_CASE
     return cudaGetLastError();
 }
 

@@ -81,6 +81,15 @@ cudaError_t moe_activate(const float* h, int64_t n_pairs, int64_t n_ff, const in
 cudaError_t moe_combine(const float* y, int64_t n_tokens, int k, int64_t n_out, const int32_t* ids,
                         const float* weights, MoeAffine down, float* out, cudaStream_t s);
 
+// The down projection and moe_combine in one launch, for k <= kMaxDownSlots: out[t][i] as moe_combine computes it
+// from y[t * k + s][i] = W_{ids[t * k + s]}[i] . a[t * k + s] (what matvec_q_ids / matvec_f_ids would write, bit for
+// bit), without y going to memory. a_q: Q8_1 rows of cols / 32 blocks (types with a dp4a matvec), a_f32: f32 rows
+// (F32/F16/BF16); n_tokens <= 65535.
+constexpr int kMaxDownSlots = 16;
+cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
+                         const BlockQ8_1f* a_q, const float* a_f32, const int32_t* ids, int64_t n_tokens, int k,
+                         const float* weights, MoeAffine down, float* out, cudaStream_t s);
+
 // Tokens per pass of moe_ffn: whole tokens (all k slots), at most 65535 (token, slot) pairs (the expert matvecs'
 // grid limit) and no more than `budget` bytes of per-pair scratch unless one token alone needs more. 1 <= k <= 65535.
 inline int64_t moe_chunk_tokens(int64_t n_tokens, int64_t k, size_t bytes_per_pair, size_t budget) {

@@ -3,8 +3,9 @@
 // moe_ffn works on (token, slot) pairs without a host round trip, since the expert ids exist only on the device:
 // per pass over whole tokens, the gate and up (or merged gate_up) expert matvecs write [gate | up] rows per pair,
 // moe_activate applies the per-expert scale/bias and the activation (and, for a quantized down projection,
-// quantizes the result to Q8_1), the down expert matvec writes one row per pair, and moe_combine adds the slots
-// of each token with their routing weights. Weight types with a dp4a matvec read Q8_1 activations (x quantized
+// quantizes the result to Q8_1), and moe_down_sum computes the down expert rows and adds the slots of each token
+// with their routing weights in one launch (for more than kMaxDownSlots slots: the down expert matvec writes one row
+// per pair and moe_combine adds them). Weight types with a dp4a matvec read Q8_1 activations (x quantized
 // once for all tokens); F32/F16/BF16 weights read the f32 activations. The ids cannot be checked on the host; the
 // expert matvecs trust them, and moe_route only writes ids in [0, n_expert).
 #include <algorithm>
@@ -142,6 +143,13 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
         ZINC_CUDA_CHECK(cuda::moe_activate(h, np, n_ff, id, gate_aff, up_aff, act, mw.alpha, mw.limit, a_f32, a_q,
                                            stream_),
                         "moe_ffn: moe_activate", first.w->name);
+        if (K <= cuda::kMaxDownSlots) {
+            ZINC_CUDA_CHECK(cuda::moe_down_sum(int(down.w->type), down.w->data, down.rb, down.expert_bytes, n_out,
+                                               down.in, a_q, a_f32, id, nt, int(K), weights.data + t0 * K, down_aff,
+                                               out.data + t0 * n_out, stream_),
+                            "moe_ffn: moe_down_sum", down.w->name);
+            continue;
+        }
         down.run(a_q, a_f32, 1, id, np, y, n_out, stream_);
         ZINC_CUDA_CHECK(cuda::moe_combine(y, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
                                           out.data + t0 * n_out, stream_),
