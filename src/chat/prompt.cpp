@@ -1,7 +1,9 @@
 #include "chat/prompt.h"
 
 #include <exception>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "template/chat_template.h"
 #include "template/error.h"
@@ -13,6 +15,43 @@ nlohmann::ordered_json special_token_variables(const tokenizer::Tokenizer& tok) 
     if (tok.bos() >= 0) v["bos_token"] = tok.token_text(tok.bos());
     if (tok.eos() >= 0) v["eos_token"] = tok.token_text(tok.eos());
     return v;
+}
+
+nlohmann::ordered_json message_json(const tokenizer::ChatMessage& m) {
+    nlohmann::ordered_json j = {{"role", m.role}, {"content", m.content}};
+    if (!m.tool_calls.empty()) {
+        j["tool_calls"] = nlohmann::ordered_json::array();
+        for (const tokenizer::ChatToolCall& c : m.tool_calls) {
+            // As transformers' messages carry them: the arguments an object (a template writes them with tojson).
+            nlohmann::ordered_json args;
+            try {
+                args = nlohmann::ordered_json::parse(c.arguments);
+            } catch (const nlohmann::json::parse_error&) {
+                args = c.arguments;  // not JSON: the text itself, which templates write as it is
+            }
+            j["tool_calls"].push_back(
+                {{"type", "function"}, {"function", {{"name", c.name}, {"arguments", std::move(args)}}}});
+        }
+    }
+    return j;
+}
+
+tokenizer::ChatMessage message_of(const nlohmann::json& j) {
+    if (!j.is_object() || !j.contains("role") || !j["role"].is_string() || !j.contains("content") ||
+        !j["content"].is_string())
+        throw std::runtime_error("every message needs a string role and content");
+    tokenizer::ChatMessage m(j["role"].get<std::string>(), j["content"].get<std::string>());
+    if (j.contains("tool_calls")) {
+        if (!j["tool_calls"].is_array()) throw std::runtime_error("tool_calls must be a list");
+        for (const auto& c : j["tool_calls"]) {
+            const nlohmann::json& f = c.is_object() && c.contains("function") ? c["function"] : c;
+            if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("arguments"))
+                throw std::runtime_error("a tool call needs a function name and arguments");
+            const nlohmann::json& a = f["arguments"];
+            m.tool_calls.push_back({f["name"].get<std::string>(), a.is_string() ? a.get<std::string>() : a.dump()});
+        }
+    }
+    return m;
 }
 
 Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatMessage>& messages,
@@ -34,7 +73,7 @@ Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenize
                                                           : "built-in ChatML (the model has no chat template)";
     } else {
         tmpl::ChatRequest req;
-        for (const tokenizer::ChatMessage& m : messages) req.messages.push_back({{"role", m.role}, {"content", m.content}});
+        for (const tokenizer::ChatMessage& m : messages) req.messages.push_back(message_json(m));
         req.tools = o.tools;
         req.add_generation_prompt = o.add_generation_prompt;
         req.variables = special_token_variables(tok);

@@ -27,6 +27,14 @@ struct Prompt {
     std::string how;       // what rendered it, for -v: "the model's chat template", "built-in ChatML", ...
 };
 
+// A message as chat templates (and saved conversations) have it: role, content and, for an assistant's calls,
+// tool_calls as OpenAI and transformers write them ({"type": "function", "function": {"name", "arguments"}}, the
+// arguments an object).
+nlohmann::ordered_json message_json(const tokenizer::ChatMessage& m);
+// The reverse; also takes arguments given as JSON text and calls without the "function" wrapper. Throws
+// std::runtime_error for a message without a string role and content or with a malformed call.
+tokenizer::ChatMessage message_of(const nlohmann::json& j);
+
 // The template variables transformers takes from the tokenizer: bos_token and eos_token, the texts of those tokens.
 nlohmann::ordered_json special_token_variables(const tokenizer::Tokenizer& tok);
 

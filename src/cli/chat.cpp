@@ -1,9 +1,11 @@
 // `zinc chat`: a conversation in the terminal. At a terminal lines are edited with the usual keys and earlier ones
 // come back with the up arrow (libedit). Enter sends a message; a line ending in '\' continues on the next
 // line, and lines between two lines of """ are one message (pasted text); /help lists the commands (/clear, /system,
-// /save, /load, /exit); Ctrl-D leaves; Ctrl-C stops a reply. When the conversation outgrows the context, the oldest
-// turns are dropped (the system prompt stays). A model without a chat template (a base model) is written with: each
-// message continues the text, and the model carries it on to the end of the paragraph.
+// /save, /load, /tool, /exit); Ctrl-D leaves; Ctrl-C stops a reply. With --tools the model is offered tools: its calls
+// are shown and kept in the conversation, and /tool gives a call's result back, to which the model replies. When the
+// conversation outgrows the context, the oldest turns are dropped (the system prompt stays). A model without a chat
+// template (a base model) is written with: each message continues the text, and the model carries it on to the end
+// of the paragraph.
 #include <signal.h>
 #include <unistd.h>
 #ifdef ZINC_HAVE_EDITLINE
@@ -107,6 +109,7 @@ const char* kHelp =
     "/system TEXT      set the system prompt (/system alone removes it)\n"
     "/save FILE        write the conversation as JSON ({\"messages\": [...]})\n"
     "/load FILE        continue a conversation saved with /save\n"
+    "/tool TEXT        give the result of a tool call back to the model, which replies to it\n"
     "/exit             leave (also /bye, /quit, Ctrl-D)\n"
     "A line ending in \\ continues on the next; lines between two lines of \"\"\" are one message.\n";
 
@@ -124,7 +127,7 @@ bool is_command(const std::string& msg, std::string& name, std::string& arg) {
 
 void save_conversation(const std::vector<tokenizer::ChatMessage>& history, const std::string& path) {
     nlohmann::ordered_json j = {{"messages", nlohmann::ordered_json::array()}};
-    for (const auto& m : history) j["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    for (const auto& m : history) j["messages"].push_back(chat::message_json(m));
     std::ofstream out(path);
     out << j.dump(2) << "\n";
     if (!out) throw std::runtime_error("cannot write " + path);
@@ -143,10 +146,11 @@ std::vector<tokenizer::ChatMessage> load_conversation(const std::string& path) {
     if (!msgs.is_array()) throw std::runtime_error(path + ": expects {\"messages\": [...]} or a list of messages");
     std::vector<tokenizer::ChatMessage> out;
     for (const auto& m : msgs) {
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
-            !m["content"].is_string())
-            throw std::runtime_error(path + ": every message needs a string role and content");
-        out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+        try {
+            out.push_back(chat::message_of(m));
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error(path + ": " + e.what());
+        }
     }
     return out;
 }
@@ -157,6 +161,7 @@ void run(const Options& o) {
     chat::PromptOptions po;
     po.enable_thinking = !o.no_think;
     po.template_source = template_source(o.reply);
+    po.tools = tools_of(o.reply);
     const bool completion = po.template_source.empty() && s.tokenizer().chat_template().empty() &&
                             tokenizer::chat_style_of(s.tokenizer()) == tokenizer::ChatStyle::Completion;
     const std::string arch = om.model->get("general.architecture").get_string();
@@ -183,6 +188,61 @@ void run(const Options& o) {
     if (completion)
         std::fprintf(stderr, "this model has no chat template: each message continues the text, and the model "
                              "writes on to the end of the paragraph\n");
+
+    // Renders the conversation (dropping its oldest turns when it outgrows the context), streams the model's reply
+    // to its last message and keeps the reply in it.
+    auto answer = [&] {
+        // The oldest turns go until the prompt leaves room for a reply; the conversation still starts with a user
+        // message after the system prompt, as templates that check the roles' alternation want.
+        chat::Prompt p = chat::render_prompt(s.tokenizer(), history, po);
+        std::vector<int32_t> ids = s.tokenizer().encode(p.text, p.add_bos, true);
+        size_t dropped = 0;
+        while (static_cast<int64_t>(ids.size()) >= s.n_ctx() && history.size() > base() + 1) {
+            do {
+                history.erase(history.begin() + static_cast<std::ptrdiff_t>(base()));
+                ++dropped;
+            } while (history.size() > base() + 1 && history[base()].role != "user");
+            p = chat::render_prompt(s.tokenizer(), history, po);
+            ids = s.tokenizer().encode(p.text, p.add_bos, true);
+        }
+        if (static_cast<int64_t>(ids.size()) >= s.n_ctx()) {
+            history.pop_back();
+            write_out("(this message does not fit in the " + std::to_string(s.n_ctx()) +
+                      "-token context; give a larger --ctx-size or a shorter message)\n");
+            return;
+        }
+        if (dropped > 0)
+            write_out("(the " + std::to_string(dropped) + " oldest message" + (dropped == 1 ? "" : "s") +
+                      " dropped to fit the " + std::to_string(s.n_ctx()) + "-token context)\n");
+        const std::string& prompt = p.text;
+        if (o.model.verbose) std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", p.how.c_str(), ids.size());
+        g_interrupted = false;
+        engine::GenerateOptions go;
+        go.max_tokens = o.max_tokens;
+        go.render_special = !completion;  // the chat output parser reads the format's markers
+        ReplyWriter reply = reply_writer(o.reply, !completion, chat_template, arch, prompt);
+        bool started = false;  // a completion reply has written text (not only line breaks)
+        const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
+            // A completion reply ends with its paragraph (line breaks before any text begin it).
+            size_t eol = std::string::npos;
+            if (completion) {
+                const size_t text = started ? 0 : piece.find_first_not_of('\n');
+                eol = text == std::string::npos ? std::string::npos : piece.find('\n', text);
+                started = started || text != std::string::npos;
+            }
+            const bool more = reply.feed(std::string_view(piece).substr(0, eol));
+            return more && eol == std::string::npos && !g_interrupted.load();
+        });
+        reply.finish();
+        std::vector<tokenizer::ChatToolCall> calls;
+        for (const chat::ToolCall& c : reply.tool_calls()) calls.push_back({c.name, c.arguments});
+        history.push_back({"assistant", reply.answer(), calls});
+        write_out("\n");
+        if (!calls.empty()) write_out("(/tool TEXT gives the model a call's result)\n");
+        if (r.stop == engine::GenerateResult::Stop::Interrupted && g_interrupted) write_out("(stopped)\n");
+        if (r.stop == engine::GenerateResult::Stop::ContextFull) write_out("(the context is full)\n");
+        g_interrupted = false;
+    };
 
     std::string msg, name, arg;
     while (read_message(msg)) {
@@ -215,6 +275,13 @@ void run(const Options& o) {
                 } catch (const std::exception& e) {
                     write_out("(" + std::string(e.what()) + ")\n");
                 }
+            } else if (name == "tool") {
+                if (arg.empty()) {
+                    write_out("(/tool needs the result to give back)\n");
+                    continue;
+                }
+                history.push_back({"tool", arg});
+                answer();
             } else {
                 write_out("(unknown command /" + name + "; /help lists the commands)\n");
             }
@@ -222,53 +289,7 @@ void run(const Options& o) {
         }
         if (msg.empty()) continue;
         history.push_back({"user", msg});
-        // The oldest turns go until the prompt leaves room for a reply; the conversation still starts with a user
-        // message after the system prompt, as templates that check the roles' alternation want.
-        chat::Prompt p = chat::render_prompt(s.tokenizer(), history, po);
-        std::vector<int32_t> ids = s.tokenizer().encode(p.text, p.add_bos, true);
-        size_t dropped = 0;
-        while (static_cast<int64_t>(ids.size()) >= s.n_ctx() && history.size() > base() + 1) {
-            do {
-                history.erase(history.begin() + static_cast<std::ptrdiff_t>(base()));
-                ++dropped;
-            } while (history.size() > base() + 1 && history[base()].role != "user");
-            p = chat::render_prompt(s.tokenizer(), history, po);
-            ids = s.tokenizer().encode(p.text, p.add_bos, true);
-        }
-        if (static_cast<int64_t>(ids.size()) >= s.n_ctx()) {
-            history.pop_back();
-            write_out("(this message does not fit in the " + std::to_string(s.n_ctx()) +
-                      "-token context; give a larger --ctx-size or a shorter message)\n");
-            continue;
-        }
-        if (dropped > 0)
-            write_out("(the " + std::to_string(dropped) + " oldest message" + (dropped == 1 ? "" : "s") +
-                      " dropped to fit the " + std::to_string(s.n_ctx()) + "-token context)\n");
-        const std::string& prompt = p.text;
-        if (o.model.verbose) std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", p.how.c_str(), ids.size());
-        g_interrupted = false;
-        engine::GenerateOptions go;
-        go.max_tokens = o.max_tokens;
-        go.render_special = !completion;  // the chat output parser reads the format's markers
-        ReplyWriter reply = reply_writer(o.reply, !completion, chat_template, arch, prompt);
-        bool started = false;  // a completion reply has written text (not only line breaks)
-        const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
-            // A completion reply ends with its paragraph (line breaks before any text begin it).
-            size_t eol = std::string::npos;
-            if (completion) {
-                const size_t text = started ? 0 : piece.find_first_not_of('\n');
-                eol = text == std::string::npos ? std::string::npos : piece.find('\n', text);
-                started = started || text != std::string::npos;
-            }
-            const bool more = reply.feed(std::string_view(piece).substr(0, eol));
-            return more && eol == std::string::npos && !g_interrupted.load();
-        });
-        reply.finish();
-        history.push_back({"assistant", reply.answer()});
-        write_out("\n");
-        if (r.stop == engine::GenerateResult::Stop::Interrupted && g_interrupted) write_out("(stopped)\n");
-        if (r.stop == engine::GenerateResult::Stop::ContextFull) write_out("(the context is full)\n");
-        g_interrupted = false;
+        answer();
     }
     write_out("\n");
 }

@@ -283,6 +283,14 @@ std::string read_file(const std::string& path) {
     return read_all(in, path);
 }
 
+nlohmann::ordered_json read_json(const std::string& path, const char* what) {
+    try {
+        return nlohmann::ordered_json::parse(read_file(path));
+    } catch (const nlohmann::json::parse_error& e) {
+        throw std::runtime_error(std::string(what) + " " + path + ": not JSON: " + e.what());
+    }
+}
+
 std::string read_prompt(const PromptFlags& f) {
     if (f.text_option && f.text_option->count() > 0) return f.text;
     if (f.file.empty() && stdin_is_terminal())

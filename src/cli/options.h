@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/open_model.h"
 #include "engine/sampler.h"
 
@@ -72,6 +74,8 @@ std::string read_prompt(const PromptFlags& f);
 bool stdin_is_terminal();
 // The bytes of a file, as they are ("-": standard input); throws naming the file.
 std::string read_file(const std::string& path);
+// The JSON of file `path` (- for standard input); `what` (a flag) names it in the error for text that is not JSON.
+nlohmann::ordered_json read_json(const std::string& path, const char* what);
 
 // --- Token ids.
 // "1,2,3" (commas or white space between); throws CLI::ValidationError naming `flag` and the bad element.

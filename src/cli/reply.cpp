@@ -37,6 +37,7 @@ void ReplyWriter::show(const std::vector<chat::Event>& events) {
             if (!reasoning) write_out(dim_ ? "\x1b[0m\n" : "\n");
             in_reasoning_ = reasoning;
         }
+        if (e.kind != chat::EventKind::reasoning && e.kind != chat::EventKind::answer) tool_events_.push_back(e);
         switch (e.kind) {
         case chat::EventKind::reasoning: write_out(e.text); break;
         case chat::EventKind::answer:
@@ -64,9 +65,14 @@ void add_reply_options(CLI::App* cmd, ReplyFlags& f, CLI::Option* chat) {
     auto* file = cmd->add_option("--chat-template-file", f.template_file,
                                  "a Jinja2 chat template to use instead of the model's (tokenizer.chat_template)")
                      ->check(CLI::ExistingFile);
+    auto* tools = cmd->add_option("--tools", f.tools,
+                                  "a JSON file with the tools offered to the model (OpenAI's form: a list of "
+                                  "{\"type\": \"function\", \"function\": {...}})")
+                      ->check(CLI::ExistingFile);
     if (chat) {
         reasoning->needs(chat);
         file->needs(chat);
+        tools->needs(chat);
     }
 }
 
@@ -75,6 +81,16 @@ std::string template_source(const ReplyFlags& f) {
     std::string s = read_file(f.template_file);
     if (s.empty()) throw std::runtime_error("--chat-template-file " + f.template_file + ": the file is empty");
     return s;
+}
+
+nlohmann::ordered_json tools_of(const ReplyFlags& f) {
+    if (f.tools.empty()) return nullptr;
+    nlohmann::ordered_json j = read_json(f.tools, "--tools");
+    if (j.is_object() && j.contains("tools")) j = j["tools"];
+    if (!j.is_array()) throw std::runtime_error("--tools " + f.tools + ": expects a list of tools");
+    for (const auto& t : j)
+        if (!t.is_object()) throw std::runtime_error("--tools " + f.tools + ": every tool is a JSON object");
+    return j;
 }
 
 ReplyWriter reply_writer(const ReplyFlags& f, bool chat, const std::string& chat_template,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "chat/output_parser.h"
 
@@ -27,6 +28,8 @@ public:
     void finish();
     // The answer so far (without reasoning or tool calls): what a conversation keeps of the reply.
     const std::string& answer() const { return answer_; }
+    // The reply's well-formed tool calls so far, in order.
+    std::vector<chat::ToolCall> tool_calls() const { return chat::collect(tool_events_).tool_calls; }
 
 private:
     void show(const std::vector<chat::Event>& events);
@@ -36,6 +39,7 @@ private:
     bool dim_ = false;            // standard output is a terminal: reasoning in faint text
     bool in_reasoning_ = false;   // the last text shown was reasoning
     std::string answer_;
+    std::vector<chat::Event> tool_events_;  // the reply's tool-call events, for tool_calls()
 };
 
 // The flags of a reply: stop strings (--stop, llama.cpp's -r/--reverse-prompt) and how reasoning is shown.
@@ -43,12 +47,15 @@ struct ReplyFlags {
     std::vector<std::string> stops;
     std::string reasoning = "show";
     std::string template_file;  // --chat-template-file: a Jinja2 template instead of the model's
+    std::string tools;          // --tools: a JSON file with the tools offered to the model
 };
-// --stop, and --reasoning and --chat-template-file, which need `chat` where it is given (run's --chat).
+// --stop, and --reasoning, --chat-template-file and --tools, which need `chat` where it is given (run's --chat).
 void add_reply_options(CLI::App* cmd, ReplyFlags& f, CLI::Option* chat = nullptr);
 
 // The text of --chat-template-file, or empty without it.
 std::string template_source(const ReplyFlags& f);
+// The tools of --tools (a list of OpenAI-style tool objects, or an object with "tools"), or null without it.
+nlohmann::ordered_json tools_of(const ReplyFlags& f);
 
 // A writer for a reply of a model whose chat template and architecture are given, after `prompt` (which may open
 // the reasoning block); `chat` false: plain text with stop strings only.

@@ -36,6 +36,7 @@ void run(const Options& o) {
         chat::PromptOptions po;
         po.enable_thinking = !o.no_think;
         po.template_source = given_template;
+        po.tools = tools_of(o.reply);
         const chat::Prompt p = chat::render_prompt(s.tokenizer(), msgs, po);
         text = p.text;
         add_bos = p.add_bos;

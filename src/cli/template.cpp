@@ -22,14 +22,6 @@ struct Options {
     std::vector<std::string> vars;  // name=json
 };
 
-nlohmann::ordered_json read_json(const std::string& path, const char* what) {
-    try {
-        return nlohmann::ordered_json::parse(read_file(path));
-    } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(std::string(what) + " " + path + ": not JSON: " + e.what());
-    }
-}
-
 void render(const Options& o) {
     tmpl::ChatRequest req;
     // A conversation file holds the messages, or an object with "messages" (and "tools"), as an OpenAI request.

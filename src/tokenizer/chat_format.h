@@ -6,15 +6,26 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
 
 namespace zinc::tokenizer {
 
+// A call an assistant message made: the function's name and its arguments as JSON object text.
+struct ChatToolCall {
+    std::string name, arguments;
+};
+
 struct ChatMessage {
     std::string role;  // system, user, assistant, tool
     std::string content;
+    std::vector<ChatToolCall> tool_calls;  // an assistant's calls (rendered by chat templates only)
+
+    ChatMessage() = default;
+    ChatMessage(std::string r, std::string c, std::vector<ChatToolCall> calls = {})
+        : role(std::move(r)), content(std::move(c)), tool_calls(std::move(calls)) {}
 };
 
 enum class ChatStyle {

@@ -548,6 +548,46 @@ TEST(Cli, ChatCommandsAndAFullContext) {
     std::filesystem::remove_all(dir);
 }
 
+// --tools offers tools through the model's chat template (run --chat and chat); in chat, /tool gives a call's result
+// back as a tool message and the model replies to it, and /save keeps both.
+TEST(Cli, ToolsReachTheTemplateAndResultsTheConversation) {
+    const std::string qwen3 = shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf");
+    const std::string dir = ::testing::TempDir() + "zinc_tools_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string tools = dir + "/tools.json";
+    std::ofstream(tools) << R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])";
+    const auto r = run_zinc("run --chat -m " + qwen3 + " -p 'Weather in Paris?' -n 2 -v -t 1 --tools " +
+                            shell_word(tools));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.err, "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"")) << r.err;
+
+    const auto plain = run_zinc("run -m " + qwen3 + " -p x --tools " + shell_word(tools));
+    EXPECT_EQ(plain.status, 2);
+    EXPECT_TRUE(has(plain.err, "--tools requires --chat")) << plain.err;
+    std::ofstream(dir + "/bad.json") << "[{";
+    std::ofstream(dir + "/object.json") << R"({"name": "f"})";
+    for (const auto& [file, why] : {std::pair{"bad.json", "not JSON"}, std::pair{"object.json", "a list of tools"}}) {
+        const auto bad = run_zinc("run --chat -m " + qwen3 + " -p x -n 1 --tools " + shell_word(dir + "/" + file));
+        EXPECT_EQ(bad.status, 1) << file;
+        EXPECT_TRUE(has(bad.err, why)) << file << ": " << bad.err;
+    }
+
+    const std::string saved = dir + "/c.json";
+    const auto c = run_zinc("chat -m " + qwen3 + " -n 2 --temp 0 -t 1 --tools " + shell_word(tools),
+                            "Weather in Paris?\n/tool\n/tool {\"temperature\": 21}\n/save " + saved + "\n");
+    ASSERT_EQ(c.status, 0) << c.err;
+    EXPECT_TRUE(has(c.out, "(/tool needs the result to give back)")) << c.out;
+    std::ifstream in(saved);
+    const auto j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["messages"].size(), 4u) << j.dump();
+    EXPECT_EQ(j["messages"][1]["role"], "assistant");
+    EXPECT_EQ(j["messages"][2]["role"], "tool");
+    EXPECT_EQ(j["messages"][2]["content"], "{\"temperature\": 21}");
+    EXPECT_EQ(j["messages"][3]["role"], "assistant");
+    std::filesystem::remove_all(dir);
+}
+
 // --stop: the reply ends where a stop string begins, without it, even when the string spans several tokens.
 TEST(Cli, RunStopsAtAStopString) {
     const std::string brown = shell_word(ZINC_BROWN_DIR "/brown-qwen3-5m-bf16.gguf");
