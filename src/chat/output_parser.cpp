@@ -76,6 +76,15 @@ bool prompt_opens_reasoning(OutputFormat format, std::string_view prompt) {
     }
 }
 
+std::string_view reasoning_end(OutputFormat format) {
+    switch (format) {
+    case OutputFormat::qwen: return "\n</think>\n\n";
+    case OutputFormat::gemma4: return "<channel|>";
+    case OutputFormat::harmony: return "<|end|><|start|>assistant<|channel|>final<|message|>";
+    default: return {};
+    }
+}
+
 ChatStream::ChatStream(OutputFormat format, ParserOptions options, std::vector<std::string> stops)
     : stops_(std::move(stops)), parser_(make_output_parser(format, options)) {}
 

@@ -58,6 +58,11 @@ OutputFormat detect_output_format(std::string_view chat_template, std::string_vi
 // starts in the answer.
 bool prompt_opens_reasoning(OutputFormat format, std::string_view prompt);
 
+// The text that closes a reasoning block in this format ("\n</think>\n\n", Gemma 4's "<channel|>", Harmony's end of
+// the analysis message and start of the final one), which a spent reasoning budget puts into the output; empty for
+// formats without reasoning.
+std::string_view reasoning_end(OutputFormat format);
+
 // Stop strings in front of an output parser: what a generation loop feeds its decoded pieces to.
 class ChatStream {
 public:

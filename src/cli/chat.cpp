@@ -159,7 +159,7 @@ void run(const Options& o) {
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
     chat::PromptOptions po;
-    po.enable_thinking = !o.no_think;
+    po.enable_thinking = !o.no_think && o.reply.reasoning_budget != 0;
     po.template_source = template_source(o.reply);
     po.tools = tools_of(o.reply);
     const bool completion = po.template_source.empty() && s.tokenizer().chat_template().empty() &&
@@ -221,6 +221,7 @@ void run(const Options& o) {
         go.max_tokens = o.max_tokens;
         go.render_special = !completion;  // the chat output parser reads the format's markers
         ReplyWriter reply = reply_writer(o.reply, !completion, chat_template, arch, prompt);
+        go.force = [&] { return s.tokenizer().encode(reply.forced_text(), false, true); };
         bool started = false;  // a completion reply has written text (not only line breaks)
         const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
             // A completion reply ends with its paragraph (line breaks before any text begin it).

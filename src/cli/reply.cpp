@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <climits>
 #include <stdexcept>
 
 #include "cli/options.h"
@@ -9,14 +10,30 @@
 namespace zinc::cli {
 
 ReplyWriter::ReplyWriter(chat::OutputFormat format, chat::ParserOptions options, std::vector<std::string> stops,
-                         ReasoningDisplay reasoning)
-    : stream_(format, options, std::move(stops)), reasoning_(reasoning), dim_(isatty(STDOUT_FILENO) == 1) {}
+                         ReasoningDisplay reasoning, int reasoning_budget)
+    : stream_(format, options, std::move(stops)),
+      reasoning_(reasoning),
+      dim_(isatty(STDOUT_FILENO) == 1),
+      format_(format),
+      budget_(reasoning_budget),
+      reasoning_now_(options.start_in_reasoning) {}
 
 bool ReplyWriter::feed(std::string_view piece) {
     std::vector<chat::Event> events;
     stream_.feed(piece, events);
+    for (const chat::Event& e : events)
+        if (e.kind == chat::EventKind::reasoning || e.kind == chat::EventKind::answer ||
+            e.kind == chat::EventKind::tool_call_begin)
+            reasoning_now_ = e.kind == chat::EventKind::reasoning;
+    if (reasoning_now_) ++reasoning_tokens_;
     show(events);
     return !stream_.stopped();
+}
+
+std::string ReplyWriter::forced_text() {
+    if (budget_ < 0 || forced_ || !reasoning_now_ || reasoning_tokens_ < budget_) return {};
+    forced_ = true;
+    return std::string(chat::reasoning_end(format_));
 }
 
 void ReplyWriter::finish() {
@@ -62,6 +79,11 @@ void add_reply_options(CLI::App* cmd, ReplyFlags& f, CLI::Option* chat) {
                                       "a thinking model's reasoning: show (faint on a terminal) or hide")
                           ->capture_default_str()
                           ->check(one_of("a reasoning display", {"show", "hide"}));
+    auto* budget = cmd->add_option("--reasoning-budget", f.reasoning_budget,
+                                   "tokens a thinking model may reason before it must answer; -1 = no limit, 0 = no "
+                                   "thinking")
+                       ->capture_default_str()
+                       ->transform(integer_in(-1, INT_MAX));
     auto* file = cmd->add_option("--chat-template-file", f.template_file,
                                  "a Jinja2 chat template to use instead of the model's (tokenizer.chat_template)")
                      ->check(CLI::ExistingFile);
@@ -71,6 +93,7 @@ void add_reply_options(CLI::App* cmd, ReplyFlags& f, CLI::Option* chat) {
                       ->check(CLI::ExistingFile);
     if (chat) {
         reasoning->needs(chat);
+        budget->needs(chat);
         file->needs(chat);
         tools->needs(chat);
     }
@@ -99,7 +122,8 @@ ReplyWriter reply_writer(const ReplyFlags& f, bool chat, const std::string& chat
         chat ? chat::detect_output_format(chat_template, architecture) : chat::OutputFormat::plain;
     chat::ParserOptions po;
     po.start_in_reasoning = chat::prompt_opens_reasoning(format, prompt);
-    return ReplyWriter(format, po, f.stops, f.reasoning == "hide" ? ReasoningDisplay::hide : ReasoningDisplay::show);
+    return ReplyWriter(format, po, f.stops, f.reasoning == "hide" ? ReasoningDisplay::hide : ReasoningDisplay::show,
+                       f.reasoning_budget);
 }
 
 }  // namespace zinc::cli

@@ -34,7 +34,7 @@ void run(const Options& o) {
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", text});
         chat::PromptOptions po;
-        po.enable_thinking = !o.no_think;
+        po.enable_thinking = !o.no_think && o.reply.reasoning_budget != 0;
         po.template_source = given_template;
         po.tools = tools_of(o.reply);
         const chat::Prompt p = chat::render_prompt(s.tokenizer(), msgs, po);
@@ -64,6 +64,7 @@ void run(const Options& o) {
     const std::string arch = om.model->get("general.architecture").get_string();
     ReplyWriter reply = reply_writer(o.reply, o.chat, given_template.empty() ? s.tokenizer().chat_template()
                                                                              : given_template, arch, text);
+    go.force = [&] { return s.tokenizer().encode(reply.forced_text(), false, true); };
     bool stopped = false;
     const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
         stopped = !reply.feed(piece);

@@ -106,12 +106,25 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
             r.stop = GenerateResult::Stop::Interrupted;
             break;
         }
-        if (static_cast<int64_t>(tokens_.size()) >= n_ctx()) {
+        std::vector<int32_t> step{t};
+        if (opts.force) {
+            const std::vector<int32_t> forced = opts.force();
+            bool more = true;
+            for (int32_t f : forced) {
+                sampler.accept(f);
+                more = on_text(f, decoder.push(f)) && more;
+            }
+            step.insert(step.end(), forced.begin(), forced.end());
+            if (!more) {
+                r.stop = GenerateResult::Stop::Interrupted;
+                break;
+            }
+        }
+        if (static_cast<int64_t>(tokens_.size() + step.size()) > n_ctx()) {
             r.stop = GenerateResult::Stop::ContextFull;
             break;
         }
-        const int32_t one[1] = {t};
-        next = eval(one, pick, k);
+        next = eval(step, pick, k);
     }
     if (const std::string rest = decoder.flush(); !rest.empty()) on_text(-1, rest);
     r.generate_seconds = seconds_since(t0);

@@ -23,6 +23,10 @@ struct GenerateOptions {
     // Control tokens in the text handed to on_text (a chat output parser reads the markers some formats write with
     // them, such as Harmony's <|channel|>); off, they give no text.
     bool render_special = false;
+    // Asked after each generated token: tokens it returns go into the context next, as if the model had written them
+    // (on_text gets them too; they do not count against max_tokens). The CLI closes a reasoning block this way when
+    // its budget is spent.
+    std::function<std::vector<int32_t>()> force;
 };
 
 struct GenerateResult {

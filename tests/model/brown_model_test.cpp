@@ -3,6 +3,7 @@
 // against the full-precision model on held-out text (KL divergence, same top token), ordered by their bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -168,6 +169,45 @@ TEST(BrownModel, KvCacheTypesAgainstF32) {
         EXPECT_GE(s.same_top.value, b.min_same_top) << name;
     }
     std::remove(base.c_str());
+}
+
+// GenerateOptions::force: the tokens it returns after a generated token enter the context as if the model had written
+// them (on_text sees them, the state holds them), and the greedy continuation goes on from there: the same tokens as
+// a generation from a prompt that already ends with them.
+TEST(BrownModel, ForcedTokensEnterTheContext) {
+    BrownFile f("F32");
+    zinc::engine::Session& s = f.session();
+    const std::vector<int32_t> prompt = s.tokenizer().encode("The jury said", true, false);
+    const std::vector<int32_t> forced = s.tokenizer().encode(" that the city", false, false);
+    zinc::engine::SamplerParams sp;
+    sp.temperature = 0.0f;
+    zinc::engine::Sampler sampler(sp);
+    zinc::engine::GenerateOptions go;
+    go.max_tokens = 8;
+    int calls = 0;
+    go.force = [&] { return ++calls == 2 ? forced : std::vector<int32_t>{}; };
+    std::vector<int32_t> seen;
+    const auto r = s.generate(prompt, go, sampler, [&](int32_t t, const std::string&) {
+        if (t >= 0) seen.push_back(t);
+        return true;
+    });
+    EXPECT_EQ(r.generated, 8);  // forced tokens do not count against max_tokens
+    ASSERT_EQ(seen.size(), 8 + forced.size());
+    EXPECT_TRUE(std::equal(forced.begin(), forced.end(), seen.begin() + 2));
+    EXPECT_EQ(std::vector<int32_t>(s.tokens().begin() + long(prompt.size()), s.tokens().end()), seen);
+
+    // From a prompt that already holds the first two tokens and the forced ones, greedy decoding writes the rest.
+    std::vector<int32_t> longer = prompt;
+    longer.insert(longer.end(), seen.begin(), seen.begin() + 2 + long(forced.size()));
+    s.clear();
+    zinc::engine::GenerateOptions plain;
+    plain.max_tokens = 6;
+    std::vector<int32_t> rest;
+    s.generate(longer, plain, sampler, [&](int32_t t, const std::string&) {
+        if (t >= 0) rest.push_back(t);
+        return true;
+    });
+    EXPECT_EQ(rest, std::vector<int32_t>(seen.begin() + 2 + long(forced.size()), seen.end()));
 }
 
 }  // namespace

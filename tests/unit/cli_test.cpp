@@ -588,6 +588,36 @@ TEST(Cli, ToolsReachTheTemplateAndResultsTheConversation) {
     std::filesystem::remove_all(dir);
 }
 
+// --reasoning-budget N: after N tokens of reasoning the format's end of reasoning goes into the context and the model
+// answers; 0 renders the prompt with thinking off. A template whose prompt opens the reasoning block makes every
+// generated token reasoning: hidden, nothing shows unless the budget ends the reasoning.
+TEST(Cli, ReasoningBudgetEndsTheReasoning) {
+    const std::string qwen3 = shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf");
+    const std::string dir = ::testing::TempDir() + "zinc_budget_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string tmpl = dir + "/think.jinja";
+    std::ofstream(tmpl) << "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                           "<|im_start|>assistant\n<think>\n";
+    const std::string args = "run --chat -m " + qwen3 + " -p hi --temp 0 -n 12 -t 1 --reasoning hide " +
+                             "--chat-template-file " + shell_word(tmpl);
+    const auto all = run_zinc(args);
+    ASSERT_EQ(all.status, 0) << all.err;
+    EXPECT_EQ(all.out.find_first_not_of(" \n"), std::string::npos) << all.out;
+    const auto capped = run_zinc(args + " --reasoning-budget 4");
+    ASSERT_EQ(capped.status, 0) << capped.err;
+    EXPECT_NE(capped.out.find_first_not_of(" \n"), std::string::npos) << capped.out;
+
+    const auto zero = run_zinc("run --chat -m " + qwen3 + " -p hi -n 2 -v -t 1 --reasoning-budget 0");
+    ASSERT_EQ(zero.status, 0) << zero.err;
+    EXPECT_TRUE(has(zero.err, "<|im_start|>assistant\n<think>\n\n</think>\n\n")) << zero.err;
+    const auto plain = run_zinc("run -m " + qwen3 + " -p x --reasoning-budget 3");
+    EXPECT_EQ(plain.status, 2);
+    EXPECT_TRUE(has(plain.err, "--reasoning-budget requires --chat")) << plain.err;
+    const auto negative = run_zinc("run --chat -m " + qwen3 + " -p x --reasoning-budget -2");
+    EXPECT_EQ(negative.status, 2);
+    std::filesystem::remove_all(dir);
+}
+
 // --stop: the reply ends where a stop string begins, without it, even when the string spans several tokens.
 TEST(Cli, RunStopsAtAStopString) {
     const std::string brown = shell_word(ZINC_BROWN_DIR "/brown-qwen3-5m-bf16.gguf");
