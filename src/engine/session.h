@@ -26,7 +26,7 @@ struct GenerateOptions {
     // Asked after each generated token: tokens it returns go into the context next, as if the model had written them
     // (on_text gets them too; they do not count against max_tokens). The CLI closes a reasoning block this way when
     // its budget is spent.
-    std::function<std::vector<int32_t>()> force;
+    std::function<std::vector<int32_t>()> force = nullptr;
 };
 
 struct GenerateResult {

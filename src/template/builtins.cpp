@@ -907,18 +907,26 @@ Dict builtin_globals() {
             throw TemplateError("raise_exception: " + m.str());
         },
         "raise_exception");
-    g["strftime_now"] = Value::function(
-        [](Args& a) {
+    g["strftime_now"] = strftime_now_function(std::nullopt);
+    return g;
+}
+
+Value strftime_now_function(std::optional<std::time_t> fixed) {
+    return Value::function(
+        [fixed](Args& a) {
             std::string fmt = need_string(arg(a, 0, "format"), "strftime_now");
-            std::time_t t = std::time(nullptr);
             std::tm tm{};
-            localtime_r(&t, &tm);
+            if (fixed) {
+                gmtime_r(&*fixed, &tm);
+            } else {
+                const std::time_t t = std::time(nullptr);
+                localtime_r(&t, &tm);
+            }
             char buf[256];
             size_t n = std::strftime(buf, sizeof buf, fmt.c_str(), &tm);
             return Value(std::string(buf, n));
         },
         "strftime_now");
-    return g;
 }
 
 }  // namespace zinc::tmpl

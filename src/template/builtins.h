@@ -1,6 +1,8 @@
 #pragma once
 // The built-in filters, tests, methods of strings, lists and dicts, and global functions that
 // chat templates use, with the semantics of Jinja2 and Python.
+#include <ctime>
+#include <optional>
 #include <string>
 
 #include "template/value.h"
@@ -18,6 +20,8 @@ Value get_attr(const Value& obj, const std::string& name);
 Value get_item(const Value& obj, const Value& key);
 // range, namespace, dict, raise_exception, strftime_now.
 Dict builtin_globals();
+// strftime_now(format): the current local time, or the UTC time `fixed` (reproducible renders), formatted.
+Value strftime_now_function(std::optional<std::time_t> fixed);
 
 // Python's json.dumps as transformers' tojson calls it (ensure_ascii=False, keys unsorted):
 // separators ", " and ": " without an indent, "," and ": " with one.

@@ -1,5 +1,6 @@
 #include "template/chat_template.h"
 
+#include "template/builtins.h"
 #include "template/template.h"
 
 namespace zinc::tmpl {
@@ -14,6 +15,7 @@ std::string render_chat(const std::string& template_source, const ChatRequest& r
     vars["documents"] = Value::none();
     vars["add_generation_prompt"] = Value(request.add_generation_prompt);
     for (const auto& [k, v] : request.variables.items()) vars[k] = Value::from_json(v);
+    if (request.now) vars["strftime_now"] = strftime_now_function(request.now);
     return t.render(vars);
 }
 

@@ -3,6 +3,8 @@
 // Hugging Face transformers' apply_chat_template does: the template sees `messages`, `tools`
 // (left undefined when there are none), `add_generation_prompt`, and any further variables
 // (bos_token, eos_token, enable_thinking, ...).
+#include <ctime>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@ struct ChatRequest {
     nlohmann::ordered_json tools;  // null: no tools
     bool add_generation_prompt = true;
     nlohmann::ordered_json variables = nlohmann::ordered_json::object();  // extra keyword arguments
+    std::optional<std::time_t> now;  // the time strftime_now formats (as UTC); unset: the current local time
 };
 
 // Throws TemplateError naming the template line for a template that fails to parse or render.

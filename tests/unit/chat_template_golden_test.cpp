@@ -4,6 +4,7 @@
 // `zinc chat` keeps a conversation in (chat::message_of, chat::message_json).
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -46,6 +47,7 @@ TEST(ChatTemplateGolden, EveryTemplateAndCaseIsByteIdentical) {
         req.tools = g["tools"];
         req.add_generation_prompt = g["add_generation_prompt"].get<bool>();
         req.variables = g["variables"];
+        if (g.contains("now")) req.now = g["now"].get<std::time_t>();
         std::string got;
         try {
             got = zinc::tmpl::render_chat(read_file(dir + "/templates/" + g["template"].get<std::string>() + ".jinja"),
@@ -78,6 +80,7 @@ TEST(ChatTemplateGolden, ChatMessagesRenderAsTheirJson) {
         req.tools = g["tools"];
         req.add_generation_prompt = g["add_generation_prompt"].get<bool>();
         req.variables = g["variables"];
+        if (g.contains("now")) req.now = g["now"].get<std::time_t>();
         const std::string source = read_file(dir + "/templates/" + g["template"].get<std::string>() + ".jinja");
         std::string got;
         try {

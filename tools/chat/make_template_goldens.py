@@ -20,7 +20,7 @@ import lzma
 import os
 import struct
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 
 import jinja2
 from jinja2.ext import loopcontrols
@@ -77,9 +77,18 @@ CASES = [
      [WEATHER], {"enable_thinking": False}),
 ]
 VARIABLES = {"bos_token": "<s>", "eos_token": "</s>"}
+# The time strftime_now formats, fixed so that the goldens do not change from day to day; the C++ test passes it too.
+NOW = datetime(2026, 1, 15, 9, 30, 0, tzinfo=timezone.utc)
 # The special tokens transformers passes come from each model's tokenizer.
 TOKENS = {"qwen3": {"bos_token": None, "eos_token": "<|im_end|>"},
-          "gemma3": {"bos_token": "<bos>", "eos_token": "<eos>"}}
+          "qwen35": {"bos_token": None, "eos_token": "<|im_end|>"},
+          "gemma3": {"bos_token": "<bos>", "eos_token": "<eos>"},
+          "gemma4": {"bos_token": "<bos>", "eos_token": "<eos>"},
+          "gpt-oss": {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"},
+          "llama3.1": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
+          "mistral-nemo": {"bos_token": "<s>", "eos_token": "</s>"},
+          "deepseek-r1-qwen": {"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"},
+          "phi3.5": {"bos_token": "<s>", "eos_token": "<|endoftext|>"}}
 
 
 def read_gguf_string(path, key):
@@ -132,7 +141,7 @@ def environment():
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
     def strftime_now(format):
-        return datetime.now().strftime(format)
+        return NOW.strftime(format)
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.filters["tojson"] = tojson
@@ -162,7 +171,7 @@ def main():
                 continue
             goldens.append({"template": name, "case": case, "messages": messages, "tools": tools,
                             "add_generation_prompt": add_generation_prompt, "variables": variables,
-                            "expected": text})
+                            "now": int(NOW.timestamp()), "expected": text})
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump(goldens, f, ensure_ascii=False, indent=1)
         f.write("\n")
