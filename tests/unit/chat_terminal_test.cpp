@@ -1,5 +1,6 @@
 // zinc chat at a terminal, driven through a pseudo-terminal as a person types: line editing (the cursor moved back
-// to insert a letter), history (the up arrow brings back the last message), and the commands.
+// to insert a letter), history (the up arrow brings back the last message), the commands, a pasted block of lines
+// between two """ lines kept as one message, and a conversation that outgrows the context.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
@@ -100,6 +101,39 @@ TEST(ChatTerminal, EditingHistoryAndCommands) {
     ASSERT_EQ(j["messages"].size(), 4u) << j.dump();
     EXPECT_EQ(j["messages"][0]["content"], "hello");
     EXPECT_EQ(j["messages"][2]["content"], "hello");
+    std::remove(saved.c_str());
+}
+
+TEST(ChatTerminal, PastedBlockAndAFullContext) {
+#ifndef ZINC_HAVE_EDITLINE
+    GTEST_SKIP() << "zinc was built without libedit (Debian: libedit-dev): its chat prompt reads plain lines";
+#endif
+    const std::string saved = ::testing::TempDir() + "zinc_terminal_paste_" + std::to_string(::getpid()) + ".json";
+    Terminal t({"chat", "-m", ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf", "-n", "3", "--temp", "0", "-t", "1", "-c",
+                "48", "-sys", "Sys."});
+    if (!t.started()) GTEST_SKIP() << "no pseudo-terminal could be opened here (forkpty failed)";
+    ASSERT_TRUE(t.wait_for("> ")) << t.output();
+    // A paste arrives as one burst of lines; the lines between the two """ lines are one message.
+    t.type("\"\"\"\rline one\rline two\r\"\"\"\r");
+    ASSERT_TRUE(t.wait_for("\n> ")) << t.output();
+    t.type("/save " + saved + "\r");
+    ASSERT_TRUE(t.wait_for("(saved 3 messages")) << t.output();
+    // Messages of seven words fill 48 tokens within a few turns: the oldest go, with a note, and the chat goes on.
+    for (int i = 0; i < 3; ++i) {
+        t.type("one two three four five six seven\r");
+        ASSERT_TRUE(t.wait_for("\n> ")) << t.output();
+    }
+    EXPECT_NE(t.output().find("oldest messages dropped to fit the 48-token context"), std::string::npos)
+        << t.output();
+    t.type("/exit\r");
+    EXPECT_EQ(t.wait(), 0) << t.output();
+
+    std::ifstream in(saved);
+    ASSERT_TRUE(in) << t.output();
+    const auto j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["messages"].size(), 3u) << j.dump();
+    EXPECT_EQ(j["messages"][0]["content"], "Sys.");
+    EXPECT_EQ(j["messages"][1]["content"], "line one\nline two");
     std::remove(saved.c_str());
 }
 
