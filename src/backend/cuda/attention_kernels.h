@@ -161,7 +161,7 @@ __host__ __device__ inline int64_t split_chunk(KeyRange last, int n_split) {
 struct AttentionPlan {
     bool row_tiles = false;
     int n_split = 1;
-    int heads = 1;  // > 1: the tile kernel, each block serving this many query heads of one KV head
+    int heads = 1;     // query heads of one KV head per block: > 1 (without mma) the tile kernel, 1 the keys kernel
     bool mma = false;  // the tensor-core kernel (attention_mma.cu), blocks of `heads` query heads
 };
 
@@ -176,8 +176,8 @@ inline int values_per_lane(int head_dim) {
 // background, each row read once for all the query heads of its KV head. Below, the keys kernel's warps are quicker.
 constexpr int64_t kTileMinKeys = 1024;
 
-// The query heads a tile-kernel block serves: the most of 8, 4, 2, 1 that divides the heads sharing a KV head and
-// keeps their outputs within 16 a thread (heads * head_dim <= 2048).
+// The query heads a tile-kernel or tensor-core block serves: the most of 8, 4, 2, 1 that divides the heads sharing a
+// KV head and keeps their outputs within 16 a thread of the tile kernel (heads * head_dim <= 2048).
 inline int heads_per_block(int n_head, int n_head_kv, int head_dim) {
     const int group = n_head / n_head_kv;
     int g = 8;
