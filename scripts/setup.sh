@@ -9,6 +9,7 @@ packages=(
   clang libclang-rt-14-dev            # libFuzzer and the sanitizer runtimes
   python3 python3-numpy               # test tools that read .npy fixtures
   libedit-dev                         # line editing and history in zinc chat
+  libcpp-httplib-dev                  # the HTTP server of zinc serve
 )
 
 missing=()

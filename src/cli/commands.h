@@ -18,5 +18,6 @@ void register_detokenize(CLI::App& app);
 void register_synth(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_template(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace zinc::cli

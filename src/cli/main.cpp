@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
     zinc::cli::register_synth(app);
     zinc::cli::register_quantize(app);
     zinc::cli::register_template(app);
+    zinc::cli::register_serve(app);
     if (argc < 2) {
         std::cout << app.help();
         return finish(0);

@@ -1,0 +1,257 @@
+// `zinc serve` as a client sees it: a real server process on the Qwen3 fixture (its own chat template), started on a
+// free port, and HTTP requests from cpp-httplib's client: health, the model list, chat completions streamed and not,
+// stop strings, seed determinism, the API key, malformed requests answered with OpenAI's errors while the server
+// keeps serving, and a client that goes away in the middle of a stream.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using json = nlohmann::json;
+
+// A `zinc serve` child process; its standard error is read until it says where it listens.
+class ServeProcess {
+public:
+    explicit ServeProcess(std::vector<std::string> extra) {
+        int fds[2];
+        if (pipe(fds) != 0) return;
+        pid_ = fork();
+        if (pid_ == 0) {
+            dup2(fds[1], STDERR_FILENO);
+            close(fds[0]);
+            close(fds[1]);
+            std::vector<std::string> args = {"zinc", "serve", "-m", ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf",
+                                             "--port", "0", "-t", "1"};
+            args.insert(args.end(), extra.begin(), extra.end());
+            std::vector<char*> argv;
+            for (std::string& a : args) argv.push_back(a.data());
+            argv.push_back(nullptr);
+            execv(ZINC_BINARY, argv.data());
+            _exit(127);
+        }
+        close(fds[1]);
+        err_ = fdopen(fds[0], "r");
+        char line[1024];
+        while (err_ && fgets(line, sizeof line, err_)) {
+            const std::string l = line;
+            log_ += l;
+            const size_t at = l.find("listening on http://127.0.0.1:");
+            if (at != std::string::npos) port_ = std::stoi(l.substr(at + 30));
+            if (l.find("zinc: ready") != std::string::npos) break;
+        }
+    }
+    ~ServeProcess() {
+        if (pid_ > 0) {
+            kill(pid_, SIGTERM);
+            int status = 0;
+            waitpid(pid_, &status, 0);
+        }
+        if (err_) fclose(err_);
+    }
+    int port() const { return port_; }
+    const std::string& log() const { return log_; }
+    httplib::Client client() const {
+        httplib::Client c("127.0.0.1", port_);
+        c.set_read_timeout(60, 0);
+        return c;
+    }
+
+private:
+    pid_t pid_ = -1;
+    FILE* err_ = nullptr;
+    int port_ = -1;
+    std::string log_;
+};
+
+json chat_body(const std::string& text, int max_tokens) {
+    return {{"messages", json::array({{{"role", "user"}, {"content", text}}})},
+            {"max_tokens", max_tokens},
+            {"temperature", 0}};
+}
+
+TEST(Serve, HealthModelsAndChatCompletions) {
+    ServeProcess srv({});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    auto health = c.Get("/health");
+    ASSERT_TRUE(health) << srv.log();
+    EXPECT_EQ(health->status, 200);
+    auto models = c.Get("/v1/models");
+    ASSERT_TRUE(models);
+    EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "qwen3-q8_0.gguf");
+
+    auto r = c.Post("/v1/chat/completions", chat_body("Hello there", 5).dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json j = json::parse(r->body);
+    EXPECT_EQ(j["object"], "chat.completion");
+    EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+    EXPECT_TRUE(j["choices"][0]["message"]["content"].is_string());
+    EXPECT_EQ(j["usage"]["completion_tokens"], 5);
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    // Greedy decoding gives the same reply again; so does sampling with the same seed.
+    auto again = c.Post("/v1/chat/completions", chat_body("Hello there", 5).dump(), "application/json");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(json::parse(again->body)["choices"][0]["message"], j["choices"][0]["message"]);
+    json sampled = chat_body("Hello there", 8);
+    sampled["temperature"] = 1.0;
+    sampled["seed"] = 42;
+    auto s1 = c.Post("/v1/chat/completions", sampled.dump(), "application/json");
+    auto s2 = c.Post("/v1/chat/completions", sampled.dump(), "application/json");
+    ASSERT_TRUE(s1 && s2);
+    EXPECT_EQ(json::parse(s1->body)["choices"][0]["message"], json::parse(s2->body)["choices"][0]["message"]);
+}
+
+// The streamed reply: server-sent events, the role first, the text in pieces, the finish reason, the usage chunk
+// when asked, and [DONE]; its text is the unstreamed reply's.
+TEST(Serve, StreamedChatCompletion) {
+    ServeProcess srv({});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    json body = chat_body("Tell me something", 6);
+    auto whole = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(whole);
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+    std::vector<json> chunks;
+    bool done = false;
+    size_t at = 0;
+    while ((at = r->body.find("data: ", at)) != std::string::npos) {
+        const size_t end = r->body.find("\n\n", at);
+        ASSERT_NE(end, std::string::npos) << r->body;
+        const std::string data = r->body.substr(at + 6, end - at - 6);
+        if (data == "[DONE]") {
+            done = true;
+        } else {
+            chunks.push_back(json::parse(data));
+        }
+        at = end;
+    }
+    EXPECT_TRUE(done) << r->body;
+    ASSERT_GE(chunks.size(), 3u) << r->body;
+    EXPECT_EQ(chunks.front()["choices"][0]["delta"]["role"], "assistant");
+    std::string text;
+    std::string finish;
+    for (const json& ch : chunks) {
+        if (ch["choices"].empty()) continue;
+        const json& d = ch["choices"][0]["delta"];
+        if (d.contains("content")) text += d["content"].get<std::string>();
+        if (d.contains("tool_calls") || d.contains("reasoning_content")) text += "?";  // not expected here
+        if (!ch["choices"][0]["finish_reason"].is_null()) finish = ch["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(finish, "length");
+    EXPECT_EQ(chunks.back()["usage"]["completion_tokens"], 6);
+    const json w = json::parse(whole->body)["choices"][0]["message"];
+    EXPECT_EQ(text, w["content"].get<std::string>());
+}
+
+// Stop strings end the reply where they begin and are never in it.
+TEST(Serve, StopStringsAreNotInTheReply) {
+    ServeProcess srv({});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    auto full = c.Post("/v1/chat/completions", chat_body("Count", 16).dump(), "application/json");
+    ASSERT_TRUE(full);
+    const std::string text = json::parse(full->body)["choices"][0]["message"]["content"];
+    if (text.size() < 6) GTEST_SKIP() << "the fixture's reply is too short to cut: " << text;
+    json body = chat_body("Count", 16);
+    body["stop"] = json::array({text.substr(3, 3)});
+    auto cut = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(cut);
+    const json j = json::parse(cut->body);
+    EXPECT_EQ(j["choices"][0]["message"]["content"], text.substr(0, text.find(text.substr(3, 3))));
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+}
+
+// Malformed and hostile requests get OpenAI's error bodies with a 4xx code; the server keeps serving.
+TEST(Serve, BadRequestsAreAnsweredWithErrors) {
+    ServeProcess srv({"--api-key", "sesame"});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    const httplib::Headers auth = {{"Authorization", "Bearer sesame"}};
+    auto no_key = c.Post("/v1/chat/completions", chat_body("hi", 2).dump(), "application/json");
+    ASSERT_TRUE(no_key);
+    EXPECT_EQ(no_key->status, 401);
+    auto wrong_key = c.Post("/v1/chat/completions", {{"Authorization", "Bearer sesamx"}}, chat_body("hi", 2).dump(),
+                            "application/json");
+    ASSERT_TRUE(wrong_key);
+    EXPECT_EQ(wrong_key->status, 401);
+    auto health = c.Get("/health");  // needs no key
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+
+    json bad_temperature = chat_body("hi", 2);
+    bad_temperature["temperature"] = "hot";
+    json bad_max = chat_body("hi", 2);
+    bad_max["max_tokens"] = -3;
+    json bad_stop = chat_body("hi", 2);
+    bad_stop["stop"] = 7;
+    std::string words;
+    for (int i = 0; i < 6000; ++i) words += "word ";
+    json long_prompt = chat_body(words, 2);  // more tokens than the 4096-token context
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"{not json", ""},
+        {"[1, 2]", ""},
+        {R"({"messages": []})", "messages"},
+        {R"({"messages": [{"role": "user"}]})", "messages"},
+        {bad_temperature.dump(), "temperature"},
+        {bad_max.dump(), "max_tokens"},
+        {bad_stop.dump(), "stop"},
+        {std::string("{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}"), ""},
+        {long_prompt.dump(), "messages"},
+    };
+    for (const auto& [body, param] : cases) {
+        auto r = c.Post("/v1/chat/completions", auth, body, "application/json");
+        ASSERT_TRUE(r) << body.substr(0, 80);
+        EXPECT_EQ(r->status, 400) << body.substr(0, 80) << ": " << r->body;
+        const json e = json::parse(r->body);
+        EXPECT_TRUE(e["error"]["message"].is_string()) << r->body;
+        if (!param.empty()) {
+            EXPECT_EQ(e["error"]["param"], param) << r->body;
+        }
+    }
+    auto ok = c.Post("/v1/chat/completions", auth, chat_body("hi", 2).dump(), "application/json");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// A client that goes away in the middle of a stream ends that generation; the next request is served.
+TEST(Serve, ClientThatLeavesMidStream) {
+    ServeProcess srv({});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    {
+        auto c = srv.client();
+        json body = chat_body("Write a long story", 100000);
+        body["stream"] = true;
+        int pieces = 0;
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/chat/completions";
+        req.body = body.dump();
+        req.set_header("Content-Type", "application/json");
+        req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++pieces < 3; };  // hangs up
+        c.send(req);
+        EXPECT_GE(pieces, 3);
+    }
+    auto c = srv.client();
+    auto r = c.Post("/v1/chat/completions", chat_body("hi", 2).dump(), "application/json");
+    ASSERT_TRUE(r) << srv.log();
+    EXPECT_EQ(r->status, 200) << r->body;
+}
+
+}  // namespace
