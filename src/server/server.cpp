@@ -303,9 +303,9 @@ void Server::routes() {
             Outcome o;
             try {
                 o = generate(s, job, [](const std::vector<chat::Event>&) { return true; });
-            } catch (...) {
+            } catch (const std::exception& e) {
                 queue_->leave();
-                throw;
+                return error(res, 500, e.what(), {}, "server_error");
             }
             queue_->leave();
             // A malformed tool call's text is part of the reply, as in the stream.
@@ -355,13 +355,20 @@ void Server::routes() {
                                  json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}};
                 };
                 if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
-                const Outcome o = generate(s, j, [&](const std::vector<chat::Event>& events) {
-                    for (const chat::Event& e : events) {
-                        const json d = delta_of(e, 0);
-                        if (!d.is_null() && !send(chunk(d, nullptr))) return false;
-                    }
-                    return true;
-                });
+                Outcome o;
+                try {
+                    o = generate(s, j, [&](const std::vector<chat::Event>& events) {
+                        for (const chat::Event& e : events) {
+                            const json d = delta_of(e, 0);
+                            if (!d.is_null() && !send(chunk(d, nullptr))) return false;
+                        }
+                        return true;
+                    });
+                } catch (const std::exception& e) {
+                    // The status is sent already: the error goes in the stream, as OpenAI's does.
+                    send(json{{"error", {{"message", e.what()}, {"type", "server_error"}}}});
+                    return false;
+                }
                 if (!send(chunk(json::object(), o.finish_reason))) return false;
                 if (j.include_usage) {
                     json u = chunk(json::object(), nullptr);
