@@ -1,6 +1,6 @@
 // `zinc serve`: an OpenAI-compatible HTTP API over one opened model (cpp-httplib). Requests wait in a bounded queue
-// and are served one at a time, in arrival order, on the model's one session; the request/slot seam (Request,
-// Server::complete) is where batching several requests into one forward pass will come in.
+// and are served one at a time, in arrival order, on the model's one session; a request becomes a Job that one
+// generate() call serves (server.cpp), the seam where batching several requests into one forward pass will come in.
 //
 //   GET  /health                200 {"status": "ok"} once the model is loaded, 503 before
 //   GET  /v1/models             the one model
