@@ -1,5 +1,7 @@
 // `zinc serve -m M.gguf`: the OpenAI-compatible HTTP API of src/server/. The address is bound first and the model
 // loaded after, so /health answers 503 while it loads; the address it listens on goes to standard error.
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -42,7 +44,11 @@ void run(const Options& o) {
     g_server = &srv;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    std::thread http([&] { srv.serve(); });
+    std::atomic<bool> served{false};
+    std::thread http([&] {
+        srv.serve();
+        served = true;
+    });
     try {
         engine::OpenedModel om = open_model(o.model);
         if (o.model.verbose) std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
@@ -51,6 +57,8 @@ void run(const Options& o) {
         srv.set_model(std::move(om), name);
         std::fprintf(stderr, "zinc: ready, serving %s\n", name.c_str());
     } catch (...) {
+        // A stop before the server runs would be missed, and serve() would never return.
+        while (!served && !srv.running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         srv.stop();
         http.join();
         g_server = nullptr;

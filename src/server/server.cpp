@@ -190,6 +190,8 @@ void Server::serve() { http_->listen_after_bind(); }
 
 void Server::stop() { http_->stop(); }
 
+bool Server::running() const { return http_->is_running(); }
+
 void Server::set_model(engine::OpenedModel model, std::string name) {
     model_ = std::move(model);
     name_ = std::move(name);

@@ -43,7 +43,9 @@ public:
     int bind();
     // Serves until stop() (call bind() first). Requests to the model get 503 until set_model().
     void serve();
+    // Ends serve(). Once serve() has begun (running()): a stop before that would be missed.
     void stop();
+    bool running() const;
     // The model the API serves, from now on; `name` is what /v1/models calls it.
     void set_model(engine::OpenedModel model, std::string name);
 

@@ -56,12 +56,20 @@ TEST(Cli, NoCommandPrintsTheHelp) {
 }
 
 TEST(Cli, UnknownCommandListsTheCommands) {
-    const auto r = run_zinc("serve -m x.gguf");
+    const auto r = run_zinc("frobnicate -m x.gguf");
     EXPECT_EQ(r.status, 2);
-    EXPECT_TRUE(has(r.err, "zinc: error: unknown command 'serve': the commands are devices, inspect, run, chat, bench, "
-                           "logits, perplexity, tokenize, detokenize, synth"))
+    EXPECT_TRUE(has(r.err, "zinc: error: unknown command 'frobnicate': the commands are devices, inspect, run, chat, "
+                           "bench, logits, perplexity, tokenize, detokenize, synth"))
         << r.err;
     EXPECT_EQ(r.out, "");
+}
+
+// zinc serve listens before it loads the model; a model that cannot be opened ends it with the reason.
+TEST(Cli, ServeEndsWhenTheModelCannotBeOpened) {
+    const auto r = run_zinc("serve -m x.gguf --port 0");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(has(r.err, "zinc: listening on http://127.0.0.1:")) << r.err;
+    EXPECT_TRUE(has(r.err, "zinc: error: x.gguf: cannot open")) << r.err;
 }
 
 // Every numeric flag: a value out of range is refused before anything runs, naming the flag and what it accepts.
