@@ -54,6 +54,11 @@ tokenizer::ChatMessage message_of(const nlohmann::json& j) {
     return m;
 }
 
+bool plain_completion(const tokenizer::Tokenizer& tok, const PromptOptions& o) {
+    return o.template_source.empty() && tok.chat_template().empty() &&
+           tokenizer::chat_style_of(tok) == tokenizer::ChatStyle::Completion;
+}
+
 Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatMessage>& messages,
                      const PromptOptions& o) {
     Prompt p;

@@ -38,6 +38,10 @@ tokenizer::ChatMessage message_of(const nlohmann::json& j);
 // The template variables transformers takes from the tokenizer: bos_token and eos_token, the texts of those tokens.
 nlohmann::ordered_json special_token_variables(const tokenizer::Tokenizer& tok);
 
+// Whether render_prompt writes a conversation as one continuing text: no template is given, the model has none, and
+// its vocabulary has no ChatML markers (a base model). Such a model's output has no format's markers to parse.
+bool plain_completion(const tokenizer::Tokenizer& tok, const PromptOptions& o);
+
 // Throws tmpl::TemplateError (naming the template's line) for a template that fails and has no built-in fallback
 // (a given template never has one).
 Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatMessage>& messages,

@@ -162,8 +162,7 @@ void run(const Options& o) {
     po.enable_thinking = !o.no_think && o.reply.reasoning_budget != 0;
     po.template_source = template_source(o.reply);
     po.tools = tools_of(o.reply);
-    const bool completion = po.template_source.empty() && s.tokenizer().chat_template().empty() &&
-                            tokenizer::chat_style_of(s.tokenizer()) == tokenizer::ChatStyle::Completion;
+    const bool completion = chat::plain_completion(s.tokenizer(), po);
     const std::string arch = om.model->get("general.architecture").get_string();
     const std::string& chat_template = po.template_source.empty() ? s.tokenizer().chat_template() : po.template_source;
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
@@ -221,7 +220,7 @@ void run(const Options& o) {
         go.max_tokens = o.max_tokens;
         go.render_special = !completion;  // the chat output parser reads the format's markers
         ReplyWriter reply = reply_writer(o.reply, !completion, chat_template, arch, prompt);
-        go.force = [&] { return s.tokenizer().encode(reply.forced_text(), false, true); };
+        go.force = [&] { return reply.forced_tokens(s.tokenizer()); };
         bool started = false;  // a completion reply has written text (not only line breaks)
         const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
             // A completion reply ends with its paragraph (line breaks before any text begin it).

@@ -30,10 +30,10 @@ bool ReplyWriter::feed(std::string_view piece) {
     return !stream_.stopped();
 }
 
-std::string ReplyWriter::forced_text() {
+std::vector<int32_t> ReplyWriter::forced_tokens(const tokenizer::Tokenizer& tok) {
     if (budget_ < 0 || forced_ || !reasoning_now_ || reasoning_tokens_ < budget_) return {};
     forced_ = true;
-    return std::string(chat::reasoning_end(format_));
+    return tok.encode(std::string(chat::reasoning_end(format_)), false, true);
 }
 
 void ReplyWriter::finish() {

@@ -3,6 +3,7 @@
 // on lines of their own, the answer as it is.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/output_parser.h"
+#include "tokenizer/tokenizer.h"
 
 namespace zinc::cli {
 
@@ -29,9 +31,9 @@ public:
     void finish();
     // The answer so far (without reasoning or tool calls): what a conversation keeps of the reply.
     const std::string& answer() const { return answer_; }
-    // Asked after each token: the text that closes the reasoning block (chat::reasoning_end), once, when the
-    // reasoning has had its budget of tokens and is still going on; else empty.
-    std::string forced_text();
+    // Asked after each token (GenerateOptions::force): the tokens of the text that closes the reasoning block
+    // (chat::reasoning_end), once, when the reasoning has had its budget of tokens and is still going on; else none.
+    std::vector<int32_t> forced_tokens(const tokenizer::Tokenizer& tok);
     // The reply's well-formed tool calls so far, in order.
     std::vector<chat::ToolCall> tool_calls() const { return chat::collect(tool_events_).tool_calls; }
 

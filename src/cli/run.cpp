@@ -64,7 +64,7 @@ void run(const Options& o) {
     const std::string arch = om.model->get("general.architecture").get_string();
     ReplyWriter reply = reply_writer(o.reply, o.chat, given_template.empty() ? s.tokenizer().chat_template()
                                                                              : given_template, arch, text);
-    go.force = [&] { return s.tokenizer().encode(reply.forced_text(), false, true); };
+    go.force = [&] { return reply.forced_tokens(s.tokenizer()); };
     bool stopped = false;
     const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
         stopped = !reply.feed(piece);

@@ -281,13 +281,12 @@ void Server::routes() {
             job.stream = body.value("stream", false);
             if (body.contains("stream_options") && body["stream_options"].is_object())
                 job.include_usage = body["stream_options"].value("include_usage", false);
-            const std::string& tmpl = s.tokenizer().chat_template();
-            const bool completion =
-                tmpl.empty() && tokenizer::chat_style_of(s.tokenizer()) == tokenizer::ChatStyle::Completion;
+            const bool completion = chat::plain_completion(s.tokenizer(), po);
             job.go.render_special = !completion;  // the output parser reads the format's markers
             job.format = completion ? chat::OutputFormat::plain
                                     : chat::detect_output_format(
-                                          tmpl, model_.model->get("general.architecture").get_string());
+                                          s.tokenizer().chat_template(),
+                                          model_.model->get("general.architecture").get_string());
             job.parser.start_in_reasoning = chat::prompt_opens_reasoning(job.format, p.text);
         } catch (const BadRequest& e) {
             return error(res, 400, e.what(), e.param);

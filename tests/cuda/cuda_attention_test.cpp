@@ -668,11 +668,6 @@ TEST(CudaAttention, BadShapesThrow) {
 
 // ---------------------------------------------------------------- rope_kv_write (norms, RoPE and cache stores fused)
 
-std::vector<float> download(zinc::backend::Backend& be, const Act& a) {
-    std::vector<float> v(size_t(a.size()));
-    be.download(a, v);
-    return v;
-}
 
 // The values of a GPU cache plane, decoded to f32 on the host.
 std::vector<float> cache_values(const KvLayer& kv, bool k_plane) {
@@ -712,7 +707,8 @@ struct HeadCase {
 // are the same arithmetic in the same order; the rotation may contract differently, so values agree within 2e-6
 // relative (the rounding of a few float operations) and cached values within one step of their type (an f16 ulp;
 // a q8_0 quantum) where a rounding lands the other way.
-void check_rope_kv_write(zinc::backend::Backend& gpu, const HeadCase& c) {
+void check_rope_kv_write(Backends& be, const HeadCase& c) {
+    zinc::backend::Backend& gpu = *be.gpu;
     SCOPED_TRACE(c.name);
     const int d = c.head_dim;
     const int64_t width = int64_t(c.n_head_kv) * d;
@@ -745,7 +741,7 @@ void check_rope_kv_write(zinc::backend::Backend& gpu, const HeadCase& c) {
         gpu.rope(k2, d, pos, c.rope);
         gpu.kv_write(separate, k2, v2, pos0);
         for (auto [a, b, what] : {std::tuple{&q1, &q2, "q"}, std::tuple{&k1, &k2, "k"}, std::tuple{&v1, &v2, "v"}}) {
-            const auto x = download(gpu, *a), y = download(gpu, *b);
+            const auto x = be.get(gpu, *a), y = be.get(gpu, *b);
             for (size_t i = 0; i < x.size(); ++i)
                 ASSERT_NEAR(x[i], y[i], 2e-6 * std::max(1.0f, std::fabs(y[i]))) << what << " " << i << " at " << pos0;
         }
@@ -767,22 +763,22 @@ void check_rope_kv_write(zinc::backend::Backend& gpu, const HeadCase& c) {
 
 TEST(CudaRopeKvWrite, FusedEqualsTheSeparateOps) {
     ZINC_REQUIRE_GPU();
-    auto gpu = zinc::backend::make_cuda_backend(0);
+    Backends be;
     const RopeParams plain{128, true, 1000000.0f, 1.0f};
     const std::vector<int64_t> steps = {7, 1, 1, 40, 1};
     for (KvType t : {KvType::f32, KvType::f16, KvType::q8_0}) {
         const std::string n = std::string(" ") + zinc::backend::kv_type_name(t);
-        check_rope_kv_write(*gpu, {"qwen3-8b" + n, 32, 8, 128, true, true, false, plain, t, 64, steps});
-        check_rope_kv_write(*gpu, {"gpt-oss ring" + n, 64, 8, 64, false, false, false, gpt_oss_rope(), t, 24,
+        check_rope_kv_write(be, {"qwen3-8b" + n, 32, 8, 128, true, true, false, plain, t, 64, steps});
+        check_rope_kv_write(be, {"gpt-oss ring" + n, 64, 8, 64, false, false, false, gpt_oss_rope(), t, 24,
                                    {7, 1, 1, 20, 1, 9, 1}});
         RopeParams partial{128, true, 10000.0f, 1.0f};  // gemma 4's global layers: 512-wide heads, a quarter rotated
-        check_rope_kv_write(*gpu, {"gemma4 global" + n, 16, 2, 512, true, true, true, partial, t, 64, steps});
-        check_rope_kv_write(*gpu, {"gemma4 sliding" + n, 16, 8, 256, true, true, true, RopeParams{256, true, 10000.0f,
+        check_rope_kv_write(be, {"gemma4 global" + n, 16, 2, 512, true, true, true, partial, t, 64, steps});
+        check_rope_kv_write(be, {"gemma4 sliding" + n, 16, 8, 256, true, true, true, RopeParams{256, true, 10000.0f,
                                                                                                   1.0f},
                                    t, 64, steps});
     }
     // Adjacent pairs, and a head size that is not a multiple of 32 (f16; q8_0 blocks need 32).
-    check_rope_kv_write(*gpu, {"4/2x48 adjacent f16", 4, 2, 48, true, false, true, RopeParams{32, false, 10000.0f, 1.0f},
+    check_rope_kv_write(be, {"4/2x48 adjacent f16", 4, 2, 48, true, false, true, RopeParams{32, false, 10000.0f, 1.0f},
                                KvType::f16, 64, steps});
 }
 
