@@ -1,11 +1,13 @@
 // Prefill matmul: out[t][o] = W[o] . x[t] for many activation rows. Tiles of 64 weight rows x 64 activation rows;
 // each step dequantizes a 64 x 32 weight tile to f32 in shared memory (dequant.cuh) next to the 64 x 32 activation
-// tile, and each of the 256 threads accumulates a 4 x 4 block of outputs in f32. (Tensor cores come later.)
+// tile, and each of the 256 threads accumulates a 4 x 4 block of outputs in f32. The float weights' path, f32 as the
+// CPU's; quantized weights take the tensor cores (matmul_mma.cu).
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend::cuda {
@@ -16,6 +18,7 @@ constexpr int BM = 64, BN = 64, BK = 32;
 __global__ void __launch_bounds__(256) matmul_tiled_kernel(int type, const uint8_t* w, size_t row_bytes,
                                                            int64_t n_out, int64_t cols, const float* x, int64_t n_act,
                                                            float* out, int64_t out_stride) {
+    begin_kernel();
     __shared__ float ws[BK][BM + 4];
     __shared__ float xs[BK][BN + 4];
     const int tid = threadIdx.x;
@@ -67,8 +70,8 @@ cudaError_t matmul_tiled(int type, const void* w, size_t row_bytes, int64_t n_ou
                          int64_t n_act, float* out, int64_t out_stride, cudaStream_t s) {
     if (n_out > 0 && n_act > 0) {
         const dim3 grid(unsigned((n_out + BM - 1) / BM), unsigned((n_act + BN - 1) / BN));
-        matmul_tiled_kernel<<<grid, 256, 0, s>>>(type, static_cast<const uint8_t*>(w), row_bytes, n_out, cols, x,
-                                                 n_act, out, out_stride);
+        launch(matmul_tiled_kernel, grid, 256, 0, s, type, static_cast<const uint8_t*>(w), row_bytes, n_out, cols, x,
+               n_act, out, out_stride);
     }
     return cudaGetLastError();
 }

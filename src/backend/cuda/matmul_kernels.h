@@ -70,7 +70,15 @@ cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t exper
                          const float* x, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
                          int64_t out_stride, cudaStream_t s);
 
-// matmul.cu: out[t][o] = W[o] . x[t], weight tiles dequantized to f32 in shared memory (prefill).
+// matmul_mma.cu: out[t][o] = W[o] . x[t] on tensor cores for the quantized types (has_mma_matmul): x rows to f16
+// (each scaled by its largest value) in `scratch` (mma_matmul_scratch_bytes), weight tiles dequantized to f16 in
+// shared memory, f32 accumulation; cols a multiple of 32. Each value within about 2^-10 sum_i |w_i x_i| of the exact.
+bool has_mma_matmul(int type);
+size_t mma_matmul_scratch_bytes(int64_t n_act, int64_t cols);
+cudaError_t matmul_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
+                       int64_t n_act, void* scratch, float* out, int64_t out_stride, cudaStream_t s);
+
+// matmul.cu: out[t][o] = W[o] . x[t], weight tiles dequantized to f32 in shared memory (prefill of float weights).
 cudaError_t matmul_tiled(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
                          int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
 

@@ -1,5 +1,6 @@
 // The CUDA backend's products with weights: the embedding gather and the matmul (a dp4a or float matvec for one
-// row, the tiled matmul for more). Kernels: get_rows.cu, matvec_q.cu, matmul.cu (matmul_kernels.h).
+// row; for more, tensor cores for quantized weights and the tiled f32 matmul for float ones). Kernels: get_rows.cu,
+// matvec_q.cu, matmul_mma.cu, matmul.cu (matmul_kernels.h).
 #include <stdexcept>
 #include <string>
 
@@ -23,16 +24,22 @@ void CudaBackend::do_matmul(const Weight& w, const Act& x, Act& out) {
     const size_t rb = gguf::row_bytes(w.type, w.cols);
     if (x.rows == 1 && cuda::has_dp4a_matvec(type)) {
         // Decode: Q8_1 activations and integer dot products.
-        const size_t need = static_cast<size_t>(x.rows * (x.cols / 32)) * sizeof(cuda::BlockQ8_1f);
-        auto* xq = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "matmul"));
-        ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, x.rows, x.cols, xq, stream_), "matmul: quantize_q8_1", w.name);
+        const cuda::BlockQ8_1f* xq = quantized_row(x, "matmul", w.name);
         ZINC_CUDA_CHECK(cuda::matvec_q(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols, stream_),
                         "matmul: matvec_q", w.name);
     } else if (x.rows == 1) {
         ZINC_CUDA_CHECK(
             cuda::matvec_f(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),
             "matmul: matvec_f", w.name);
+    } else if (cuda::has_mma_matmul(type) && x.cols % 32 == 0) {
+        // Prefill of quantized weights: tensor cores, f16 operands.
+        if (x.rows > 65535 * 64) throw std::invalid_argument("matmul " + w.name + ": too many rows");
+        void* tmp = scratch("f16 activations", cuda::mma_matmul_scratch_bytes(x.rows, x.cols), "matmul");
+        ZINC_CUDA_CHECK(cuda::matmul_mma(type, w.data, rb, w.rows, w.cols, x.data, x.rows, tmp, out.data, out.cols,
+                                         stream_),
+                        "matmul: matmul_mma", w.name);
     } else {
+        // Float weights: f32 throughout, as exact as the CPU's.
         if (x.rows > 65535 * 64) throw std::invalid_argument("matmul " + w.name + ": too many rows");
         ZINC_CUDA_CHECK(
             cuda::matmul_tiled(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),

@@ -139,6 +139,31 @@ void bench_matvecs(CudaBackend& be, const Options& o, double copy) {
         }
 }
 
+// Prefill products: 512 activation rows, the tensor-core kernel for quantized weights (the tiled f32 one for float
+// weights), in TFLOP/s and as a share of 790 TFLOP/s, the bf16 matrix product rate measured on the H200 (KINDS).
+void bench_prefill(CudaBackend& be, const Options& o) {
+    constexpr int64_t kRows = 512;
+    constexpr double kPeakTflops = 790.0;
+    const TensorType types[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::MXFP4,
+                                TensorType::F16};
+    for (TensorType t : types)
+        for (const Shape& s : kShapes) {
+            if (s.rows > 12288) continue;  // the LM head takes the last row only in prefill
+            const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
+            if (("prefill " + what).find(o.filter) == std::string::npos) continue;
+            auto host = zinc::cuda_test::random_tensor(t, s.cols, s.rows, "w");
+            const Weight w = be.load_weight(host->info);
+            Act x = be.alloc(kRows, s.cols), y = be.alloc(kRows, s.rows);
+            be.upload(x, zinc::cuda_test::random_floats(size_t(kRows * s.cols)));
+            const double us = time_us(be, std::max(1, o.reps / 10), [&](int) { be.matmul(w, x, y); });
+            const double tflops = 2.0 * double(kRows) * double(s.cols) * double(s.rows) / (us * 1e-6) / 1e12;
+            std::printf("| %-14s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", "matmul (512)", what.c_str(), us,
+                        tflops, 100.0 * tflops / kPeakTflops);
+            be.free(x);
+            be.free(y);
+        }
+}
+
 void bench_norm(CudaBackend& be, const Options& o, double copy) {
     for (int64_t cols : {4096, 5120}) {
         const std::string what = "rms_norm 1x" + std::to_string(cols);
@@ -255,6 +280,7 @@ int main(int argc, char** argv) {
     std::printf("|%s|%s|%s|%s|%s|\n", std::string(16, '-').c_str(), std::string(36, '-').c_str(),
                 std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(8, '-').c_str());
     bench_matvecs(be, o, copy);
+    bench_prefill(be, o);
     bench_norm(be, o, copy);
     bench_attention(be, o, copy);
     return 0;
