@@ -138,6 +138,7 @@ const Weight* mw_first(const MoeWeights& w) { return w.gate_up ? w.gate_up : w.g
 class OpScope {
 public:
     OpScope(Backend& be, const char* op, const Weight* w = nullptr) : be_(be) {
+        ++be.ops_begun_;
         if (!be.profiling_) return;
         active_ = true;
         if (be.op_depth_++ == 0) be.op_started(profile_label(op, w));
@@ -198,6 +199,7 @@ Weight Backend::load_weight(const gguf::TensorInfo& t) {
 
 Act Backend::alloc(int64_t rows, int64_t cols) {
     check_size(rows, cols, "alloc");
+    ++ops_begun_;
     return do_alloc(rows, cols);
 }
 
@@ -226,21 +228,25 @@ KvLayer Backend::alloc_kv(const KvLayer& spec) {
             fail("alloc_kv", "a q8_0 cache needs a width that is a multiple of 32, not " + std::to_string(spec.width));
     KvLayer shape = spec;
     shape.k = shape.v = nullptr;
+    ++ops_begun_;
     return do_alloc_kv(shape);
 }
 
 IdAct Backend::alloc_ids(int64_t rows, int64_t cols) {
     check_size(rows, cols, "alloc_ids");
+    ++ops_begun_;
     return do_alloc_ids(rows, cols);
 }
 
 void Backend::free(Act& a) {
     if (!a.data) return;
+    ++ops_begun_;
     if (!do_free(a.data)) fail("free", "the activation was not allocated by the " + name() + " backend");
     a = {};
 }
 
 void Backend::free(KvLayer& kv) {
+    ++ops_begun_;
     for (const void* p : {kv.k, kv.v})
         if (p && !do_free(p)) fail("free", "the KV cache was not allocated by the " + name() + " backend");
     kv = {};
@@ -248,12 +254,14 @@ void Backend::free(KvLayer& kv) {
 
 void Backend::free(IdAct& ids) {
     if (!ids.data) return;
+    ++ops_begun_;
     if (!do_free(ids.data)) fail("free", "the ids were not allocated by the " + name() + " backend");
     ids = {};
 }
 
 void Backend::upload(Act& dst, std::span<const float> src) {
     if (static_cast<int64_t>(src.size()) != dst.size()) fail("upload", "size mismatch");
+    ++ops_begun_;
     do_upload(dst, src);
 }
 

@@ -317,6 +317,11 @@ protected:
     virtual void profiling_changed() {}
     virtual std::vector<std::pair<std::string, double>> timed_ops();
 
+    // How many ops have begun so far: every public op (a composed default's parts too), upload, allocation and free
+    // counts one. An op that sees the count one above what it was in the op before knows that nothing came between
+    // them (the CUDA backend's rms_norm leaves the Q8_1 form of its row for a matvec right after it).
+    uint64_t ops_begun() const { return ops_begun_; }
+
     // The implementations of the public ops above, called with checked arguments.
     // The backend memory holding t's bytes (t is readable; its data is non-null unless it has no bytes).
     virtual const void* do_load_weight(const gguf::TensorInfo& t) = 0;
@@ -375,6 +380,7 @@ private:
     friend class OpScope;
     bool profiling_ = false;
     int op_depth_ = 0;  // ops in progress: only the outermost is timed
+    uint64_t ops_begun_ = 0;
     std::vector<std::pair<std::string, double>> host_times_;  // the default hooks' timings
     std::string host_label_;
     std::chrono::steady_clock::time_point host_start_;

@@ -441,4 +441,73 @@ TEST(CudaFusedJobs, ManyWeightsOfMixedTypes) {
     check_matmuls(be, {f}, 2048, {32}, {true});  // a biased router of one weight, as gpt-oss's
 }
 
+// The rms_norm of one row writes the row's Q8_1 blocks along with it, and a matvec right after reads those instead of
+// quantizing the row itself: its output equals, bit for bit, the same matvec after the row was put back by an upload
+// (which makes it quantize the row), for the widths of the real models and of the fixtures, with a weight and without;
+// each fused op and the plain matmul read them. A wider row with a norm's leftover blocks of a narrower one, and a
+// matvec that is not the op right after the norm, quantize as before.
+TEST(CudaNormQuantized, MatvecAfterNormEqualsMatvecAfterUpload) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    for (const int64_t n : {int64_t(64), int64_t(256), int64_t(2048), int64_t(2880), int64_t(4096), int64_t(5120)}) {
+        for (const bool with_weight : {true, false}) {
+            SCOPED_TRACE("n=" + std::to_string(n) + (with_weight ? " with a weight" : " without a weight"));
+            const Both nw = make_weight(be, TensorType::F32, n, 1, "norm");
+            const TensorType t = n % 256 == 0 ? TensorType::Q4_K : TensorType::Q8_0;
+            const Both w = make_weight(be, t, n, 96, "w");
+            const Both up = make_weight(be, t, n, 96, "up");
+            auto x = random_floats(size_t(n), -3.0f, 3.0f);
+            auto [xc, xg] = be.act(x, 1, n);
+            auto [hc, hg] = be.out(1, n);
+            auto [oc, og] = be.out(1, 96);
+            auto [tc, tg] = be.out(1, 96);
+            const Weight* nwg = with_weight ? &nw.gpu : nullptr;
+            // After the norm, as decode runs it; then the same with the normed row uploaded again in between.
+            std::vector<std::vector<float>> fused, plain;
+            for (auto* outs : {&fused, &plain}) {
+                auto run = [&](auto&& op) {
+                    be.gpu->rms_norm(xg, nwg, 1e-6f, n, hg);
+                    if (outs == &plain) be.gpu->upload(hg, be.get(*be.gpu, hg));
+                    op();
+                    outs->push_back(be.get(*be.gpu, og));
+                };
+                run([&] { be.gpu->matmul(w.gpu, hg, og); });
+                run([&] {
+                    const Weight* ws[] = {&w.gpu};
+                    Act* os[] = {&og};
+                    be.gpu->matmuls(ws, hg, os);
+                });
+                run([&] { be.gpu->ffn_gated(w.gpu, up.gpu, hg, GatedActivation::swiglu, tg, og); });
+                run([&] { be.gpu->matmul_add(w.gpu, hg, tg, og); });
+            }
+            ASSERT_EQ(fused.size(), plain.size());
+            for (size_t i = 0; i < fused.size(); ++i) {
+                size_t differ = 0;
+                for (size_t j = 0; j < fused[i].size(); ++j) differ += !(fused[i][j] == plain[i][j]);
+                EXPECT_EQ(differ, 0u) << "op " << i;
+            }
+        }
+    }
+    // The norm's blocks are of a 256-value row; the matvec after it reads a 512-value one, and one after an add.
+    const Both nw = make_weight(be, TensorType::F32, 256, 1, "norm");
+    const Both w = make_weight(be, TensorType::Q8_0, 512, 64, "w");
+    auto [xc, xg] = be.act(random_floats(256), 1, 256);
+    auto [hc, hg] = be.out(1, 256);
+    auto [zc, zg] = be.act(random_floats(512), 1, 512);
+    auto [oc, og] = be.out(1, 64);
+    be.gpu->rms_norm(xg, &nw.gpu, 1e-6f, 256, hg);
+    be.gpu->matmul(w.gpu, zg, og);
+    const auto after_norm = be.get(*be.gpu, og);
+    be.gpu->matmul(w.gpu, zg, og);
+    EXPECT_EQ(after_norm, be.get(*be.gpu, og));
+    be.gpu->rms_norm(xg, &nw.gpu, 1e-6f, 256, hg);
+    be.gpu->add(hg, hg, hg);
+    const Both w256 = make_weight(be, TensorType::Q8_0, 256, 64, "w256");
+    be.gpu->matmul(w256.gpu, hg, og);
+    const auto after_add = be.get(*be.gpu, og);
+    be.gpu->upload(hg, be.get(*be.gpu, hg));
+    be.gpu->matmul(w256.gpu, hg, og);
+    EXPECT_EQ(after_add, be.get(*be.gpu, og));
+}
+
 }  // namespace

@@ -162,12 +162,14 @@ TEST(CudaHostLogic, QTypesAreDequantizableAndBlockTypesHaveDp4a) {
     EXPECT_FALSE(has_dp4a_matvec(int(TensorType::Q8_K)));
 }
 
-// The decode matvecs stage a row's bytes by segments of chunks: their byte counts must be the format's.
+// The decode matvecs stage a row's bytes by segments of chunks: their byte counts must be the format's, a segment
+// whole 16-byte copies, and a block's segments within the static shared memory of a block.
 TEST(CudaHostLogic, StagedChunkBytesAreTheRowBytes) {
 #define ZINC_CHECK_TYPE(T)                                                                                  \
     for (int64_t chunks : {8, 16, 128, 384})                                                                \
         EXPECT_EQ(chunks_bytes<T>(chunks), int64_t(zinc::gguf::row_bytes(TensorType(T), chunks * 32))) << #T; \
-    if (chunks_bytes<T>(1) == 0) EXPECT_LE(chunks_bytes<T>(kStageChunks), kStageBytes) << #T;
+    EXPECT_EQ(kSegmentBytes<T> % 16, 0) << #T;                                                              \
+    EXPECT_LE(kStageWarps * kStages * kSegmentBytes<T>, 48 * 1024) << #T;
     ZINC_DP4A_TYPES(ZINC_CHECK_TYPE)
 #undef ZINC_CHECK_TYPE
 }

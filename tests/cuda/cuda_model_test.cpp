@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/launch.cuh"
 #include "engine/family.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -151,6 +152,41 @@ TEST_P(CudaModel, RecordedDecodeMatchesEager) {
     EXPECT_EQ(differ, 0u) << fam << ": " << rec << " recordings, " << rep << " replays";
     std::printf("cuda %s: %zu decode steps, %llu recordings, %llu replays, logits identical to eager\n", fam.c_str(),
                 n_decode + 5, static_cast<unsigned long long>(rec), static_cast<unsigned long long>(rep));
+}
+
+// Kernels launched early (each one's blocks placed while the one before still runs, launch.cuh) compute what plainly
+// launched kernels do, bit for bit, at every step: a kernel that read its input before the one before had written it
+// would show here. Both ways run recorded steps, eager prompts and a later micro-batch.
+TEST_P(CudaModel, EarlyLaunchesMatchPlainLaunches) {
+    ZINC_REQUIRE_GPU();
+    const std::string fam = GetParam();
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const zinc::gguf::Model model(fixture_gguf(fam, "q8_0"));
+    auto decode = [&](bool early) {
+        zinc::backend::cuda::set_early_launch(early);
+        auto be = zinc::backend::make_cuda_backend(0);
+        auto f = zinc::engine::make_family(model, *be, zinc::test::f32_cache(320));
+        std::vector<float> all, logits;
+        f->forward(fx.prompt, 0, true, logits);
+        all.insert(all.end(), logits.begin(), logits.end());
+        int64_t pos = static_cast<int64_t>(fx.prompt.size());
+        for (int i = 0; i < 140; ++i) {
+            const int32_t id = fx.prompt[size_t(i) % fx.prompt.size()];
+            f->forward(std::span<const int32_t>(&id, 1), pos++, false, logits);
+            all.insert(all.end(), logits.begin(), logits.end());
+        }
+        f->forward(std::span<const int32_t>(fx.prompt).first(3), pos, true, logits);
+        all.insert(all.end(), logits.begin(), logits.end());
+        return all;
+    };
+    const bool was_on = zinc::backend::cuda::early_launch_requested();
+    const auto plain = decode(false);
+    const auto early = decode(true);
+    zinc::backend::cuda::set_early_launch(was_on);
+    ASSERT_EQ(early.size(), plain.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < plain.size(); ++i) differ += early[i] != plain[i];
+    EXPECT_EQ(differ, 0u) << fam;
 }
 
 // Profiling times every op of a decode step on the device: the step run eagerly, the one recorded and the one

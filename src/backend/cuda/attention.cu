@@ -22,6 +22,7 @@
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/attention_split.cuh"
 #include "backend/cuda/kv_store.cuh"
+#include "backend/cuda/launch.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -200,6 +201,7 @@ struct WarpSoftmax {
 // reads. Each warp keeps a running softmax of its keys; the warps merge through shared memory.
 template <int P, int kBatch, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int n_split, float* part) {
+    begin_kernel();
     const int64_t bt = blockIdx.x, t = bt / a.n_head;
     const int h = int(bt % a.n_head), split = int(blockIdx.y);
     const int64_t pos0 = *a.pos;
@@ -381,6 +383,7 @@ __device__ inline void tile_fetch(const AttentionArgs& a, const CachePlane& c, i
 template <int kPieces>
 __global__ void __launch_bounds__(kTileThreads) tile_kernel(AttentionArgs a, int G, int tile_keys, int n_split,
                                                             float* part_out) {
+    begin_kernel();
     extern __shared__ __align__(16) char sm[];
     const int d = a.head_dim, groups = a.n_head / G;
     const int64_t bt = blockIdx.x, t = bt / groups;
@@ -551,6 +554,7 @@ __global__ void __launch_bounds__(kTileThreads) tile_kernel(AttentionArgs a, int
 // Merges the n_split partials of one (row, head) block with the sink: out = sum_s f_s acc_s / (sum_s f_s l_s +
 // exp(sink - M)), f_s = exp(m_s - M), M the largest of the splits' maxima and the sink.
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(AttentionArgs a, int n_split, float* part) {
+    begin_kernel();
     const int64_t bt = blockIdx.x;
     const int h = int(bt % a.n_head), d = a.head_dim, tid = int(threadIdx.x);
     const int64_t t = bt / a.n_head;
@@ -593,6 +597,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(AttentionArgs 
 // then of V (head_dim values each).
 template <int kPerLane, int kBatch>
 __global__ void __launch_bounds__(kTileRows * 32) rows_kernel(AttentionArgs a, int tile_keys) {
+    begin_kernel();
     extern __shared__ float sm_kv[];
     const int h = int(blockIdx.x % a.n_head);
     const int64_t t0 = int64_t(blockIdx.x / a.n_head) * kTileRows;
@@ -651,7 +656,7 @@ cudaError_t launch_rows(const AttentionArgs& a, cudaStream_t s) {
     const int tile_keys = kTileFloats / a.head_dim;
     const int64_t tiles = (a.n_q + kTileRows - 1) / kTileRows;
     const size_t smem = size_t(2) * size_t(tile_keys) * size_t(a.head_dim) * sizeof(float);
-    rows_kernel<kPerLane, kBatch><<<unsigned(tiles * a.n_head), kTileRows * 32, smem, s>>>(a, tile_keys);
+    launch(rows_kernel<kPerLane, kBatch>, unsigned(tiles * a.n_head), kTileRows * 32, smem, s, a, tile_keys);
     return cudaGetLastError();
 }
 
@@ -662,9 +667,9 @@ cudaError_t launch_keys(const AttentionArgs& a, const AttentionPlan& p, float* p
     constexpr int kWarpsWhole = 256 / P < 16 ? 256 / P : 16;
     const dim3 grid{unsigned(a.n_q * a.n_head), unsigned(p.n_split)};
     if (p.n_split == 1)
-        keys_kernel<P, kBatch, kWarpsWhole><<<grid, kWarpsWhole * 32, 0, s>>>(a, p.n_split, part);
+        launch(keys_kernel<P, kBatch, kWarpsWhole>, grid, kWarpsWhole * 32, 0, s, a, p.n_split, part);
     else
-        keys_kernel<P, kBatch, kWarpsSplit><<<grid, kWarpsSplit * 32, 0, s>>>(a, p.n_split, part);
+        launch(keys_kernel<P, kBatch, kWarpsSplit>, grid, kWarpsSplit * 32, 0, s, a, p.n_split, part);
     return cudaGetLastError();
 }
 
@@ -691,9 +696,9 @@ cudaError_t launch_tiles(const AttentionArgs& a, const AttentionPlan& p, int key
     const dim3 grid{unsigned(a.n_q * (a.n_head / p.heads)), unsigned(p.n_split)};
     const size_t smem = tile_smem(a, p.heads, keys);
     if (p.heads * a.head_dim <= 8 * kTileThreads)
-        tile_kernel<1><<<grid, kTileThreads, smem, s>>>(a, p.heads, keys, p.n_split, part);
+        launch(tile_kernel<1>, grid, kTileThreads, smem, s, a, p.heads, keys, p.n_split, part);
     else
-        tile_kernel<2><<<grid, kTileThreads, smem, s>>>(a, p.heads, keys, p.n_split, part);
+        launch(tile_kernel<2>, grid, kTileThreads, smem, s, a, p.heads, keys, p.n_split, part);
     return cudaGetLastError();
 }
 
@@ -701,6 +706,7 @@ cudaError_t launch_tiles(const AttentionArgs& a, const AttentionPlan& p, int key
 // width is a multiple of 32, so blocks never straddle rows, and rows * width is, so whole warps return together).
 __global__ void kv_write_kernel(CachePlane kc, CachePlane vc, int64_t width, int64_t capacity, const float* k,
                                 const float* v, int64_t n, const int32_t* pos) {
+    begin_kernel();
     const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
     if (i >= n) return;
     const int64_t row = ring_row(int64_t(*pos) + i / width, capacity), col = i % width;
@@ -714,7 +720,7 @@ cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int6
                      const float* v, int64_t rows, const int32_t* pos, cudaStream_t s) {
     const int64_t n = rows * width;
     if (n > 0)
-        kv_write_kernel<<<unsigned((n + 255) / 256), 256, 0, s>>>(k_cache, v_cache, width, capacity, k, v, n, pos);
+        launch(kv_write_kernel, unsigned((n + 255) / 256), 256, 0, s, k_cache, v_cache, width, capacity, k, v, n, pos);
     return cudaGetLastError();
 }
 
@@ -747,7 +753,7 @@ cudaError_t attention(const AttentionArgs& a, const AttentionPlan& p, float* par
         }
     }
     if (e != cudaSuccess || p.n_split == 1) return e;
-    combine_kernel<<<unsigned(a.n_q * a.n_head), kCombineThreads, 0, s>>>(a, p.n_split, partials);
+    launch(combine_kernel, unsigned(a.n_q * a.n_head), kCombineThreads, 0, s, a, p.n_split, partials);
     return cudaGetLastError();
 }
 

@@ -24,6 +24,7 @@
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/attention_split.cuh"
 #include "backend/cuda/kv_store.cuh"
+#include "backend/cuda/launch.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -91,6 +92,7 @@ __device__ __forceinline__ void fetch_chunk(const AttentionArgs& a, int kvh, int
 template <int D>
 __global__ void __launch_bounds__(MmaShape<D>::kWarps * 32) mma_kernel(AttentionArgs a, int G, int n_split,
                                                                        float* part_out) {
+    begin_kernel();
     using S = MmaShape<D>;
     extern __shared__ __align__(16) char sm[];
     const int groups = a.n_head / G;
@@ -265,7 +267,7 @@ cudaError_t launch(const AttentionArgs& a, const AttentionPlan& p, float* part, 
         allowed[dev] = true;
     }
     const dim3 grid{unsigned(a.n_q * (a.n_head / p.heads)), unsigned(p.n_split)};
-    mma_kernel<D><<<grid, S::kWarps * 32, S::kSmem, s>>>(a, p.heads, p.n_split, part);
+    launch(mma_kernel<D>, grid, S::kWarps * 32, S::kSmem, s, a, p.heads, p.n_split, part);
     return cudaGetLastError();
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend {
@@ -263,6 +264,8 @@ void CudaBackend::not_while_recording(const char* what) const {
 // eagerly so that the scratch buffers it needs are allocated before a recording points into them.
 Act CudaBackend::run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                           const std::function<Act()>& step) {
+    normed_ = {};  // a replay issues no ops: what the host knows of the last norm's row ends here
+    const cuda::DecodeStepLaunches early(ids.size() == 1);
     if (ids.empty()) return step();
     device_ids(ids);
     device_positions(pos);

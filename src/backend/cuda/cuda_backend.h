@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend {
 
@@ -60,6 +61,9 @@ public:
     // Device memory that lives as long as the backend, or until do_free when `freeable` (cudaMalloc with an error
     // that says how much was free).
     void* device_alloc(size_t bytes, const char* op, const std::string& what, bool freeable = false);
+    // The Q8_1 blocks of the one activation row x (x.cols a multiple of 32) for a matvec: those that the rms_norm that
+    // was the op just before wrote along with x, or x quantized now into the scratch buffer they share.
+    const cuda::BlockQ8_1f* quantized_row(const Act& x, const char* op, const std::string& tensor);
 
 protected:
     // cuda_backend.cpp: profiling with CUDA events around each op (recorded into a step's graph as event nodes)
@@ -165,6 +169,13 @@ private:
     std::unordered_set<const void*> freeable_;  // those of them alloc, alloc_kv and alloc_ids returned
     std::map<std::string, DevBuf> scratch_;
     std::vector<int32_t> last_ids_, last_pos_;  // what device_ids and device_positions last uploaded
+    // The row an rms_norm wrote in f32 and, in the Q8_1 scratch buffer, quantized; `op` is its ops_begun().
+    struct NormRow {
+        const float* data = nullptr;
+        int64_t cols = 0;
+        uint64_t op = 0;
+    };
+    NormRow normed_;
 
     // An op timed by two events; those of a recorded step belong to its graph, which replays them.
     struct Mark {

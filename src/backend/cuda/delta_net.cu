@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cuda/delta_net_kernels.h"
+#include "backend/cuda/launch.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -20,22 +21,26 @@ __device__ __forceinline__ int64_t grid_stride() { return int64_t(gridDim.x) * b
 
 __global__ void sigmoid_mul_kernel(const float* x, const float* gate, int64_t cols, bool per_row, float* out,
                                    int64_t n) {
+    begin_kernel();
     for (int64_t i = first_index(); i < n; i += grid_stride())
         out[i] = x[i] * dn_sigmoid(per_row ? gate[i / cols] : gate[i]);
 }
 
 __global__ void fill_kernel(float* a, float value, int64_t n) {
+    begin_kernel();
     for (int64_t i = first_index(); i < n; i += grid_stride()) a[i] = value;
 }
 
 __global__ void slice_groups_kernel(const float* src, int64_t src_cols, int64_t group, int64_t offset, int64_t width,
                                     float* out, int64_t out_cols, int64_t n) {
+    begin_kernel();
     for (int64_t e = first_index(); e < n; e += grid_stride())
         out[e] = src[dn_slice_src(e, out_cols, width, src_cols, group, offset)];
 }
 
 __global__ void gates_kernel(const float* a, const float* b, const float* dt_bias, const float* ssm_a, int64_t heads,
                              float* g, float* beta, int64_t n) {
+    begin_kernel();
     for (int64_t i = first_index(); i < n; i += grid_stride()) {
         const int64_t h = i % heads;
         const float gv = dn_softplus(a[i] + dt_bias[h]) * ssm_a[h];
@@ -48,6 +53,7 @@ __global__ void gates_kernel(const float* a, const float* b, const float* dt_bia
 template <int KM1>
 __global__ void conv1d_kernel(const float* x, float* state, const float* w, int64_t T, int64_t C, int64_t tile,
                               bool silu, float* out) {
+    begin_kernel();
     const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
     if (c >= C) return;
     const int64_t t_begin = int64_t(blockIdx.y) * tile;
@@ -58,7 +64,7 @@ template <int KM1>
 void launch_conv(const float* x, float* state, const float* w, int64_t T, int64_t C, int64_t tile, bool silu,
                  float* out, cudaStream_t s) {
     const dim3 grid(unsigned((C + 255) / 256), unsigned((T + tile - 1) / tile));
-    conv1d_kernel<KM1><<<grid, 256, 0, s>>>(x, state, w, T, C, tile, silu, out);
+    launch(conv1d_kernel<KM1>, grid, 256, 0, s, x, state, w, T, C, tile, silu, out);
 }
 
 // Adds x over the kSeqSplit lanes of a column group; a butterfly, so every lane ends with the same bits.
@@ -73,6 +79,7 @@ __device__ __forceinline__ float quad_sum(float x) {
 // whole warp), lanes past d_v on zeros.
 template <int kRows>
 __global__ void __launch_bounds__(kSeqThreads) delta_net_seq_kernel(DeltaNetArgs a) {
+    begin_kernel();
     const int h = int(blockIdx.y);
     const int r = int(threadIdx.x) % kSeqSplit;
     const int j = int(blockIdx.x) * (kSeqThreads / kSeqSplit) + int(threadIdx.x) / kSeqSplit;
@@ -97,12 +104,14 @@ __global__ void __launch_bounds__(kSeqThreads) delta_net_seq_kernel(DeltaNetArgs
 
 // Grid (chunks, key heads).
 __global__ void __launch_bounds__(kChunkThreads) delta_net_gram_kernel(ChunkArgs a) {
+    begin_kernel();
     __shared__ GramShared sm;
     dn_gram_block(DeviceBlock{}, sm, a, int64_t(blockIdx.x), int(blockIdx.y));
 }
 
 // Grid (column blocks of kChunkCols, value heads).
 __global__ void __launch_bounds__(kChunkThreads) delta_net_chunk_kernel(ChunkArgs a) {
+    begin_kernel();
     __shared__ ChunkShared sm;
     dn_chunk_block(DeviceBlock{}, sm, a, int(blockIdx.x), int(blockIdx.y));
 }
@@ -112,12 +121,12 @@ __global__ void __launch_bounds__(kChunkThreads) delta_net_chunk_kernel(ChunkArg
 cudaError_t sigmoid_mul(const float* x, const float* gate, int64_t rows, int64_t cols, bool per_row, float* out,
                         cudaStream_t s) {
     const int64_t n = rows * cols;
-    if (n > 0) sigmoid_mul_kernel<<<grid_for(n), 256, 0, s>>>(x, gate, cols, per_row, out, n);
+    if (n > 0) launch(sigmoid_mul_kernel, grid_for(n), 256, 0, s, x, gate, cols, per_row, out, n);
     return cudaGetLastError();
 }
 
 cudaError_t fill(float* a, float value, int64_t n, cudaStream_t s) {
-    if (n > 0) fill_kernel<<<grid_for(n), 256, 0, s>>>(a, value, n);
+    if (n > 0) launch(fill_kernel, grid_for(n), 256, 0, s, a, value, n);
     return cudaGetLastError();
 }
 
@@ -125,14 +134,15 @@ cudaError_t slice_groups(const float* src, int64_t rows, int64_t src_cols, int64
                          int64_t out_cols, cudaStream_t s) {
     const int64_t n = rows * out_cols;
     const int64_t width = out_cols / (src_cols / group);
-    if (n > 0) slice_groups_kernel<<<grid_for(n), 256, 0, s>>>(src, src_cols, group, offset, width, out, out_cols, n);
+    if (n > 0)
+        launch(slice_groups_kernel, grid_for(n), 256, 0, s, src, src_cols, group, offset, width, out, out_cols, n);
     return cudaGetLastError();
 }
 
 cudaError_t delta_net_gates(const float* a, const float* b, const float* dt_bias, const float* ssm_a, int64_t rows,
                             int64_t n, float* g, float* beta, cudaStream_t s) {
     const int64_t total = rows * n;
-    if (total > 0) gates_kernel<<<grid_for(total), 256, 0, s>>>(a, b, dt_bias, ssm_a, n, g, beta, total);
+    if (total > 0) launch(gates_kernel, grid_for(total), 256, 0, s, a, b, dt_bias, ssm_a, n, g, beta, total);
     return cudaGetLastError();
 }
 
@@ -160,13 +170,13 @@ cudaError_t delta_net(const DeltaNetArgs& a, cudaStream_t s) {
     const int rows = (a.d_k + kSeqSplit - 1) / kSeqSplit;
     static_assert(kMaxKeyDim <= 64 * kSeqSplit, "the largest instantiation covers kMaxKeyDim");
     if (rows <= 8)
-        delta_net_seq_kernel<8><<<grid, kSeqThreads, 0, s>>>(a);
+        launch(delta_net_seq_kernel<8>, grid, kSeqThreads, 0, s, a);
     else if (rows <= 16)
-        delta_net_seq_kernel<16><<<grid, kSeqThreads, 0, s>>>(a);
+        launch(delta_net_seq_kernel<16>, grid, kSeqThreads, 0, s, a);
     else if (rows <= 32)
-        delta_net_seq_kernel<32><<<grid, kSeqThreads, 0, s>>>(a);
+        launch(delta_net_seq_kernel<32>, grid, kSeqThreads, 0, s, a);
     else if (rows <= 64)
-        delta_net_seq_kernel<64><<<grid, kSeqThreads, 0, s>>>(a);
+        launch(delta_net_seq_kernel<64>, grid, kSeqThreads, 0, s, a);
     else
         return cudaErrorInvalidValue;
     return cudaGetLastError();
@@ -186,8 +196,8 @@ cudaError_t delta_net_chunked(const DeltaNetArgs& a, int chunk, float* A, float*
     // one left.
     for (int64_t t0 = 0; t0 < a.T; t0 += seg) {
         const ChunkArgs c = dn_segment(a, C, t0, dn_min(seg, a.T - t0), A, B);
-        delta_net_gram_kernel<<<dim3(unsigned(c.n_chunks), unsigned(a.n_k)), kChunkThreads, 0, s>>>(c);
-        delta_net_chunk_kernel<<<chunk_grid, kChunkThreads, 0, s>>>(c);
+        launch(delta_net_gram_kernel, dim3(unsigned(c.n_chunks), unsigned(a.n_k)), kChunkThreads, 0, s, c);
+        launch(delta_net_chunk_kernel, chunk_grid, kChunkThreads, 0, s, c);
         if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
     return cudaGetLastError();

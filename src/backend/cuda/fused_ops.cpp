@@ -28,15 +28,6 @@ Matvec matvec_of(const Weight& w) {
     return Matvec::none;
 }
 
-// The Q8_1 blocks of the one activation row x, in the scratch buffer the separate matmul quantizes into.
-const cuda::BlockQ8_1f* quantized_row(CudaBackend& be, const Act& x, const char* op, const std::string& tensor) {
-    const size_t need = static_cast<size_t>(x.cols / 32) * sizeof(cuda::BlockQ8_1f);
-    auto* xq = static_cast<cuda::BlockQ8_1f*>(be.scratch("q8_1 activations", need, op));
-    ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, 1, x.cols, xq, be.stream()), std::string(op) + ": quantize_q8_1",
-                    tensor);
-    return xq;
-}
-
 // A bias is an f32 weight, in device memory as add_bias reads it.
 cuda::MatvecJob job_of(const Weight& w, float* out, const Weight* bias) {
     return {w.data, gguf::row_bytes(w.type, w.cols), w.rows, out,
@@ -44,6 +35,14 @@ cuda::MatvecJob job_of(const Weight& w, float* out, const Weight* bias) {
 }
 
 }  // namespace
+
+const cuda::BlockQ8_1f* CudaBackend::quantized_row(const Act& x, const char* op, const std::string& tensor) {
+    const size_t need = static_cast<size_t>(x.cols / 32) * sizeof(cuda::BlockQ8_1f);
+    auto* xq = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, op));
+    if (normed_.data == x.data && normed_.cols == x.cols && normed_.op + 1 == ops_begun()) return xq;
+    ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, 1, x.cols, xq, stream_), std::string(op) + ": quantize_q8_1", tensor);
+    return xq;
+}
 
 void CudaBackend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
                              std::span<const Weight* const> bias) {
@@ -53,7 +52,7 @@ void CudaBackend::do_matmuls(std::span<const Weight* const> w, const Act& x, std
         if (x.rows != 1 || m == Matvec::none) return Backend::do_matmuls(w, x, out, bias);
         any_dp4a = any_dp4a || m == Matvec::dp4a;
     }
-    const cuda::BlockQ8_1f* xq = any_dp4a ? quantized_row(*this, x, "matmuls", w[0]->name) : nullptr;
+    const cuda::BlockQ8_1f* xq = any_dp4a ? quantized_row(x, "matmuls", w[0]->name) : nullptr;
     // One launch per weight type (at most kMaxMatvecJobs weights each), in the order the types first occur.
     std::vector<bool> done(w.size(), false);
     for (size_t i = 0; i < w.size(); ++i) {
@@ -75,7 +74,7 @@ void CudaBackend::do_ffn_gated(const Weight& gate, const Weight& up, const Act& 
     const Matvec m = matvec_of(gate);
     if (x.rows != 1 || m == Matvec::none || up.type != gate.type)
         return Backend::do_ffn_gated(gate, up, x, act, up_tmp, out);
-    const cuda::BlockQ8_1f* xq = m == Matvec::dp4a ? quantized_row(*this, x, "ffn_gated", gate.name) : nullptr;
+    const cuda::BlockQ8_1f* xq = m == Matvec::dp4a ? quantized_row(x, "ffn_gated", gate.name) : nullptr;
     ZINC_CUDA_CHECK(cuda::matvec_gated(int(gate.type), gate.data, up.data, gguf::row_bytes(gate.type, gate.cols),
                                        gate.rows, x.cols, xq, x.data, act == GatedActivation::geglu ? 1 : 0, out.data,
                                        stream_),
@@ -85,7 +84,7 @@ void CudaBackend::do_ffn_gated(const Weight& gate, const Weight& up, const Act& 
 void CudaBackend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
     const Matvec m = matvec_of(w);
     if (x.rows != 1 || m == Matvec::none) return Backend::do_matmul_add(w, x, tmp, out, bias);
-    const cuda::BlockQ8_1f* xq = m == Matvec::dp4a ? quantized_row(*this, x, "matmul_add", w.name) : nullptr;
+    const cuda::BlockQ8_1f* xq = m == Matvec::dp4a ? quantized_row(x, "matmul_add", w.name) : nullptr;
     const cuda::MatvecJob job = job_of(w, out.data, bias);
     ZINC_CUDA_CHECK(cuda::matvec_multi(int(w.type), &job, 1, x.cols, xq, x.data, true, stream_),
                     "matmul_add: matvec_multi", w.name);

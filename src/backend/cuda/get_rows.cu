@@ -1,5 +1,6 @@
 // Embedding gather with dequantization: one block per gathered row, 8 values per thread per step.
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/launch.cuh"
 
 namespace zinc::backend::cuda {
 
@@ -17,6 +18,7 @@ bool can_dequantize(int type) {
 namespace {
 __global__ void get_rows_kernel(int type, const uint8_t* table, size_t row_bytes, int64_t cols, const int32_t* ids,
                                 float* out) {
+    begin_kernel();
     const int64_t t = blockIdx.x;
     const uint8_t* row = table + size_t(ids[t]) * row_bytes;
     float* o = out + t * cols;
@@ -32,8 +34,8 @@ __global__ void get_rows_kernel(int type, const uint8_t* table, size_t row_bytes
 cudaError_t get_rows(int type, const void* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n,
                      float* out, cudaStream_t s) {
     if (n > 0)
-        get_rows_kernel<<<unsigned(n), 256, 0, s>>>(type, static_cast<const uint8_t*>(table), row_bytes, cols, ids,
-                                                    out);
+        launch(get_rows_kernel, unsigned(n), 256, 0, s, type, static_cast<const uint8_t*>(table), row_bytes, cols, ids,
+               out);
     return cudaGetLastError();
 }
 

@@ -18,13 +18,14 @@
 #include <cstdint>
 
 #include "backend/cuda/elementwise_kernels.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matvec_fused_kernels.h"
 #include "backend/cuda/matvec_row.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
 
-constexpr int kRowsPerBlock = 4;  // warps per block, one output row each
+constexpr int kRowsPerBlock = kStageWarps;  // warps per block, one output row each
 
 // A launch's weights, by value in the kernel parameters.
 struct Job {
@@ -50,9 +51,9 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     for (int k = 1; k < kMaxMatvecJobs; ++k)
         if (k < t.n && blockIdx.x >= t.job[k].first_block) job = t.job[k];
     const int64_t o = int64_t(blockIdx.x - job.first_block) * kRowsPerBlock + threadIdx.x / 32;
-    if (o >= job.n_out) return;  // whole warps leave together
     const int lane = int(threadIdx.x % 32);
-    const float sum = warp_row_dot<T>(job.w + o * job.row_bytes, xq, x, cols, lane);
+    if (o >= job.n_out) return;  // whole warps leave together
+    const float sum = warp_row_dot<T>(job.w + o * job.row_bytes, xq, x, cols, lane, true);
     if (lane == 0) {
         // add_bias's x + b, then add's a + b with a = out: the separate ops' adds, which __fadd_rn keeps as they are.
         const float v = job.bias ? __fadd_rn(sum, job.bias[o]) : sum;
@@ -65,10 +66,10 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm - 2)  // t
     matvec_gated_kernel(const uint8_t* gate, const uint8_t* up, size_t row_bytes, int64_t n_out, int64_t cols,
                         const BlockQ8_1f* xq, const float* x, int act, float* out) {
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
-    if (o >= n_out) return;  // whole warps leave together
     const int lane = int(threadIdx.x % 32);
+    if (o >= n_out) return;  // whole warps leave together
     float g, u;
-    warp_row_dot2<T>(gate + o * row_bytes, up + o * row_bytes, xq, x, cols, lane, g, u);
+    warp_row_dot2<T>(gate + o * row_bytes, up + o * row_bytes, xq, x, cols, lane, true, g, u);
     if (lane == 0) out[o] = act == 0 ? silu_times(g, u) : gelu_tanh_times(g, u);
 }
 
@@ -93,17 +94,10 @@ cudaError_t matvec_multi(int type, const MatvecJob* jobs, int n_jobs, int64_t co
     }
     t.n = n_jobs;
     if (blocks == 0) return cudaGetLastError();
-#define ZINC_CASE(T)                                                                                     \
-    case T:                                                                                              \
-        matvec_multi_kernel<T><<<unsigned(blocks), kRowsPerBlock * 32, 0, s>>>(t, cols, xq, x, accumulate); \
-        break;
-    switch (type) {
-        ZINC_DP4A_TYPES(ZINC_CASE)
-        ZINC_FLOAT_TYPES(ZINC_CASE)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_CASE
-    return cudaGetLastError();
+    return for_weight_type<kAllTypes>(type, [&](auto w) {
+        return launch(matvec_multi_kernel<decltype(w)::value>, unsigned(blocks), kRowsPerBlock * 32, 0, s, t, cols, xq,
+                      x, accumulate);
+    });
 }
 
 cudaError_t matvec_gated(int type, const void* gate, const void* up, size_t row_bytes, int64_t n_out, int64_t cols,
@@ -114,18 +108,10 @@ cudaError_t matvec_gated(int type, const void* gate, const void* up, size_t row_
     if (blocks == 0) return cudaGetLastError();
     const auto* g = static_cast<const uint8_t*>(gate);
     const auto* u = static_cast<const uint8_t*>(up);
-#define ZINC_CASE(T)                                                                                              \
-    case T:                                                                                                       \
-        matvec_gated_kernel<T><<<unsigned(blocks), kRowsPerBlock * 32, 0, s>>>(g, u, row_bytes, n_out, cols, xq, x, \
-                                                                               act, out);                         \
-        break;
-    switch (type) {
-        ZINC_DP4A_TYPES(ZINC_CASE)
-        ZINC_FLOAT_TYPES(ZINC_CASE)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_CASE
-    return cudaGetLastError();
+    return for_weight_type<kAllTypes>(type, [&](auto w) {
+        return launch(matvec_gated_kernel<decltype(w)::value>, unsigned(blocks), kRowsPerBlock * 32, 0, s, g, u,
+                      row_bytes, n_out, cols, xq, x, act, out);
+    });
 }
 
 }  // namespace zinc::backend::cuda

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_kernels.h"
 #include "backend/cuda/matvec_row.cuh"
 
@@ -26,10 +27,11 @@ bool has_dp4a_matvec(int type) {
 
 namespace {
 
-constexpr int kRowsPerBlock = 4;  // warps per block, one output row each
+constexpr int kRowsPerBlock = kStageWarps;  // warps per block, one output row each
 
 // ---- activation quantization: one warp per 32-value block ----
 __global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1f* dst) {
+    begin_kernel();
     const int64_t b = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     if (b >= n_blocks) return;  // whole warps leave together
@@ -51,78 +53,40 @@ __global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1
 // One warp per output row o of the weights; blockIdx.y is the activation row p. With ids (MoE experts) row p reads
 // expert ids[p], whose matrix starts expert_bytes * ids[p] into w, and activation row p / x_div (x_div = slots per
 // token when every slot of a token reads the same input row); without, p reads w itself and activation row p.
-__device__ __forceinline__ const uint8_t* weight_row(const uint8_t* w, size_t row_bytes, size_t expert_bytes,
-                                                     const int32_t* ids, int64_t p, int64_t o) {
-    return w + (ids ? size_t(ids[p]) * expert_bytes : 0) + o * row_bytes;
-}
-
+// Without ids the row is known before the kernels before this one have ended, and its first segments are asked for
+// at once. xq is the Q8_1 activations for the quantized types, x the f32 ones for the float types (the other is null).
 template <int T>
-__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm) matvec_q_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
-                                int64_t n_out, int64_t cols, const BlockQ8_1f* xq, int x_div, float* out,
-                                int64_t out_stride) {
+__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
+    matvec_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids, int64_t n_out,
+                  int64_t cols, const BlockQ8_1f* xq, const float* x, int x_div, float* out, int64_t out_stride) {
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
     const int64_t p = blockIdx.y;
     const int lane = threadIdx.x % 32;
     if (o >= n_out) return;
-    const uint8_t* row = weight_row(w, row_bytes, expert_bytes, ids, p, o);
-    const float sum = warp_row_dot<T>(row, xq + (p / x_div) * (cols / 32), nullptr, cols, lane);
-    if (lane == 0) out[p * out_stride + o] = sum;
-}
-
-template <int T>
-__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm) matvec_f_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
-                                int64_t n_out, int64_t cols, const float* x, int x_div, float* out,
-                                int64_t out_stride) {
-    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
-    const int64_t p = blockIdx.y;
-    const int lane = threadIdx.x % 32;
-    if (o >= n_out) return;
-    const uint8_t* row = weight_row(w, row_bytes, expert_bytes, ids, p, o);
-    const float sum = warp_row_dot<T>(row, nullptr, x + (p / x_div) * cols, cols, lane);
+    if (ids) begin_kernel();  // before the ids are read
+    const uint8_t* row = w + (ids ? size_t(ids[p]) * expert_bytes : 0) + o * row_bytes;
+    const int64_t a = p / x_div;
+    float sum;
+    if constexpr (is_float_weight(T))
+        sum = warp_row_dot<T>(row, nullptr, x + a * cols, cols, lane, !ids);
+    else
+        sum = warp_row_dot<T>(row, xq + a * (cols / 32), nullptr, cols, lane, !ids);
     if (lane == 0) out[p * out_stride + o] = sum;
 }
 
 // The launch shared by the plain and the expert matvecs: n_rows activation rows (grid y, at most 65535).
-cudaError_t launch_q(int type, const void* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
-                     int64_t n_out, int64_t cols, const BlockQ8_1f* xq, int x_div, int64_t n_rows, float* out,
-                     int64_t out_stride, cudaStream_t s) {
+template <int kSet>
+cudaError_t launch_matvec(int type, const void* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
+                          int64_t n_out, int64_t cols, const BlockQ8_1f* xq, const float* x, int x_div, int64_t n_rows,
+                          float* out, int64_t out_stride, cudaStream_t s) {
     if (n_out <= 0 || n_rows <= 0) return cudaGetLastError();
     if (n_rows > 65535 || x_div <= 0) return cudaErrorInvalidValue;
     const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_rows));
     const auto* wb = static_cast<const uint8_t*>(w);
-#define ZINC_CASE(T)                                                                                        \
-    case T:                                                                                                 \
-        matvec_q_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, ids, n_out, cols, xq, \
-                                                               x_div, out, out_stride);                    \
-        break;
-    switch (type) {
-        ZINC_DP4A_TYPES(ZINC_CASE)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_CASE
-    return cudaGetLastError();
-}
-
-cudaError_t launch_f(int type, const void* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
-                     int64_t n_out, int64_t cols, const float* x, int x_div, int64_t n_rows, float* out,
-                     int64_t out_stride, cudaStream_t s) {
-    if (n_out <= 0 || n_rows <= 0) return cudaGetLastError();
-    if (n_rows > 65535 || x_div <= 0) return cudaErrorInvalidValue;
-    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_rows));
-    const auto* wb = static_cast<const uint8_t*>(w);
-#define ZINC_CASE(T)                                                                                        \
-    case T:                                                                                                 \
-        matvec_f_kernel<T><<<grid, kRowsPerBlock * 32, 0, s>>>(wb, row_bytes, expert_bytes, ids, n_out, cols, x, \
-                                                               x_div, out, out_stride);                    \
-        break;
-    switch (type) {
-        ZINC_CASE(kF32)
-        ZINC_CASE(kF16)
-        ZINC_CASE(kBF16)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_CASE
-    return cudaGetLastError();
+    return for_weight_type<kSet>(type, [&](auto t) {
+        return launch(matvec_kernel<decltype(t)::value>, grid, kRowsPerBlock * 32, 0, s, wb, row_bytes, expert_bytes,
+                      ids, n_out, cols, xq, x, x_div, out, out_stride);
+    });
 }
 
 }  // namespace
@@ -131,31 +95,35 @@ cudaError_t quantize_q8_1(const float* x, int64_t rows, int64_t cols, BlockQ8_1f
     const int64_t n_blocks = rows * (cols / 32);
     if (n_blocks > 0) {
         const int64_t threads = n_blocks * 32;
-        quantize_q8_1_kernel<<<unsigned((threads + 255) / 256), 256, 0, s>>>(x, n_blocks, dst);
+        launch(quantize_q8_1_kernel, unsigned((threads + 255) / 256), 256, 0, s, x, n_blocks, dst);
     }
     return cudaGetLastError();
 }
 
 cudaError_t matvec_q(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
                      int64_t n_act, float* out, int64_t out_stride, cudaStream_t s) {
-    return launch_q(type, w, row_bytes, 0, nullptr, n_out, cols, xq, 1, n_act, out, out_stride, s);
+    return launch_matvec<kQuantTypes>(type, w, row_bytes, 0, nullptr, n_out, cols, xq, nullptr, 1, n_act, out,
+                                      out_stride, s);
 }
 
 cudaError_t matvec_f(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
                      int64_t n_act, float* out, int64_t out_stride, cudaStream_t s) {
-    return launch_f(type, w, row_bytes, 0, nullptr, n_out, cols, x, 1, n_act, out, out_stride, s);
+    return launch_matvec<kFloatTypes>(type, w, row_bytes, 0, nullptr, n_out, cols, nullptr, x, 1, n_act, out,
+                                      out_stride, s);
 }
 
 cudaError_t matvec_q_ids(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
                          const BlockQ8_1f* xq, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
                          int64_t out_stride, cudaStream_t s) {
-    return launch_q(type, w, row_bytes, expert_bytes, ids, n_out, cols, xq, x_div, n_pairs, out, out_stride, s);
+    return launch_matvec<kQuantTypes>(type, w, row_bytes, expert_bytes, ids, n_out, cols, xq, nullptr, x_div, n_pairs,
+                                      out, out_stride, s);
 }
 
 cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
                          const float* x, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
                          int64_t out_stride, cudaStream_t s) {
-    return launch_f(type, w, row_bytes, expert_bytes, ids, n_out, cols, x, x_div, n_pairs, out, out_stride, s);
+    return launch_matvec<kFloatTypes>(type, w, row_bytes, expert_bytes, ids, n_out, cols, nullptr, x, x_div, n_pairs,
+                                      out, out_stride, s);
 }
 
 }  // namespace zinc::backend::cuda

@@ -11,8 +11,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_kernels.h"
 #include "backend/cuda/vec_dot_q8_1.cuh"
 
@@ -25,6 +27,32 @@ namespace zinc::backend::cuda {
 #define ZINC_FLOAT_TYPES(X) X(kF32) X(kF16) X(kBF16)
 
 __host__ __device__ constexpr bool is_float_weight(int type) { return type == kF32 || type == kF16 || type == kBF16; }
+
+// Which weight types a launcher has kernels for (for_weight_type).
+enum WeightTypes : int { kQuantTypes = 1, kFloatTypes = 2, kAllTypes = 3 };
+
+// The one switch over weight types of the matvec launchers: returns f(std::integral_constant<int, T>{}) for the type
+// T = `type` when T is one of kSet's types, cudaErrorInvalidValue for any other type. f instantiates its kernels for
+// kSet's types only.
+template <int kSet, typename F>
+cudaError_t for_weight_type(int type, F&& f) {
+#define ZINC_CASE(T) \
+    case T: return f(std::integral_constant<int, T>{});
+    if constexpr ((kSet & kQuantTypes) != 0) {
+        switch (type) {
+            ZINC_DP4A_TYPES(ZINC_CASE)
+        default: break;
+        }
+    }
+    if constexpr ((kSet & kFloatTypes) != 0) {
+        switch (type) {
+            ZINC_FLOAT_TYPES(ZINC_CASE)
+        default: break;
+        }
+    }
+#undef ZINC_CASE
+    return cudaErrorInvalidValue;
+}
 
 // Value i of a row of F32, F16 or BF16 weights.
 template <int T>
@@ -66,78 +94,127 @@ __host__ __device__ constexpr int64_t chunks_bytes(int64_t n) {
     }
 }
 
-// Rows of the 256-value formats pass through shared memory in segments of kStageChunks chunks: the warp first copies a
-// segment with coalesced 16-byte loads, every load in flight before the first store, then each lane dots its chunks
-// from shared memory, instead of reading the quant bytes where chunk_dot needs them in many narrow loads.
-constexpr int kStageChunks = 64;              // a multiple of 8, so K-quant super-blocks are never cut
-constexpr int kStageBytes = 210 * kStageChunks / 8;  // the most bytes a segment takes (Q6_K)
-constexpr int kStageWarps = 4;                // warps per block of every kernel built on these functions
+// Rows of quantized types pass through shared memory in segments of kStageChunks chunks, copied by the warp with
+// 16-byte cp.async copies that run kStages - 1 segments ahead of the dot products: a warp keeps two segments of
+// weights in flight while it computes a third, instead of waiting for each segment before it computes, and its
+// lanes read each chunk's narrow pieces from shared memory rather than from the weights where they lie. The first
+// segments are asked for before the kernel waits for the kernels before it (begin_kernel): no kernel writes weights.
+// Rows that are not 16-byte aligned (gpt-oss's 2880-wide MXFP4 and Q8_0 rows) are read in place.
+constexpr int kStageChunks = 64;  // a multiple of 8, so K-quant super-blocks are never cut
+constexpr int kStages = 3;        // segments of a warp in shared memory at a time
+constexpr int kStageWarps = 4;    // warps per block of every kernel built on these functions
 // Blocks per multiprocessor the kernels built on these functions ask registers for (__launch_bounds__): at 80
 // registers only 6 fit, and the warps then spend half their cycles waiting for loads with too few others to switch to.
 constexpr int kMinBlocksPerSm = 8;
-constexpr int kStageVecs = (kStageBytes / 16 + 31) / 32;  // 16-byte loads per lane for a whole segment
 
-// Copies n (<= kStageBytes) bytes from src to the warp's shared buffer dst, src and n multiples of 16; the warp's
-// lanes see them on return.
-__device__ __forceinline__ void warp_stage(const uint8_t* __restrict__ src, uint8_t* dst, int n, int lane) {
-    const int nv = n / 16;
-    int4 r[kStageVecs];
-#pragma unroll
-    for (int k = 0; k < kStageVecs; ++k)
-        if (lane + 32 * k < nv) r[k] = __ldg(reinterpret_cast<const int4*>(src) + lane + 32 * k);
-#pragma unroll
-    for (int k = 0; k < kStageVecs; ++k)
-        if (lane + 32 * k < nv) reinterpret_cast<int4*>(dst)[lane + 32 * k] = r[k];
-    __syncwarp();
+template <int T>
+constexpr int kSegmentBytes = int(chunks_bytes<T>(kStageChunks));
+
+__device__ __forceinline__ void copy_16_async(void* dst, const void* src) {
+    const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most N of this thread's copy groups are still in flight.
+template <int N>
+__device__ __forceinline__ void copies_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// Lane `lane`'s partial sum of row . x: quantized types (T with a chunk_dot) read xq, the cols / 32 Q8_1 blocks of x;
-// float types read x. Every lane adds its chunks (values) in ascending order.
-template <int T>
-__device__ __forceinline__ float lane_row_dot(const uint8_t* row, const BlockQ8_1f* xq, const float* x, int64_t cols,
-                                              int lane) {
-    float sum = 0.0f;
+// Each lane's partial sums of rows[r] . x for the NR rows (of one weight type and width), in sum[r]: quantized types
+// read xq, the cols / 32 Q8_1 blocks of x; float types read x. Every lane adds its chunks (values) in ascending
+// order, each row on its own, wherever the bytes come from. With early_weights the first segments of the rows are
+// asked for before begin_kernel(); without (rows found through ids another kernel wrote), after it.
+template <int T, int NR>
+__device__ __forceinline__ void lane_rows_dot(const uint8_t* const (&rows)[NR], const BlockQ8_1f* xq, const float* x,
+                                              int64_t cols, int lane, bool early_weights, float (&sum)[NR]) {
+#pragma unroll
+    for (int r = 0; r < NR; ++r) sum[r] = 0.0f;
     if constexpr (is_float_weight(T)) {
+        begin_kernel();
         // Consecutive lanes read consecutive values: already coalesced. Unrolled so several loads are in flight.
+#pragma unroll
+        for (int r = 0; r < NR; ++r)
 #pragma unroll 8
-        for (int64_t i = lane; i < cols; i += 32) sum = __fadd_rn(sum, float_weight<T>(row, i) * x[i]);
+            for (int64_t i = lane; i < cols; i += 32) sum[r] = __fadd_rn(sum[r], float_weight<T>(rows[r], i) * x[i]);
     } else {
         const int64_t n_chunks = cols / 32;
-        // Staging pays for the 256-value formats, whose chunks each lane reads in many narrow loads (Q6_K's matvecs
-        // ran 15% faster); the 32-value formats read well enough in place, and rows that are not 16-byte aligned
-        // (gpt-oss's 2880-wide MXFP4 and Q8_0 rows) would stage in narrow loads, which is slower than reading in place.
-        constexpr bool kSuperBlocks = chunks_bytes<T>(1) == 0;
-        if (kSuperBlocks && (reinterpret_cast<uintptr_t>(row) | uintptr_t(chunks_bytes<T>(n_chunks))) % 16 == 0) {
-            __shared__ __align__(16) uint8_t stage[kStageWarps][kStageBytes];
-            uint8_t* buf = stage[(threadIdx.x / 32) % kStageWarps];
-            for (int64_t c0 = 0; c0 < n_chunks; c0 += kStageChunks) {
+        bool aligned = chunks_bytes<T>(n_chunks) % 16 == 0;
+#pragma unroll
+        for (int r = 0; r < NR; ++r) aligned = aligned && reinterpret_cast<uintptr_t>(rows[r]) % 16 == 0;
+        if (!aligned) {
+            begin_kernel();
+#pragma unroll
+            for (int r = 0; r < NR; ++r)
+#pragma unroll 4
+                for (int64_t c = lane; c < n_chunks; c += 32) sum[r] = __fadd_rn(sum[r], chunk_dot<T>(rows[r], c, xq[c]));
+            return;
+        }
+        __shared__ __align__(16) uint8_t stage[kStageWarps][kStages][kSegmentBytes<T>];
+        uint8_t(*buf)[kSegmentBytes<T>] = stage[(threadIdx.x / 32) % kStageWarps];
+        const int n_seg = int((n_chunks + kStageChunks - 1) / kStageChunks), total = NR * n_seg;
+        // Segment q: segment q % n_seg of row q / n_seg, into buffer q % kStages. A group is committed for every q,
+        // one past the last included, so that the count of groups in flight says which segment has landed.
+        auto ask = [&](int q) {
+            if (q < total) {
+                const int64_t c0 = int64_t(q % n_seg) * kStageChunks;
                 const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
-                __syncwarp();  // the previous segment is no longer read
-                warp_stage(row + chunks_bytes<T>(c0), buf, int(chunks_bytes<T>(seg)), lane);
-#pragma unroll 4
-                for (int c = lane; c < seg; c += 32) sum = __fadd_rn(sum, chunk_dot<T>(buf, c, xq[c0 + c]));
+                const uint8_t* src = rows[0];
+#pragma unroll
+                for (int k = 1; k < NR; ++k)  // constant indices keep rows in registers
+                    if (q / n_seg == k) src = rows[k];
+                src += chunks_bytes<T>(c0);
+                for (int off = lane * 16; off < int(chunks_bytes<T>(seg)); off += 32 * 16)
+                    copy_16_async(buf[q % kStages] + off, src + off);
             }
-        } else {
-#pragma unroll 4
-            for (int64_t c = lane; c < n_chunks; c += 32) sum = __fadd_rn(sum, chunk_dot<T>(row, c, xq[c]));
+            copies_commit();
+        };
+        if (!early_weights) begin_kernel();
+#pragma unroll
+        for (int q = 0; q < kStages - 1; ++q) ask(q);
+        if (early_weights) begin_kernel();
+        for (int q = 0; q < total; ++q) {
+            copies_wait<kStages - 2>();  // segment q has landed (this lane's copies) ...
+            __syncwarp();                // ... and every lane's; every lane is done with segment q - 1
+            ask(q + kStages - 1);        // into segment q - 1's buffer
+            const int r = q / n_seg;
+            const int64_t c0 = int64_t(q % n_seg) * kStageChunks;
+            const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
+            const uint8_t* b = buf[q % kStages];
+            float acc = 0.0f;
+#pragma unroll
+            for (int k = 0; k < NR; ++k)
+                if (k == r) acc = sum[k];
+#pragma unroll 2
+            for (int c = lane; c < seg; c += 32) acc = __fadd_rn(acc, chunk_dot<T>(b, c, xq[c0 + c]));
+#pragma unroll
+            for (int k = 0; k < NR; ++k)
+                if (k == r) sum[k] = acc;
         }
     }
-    return sum;
 }
 
 // row . x in every lane of the warp.
 template <int T>
 __device__ __forceinline__ float warp_row_dot(const uint8_t* row, const BlockQ8_1f* xq, const float* x, int64_t cols,
-                                              int lane) {
-    return warp_sum(lane_row_dot<T>(row, xq, x, cols, lane));
+                                              int lane, bool early_weights) {
+    const uint8_t* const rows[1] = {row};
+    float sum[1];
+    lane_rows_dot<T, 1>(rows, xq, x, cols, lane, early_weights, sum);
+    return warp_sum(sum[0]);
 }
 
-// row_a . x and row_b . x in every lane, each summed exactly as warp_row_dot sums it.
+// row_a . x and row_b . x in every lane, each summed exactly as warp_row_dot sums it, with the copies of row_b's
+// segments running ahead while row_a's are computed.
 template <int T>
 __device__ __forceinline__ void warp_row_dot2(const uint8_t* row_a, const uint8_t* row_b, const BlockQ8_1f* xq,
-                                              const float* x, int64_t cols, int lane, float& a, float& b) {
-    a = warp_row_dot<T>(row_a, xq, x, cols, lane);
-    b = warp_row_dot<T>(row_b, xq, x, cols, lane);
+                                              const float* x, int64_t cols, int lane, bool early_weights, float& a,
+                                              float& b) {
+    const uint8_t* const rows[2] = {row_a, row_b};
+    float sum[2];
+    lane_rows_dot<T, 2>(rows, xq, x, cols, lane, early_weights, sum);
+    a = warp_sum(sum[0]);
+    b = warp_sum(sum[1]);
 }
 
 }  // namespace zinc::backend::cuda

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backend/cuda/elementwise_kernels.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matvec_row.cuh"
 #include "backend/cuda/moe_kernels.h"
 
@@ -23,6 +24,7 @@ constexpr unsigned kFullMask = 0xffffffffu;
 __global__ void __launch_bounds__(kRouteRowsPerBlock * 32)
     moe_route_kernel(const float* logits, int64_t rows, int n_exp, int k, bool renormalize, int32_t* ids,
                      float* weights) {
+    begin_kernel();
     extern __shared__ float route_probs[];  // kRouteRowsPerBlock rows of n_exp
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t t = blockIdx.x * int64_t(kRouteRowsPerBlock) + warp;
@@ -93,6 +95,7 @@ __device__ __forceinline__ float activate(float g, float u, float alpha, float l
 template <int ACT, bool QUANT>
 __global__ void moe_act_kernel(const float* h, int64_t n_warps, int64_t n_ff, int64_t row_chunks, const int32_t* ids,
                                MoeAffine ga, MoeAffine ua, float alpha, float limit, float* a_f32, BlockQ8_1f* a_q) {
+    begin_kernel();
     const int64_t wi = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     if (wi >= n_warps) return;  // whole warps leave together
@@ -129,6 +132,7 @@ __global__ void moe_act_kernel(const float* h, int64_t n_warps, int64_t n_ff, in
 
 __global__ void moe_combine_kernel(const float* y, int64_t n, int k, int64_t n_out, const int32_t* ids,
                                    const float* weights, MoeAffine da, float* out) {
+    begin_kernel();
     const bool affine = da.scale || da.bias;
     const int64_t stride = int64_t(gridDim.x) * blockDim.x;
     for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n; idx += stride) {
@@ -152,6 +156,7 @@ __global__ void __launch_bounds__(kStageWarps * 32)
     moe_down_sum_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
                         const BlockQ8_1f* a_q, const float* a_f32, const int32_t* ids, int k, const float* weights,
                         MoeAffine da, float* out) {
+    begin_kernel();
     __shared__ float slot[kMaxDownSlots];
     const int64_t i = blockIdx.x, t = blockIdx.y;
     const int lane = int(threadIdx.x % 32);
@@ -161,9 +166,9 @@ __global__ void __launch_bounds__(kStageWarps * 32)
         const uint8_t* row = w + size_t(e) * expert_bytes + i * row_bytes;
         float v;
         if constexpr (is_float_weight(T))
-            v = warp_row_dot<T>(row, nullptr, a_f32 + p * cols, cols, lane);
+            v = warp_row_dot<T>(row, nullptr, a_f32 + p * cols, cols, lane, false);
         else
-            v = warp_row_dot<T>(row, a_q + p * (cols / 32), nullptr, cols, lane);
+            v = warp_row_dot<T>(row, a_q + p * (cols / 32), nullptr, cols, lane, false);
         if (lane == 0) {
             if (da.scale || da.bias) v = apply_affine(v, da, e, i);
             slot[s] = __fmul_rn(v, weights[p]);
@@ -181,11 +186,11 @@ template <int ACT>
 void launch_act(unsigned grid, const float* h, int64_t n_warps, int64_t n_ff, int64_t row_chunks, const int32_t* ids,
                 MoeAffine ga, MoeAffine ua, float alpha, float limit, float* a_f32, BlockQ8_1f* a_q, cudaStream_t s) {
     if (a_q)
-        moe_act_kernel<ACT, true><<<grid, 256, 0, s>>>(h, n_warps, n_ff, row_chunks, ids, ga, ua, alpha, limit, a_f32,
-                                                       a_q);
+        launch(moe_act_kernel<ACT, true>, grid, 256, 0, s, h, n_warps, n_ff, row_chunks, ids, ga, ua, alpha, limit,
+               a_f32, a_q);
     else
-        moe_act_kernel<ACT, false><<<grid, 256, 0, s>>>(h, n_warps, n_ff, row_chunks, ids, ga, ua, alpha, limit, a_f32,
-                                                        a_q);
+        launch(moe_act_kernel<ACT, false>, grid, 256, 0, s, h, n_warps, n_ff, row_chunks, ids, ga, ua, alpha, limit,
+               a_f32, a_q);
 }
 
 }  // namespace
@@ -196,8 +201,8 @@ cudaError_t moe_route(const float* logits, int64_t rows, int n_exp, int k, bool 
     if (rows > 0) {
         const unsigned grid = unsigned((rows + kRouteRowsPerBlock - 1) / kRouteRowsPerBlock);
         const size_t smem = size_t(kRouteRowsPerBlock) * size_t(n_exp) * sizeof(float);
-        moe_route_kernel<<<grid, kRouteRowsPerBlock * 32, smem, s>>>(logits, rows, n_exp, k, renormalize, ids,
-                                                                       weights);
+        launch(moe_route_kernel, grid, kRouteRowsPerBlock * 32, smem, s, logits, rows, n_exp, k, renormalize, ids,
+               weights);
     }
     return cudaGetLastError();
 }
@@ -227,8 +232,8 @@ cudaError_t moe_combine(const float* y, int64_t n_tokens, int k, int64_t n_out, 
     const int64_t n = n_tokens * n_out;
     if (n > 0) {
         const int64_t blocks = (n + 255) / 256;
-        moe_combine_kernel<<<unsigned(blocks < 65535 ? blocks : 65535), 256, 0, s>>>(y, n, k, n_out, ids, weights,
-                                                                                      down, out);
+        launch(moe_combine_kernel, unsigned(blocks < 65535 ? blocks : 65535), 256, 0, s, y, n, k, n_out, ids, weights,
+               down, out);
     }
     return cudaGetLastError();
 }
@@ -240,19 +245,12 @@ cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t exper
     if (n_out <= 0 || n_tokens <= 0) return cudaGetLastError();
     const dim3 grid{unsigned(n_out), unsigned(n_tokens)};
     const auto* wb = static_cast<const uint8_t*>(w);
-#define ZINC_CASE(T)                                                                                     \
-    case T:                                                                                              \
-        if (is_float_weight(T) ? a_f32 == nullptr : a_q == nullptr) return cudaErrorInvalidValue;         \
-        moe_down_sum_kernel<T><<<grid, kStageWarps * 32, 0, s>>>(wb, row_bytes, expert_bytes, n_out, cols, \
-                                                                 a_q, a_f32, ids, k, weights, down, out);  \
-        break;
-    switch (type) {
-        ZINC_DP4A_TYPES(ZINC_CASE)
-        ZINC_FLOAT_TYPES(ZINC_CASE)
-    default: return cudaErrorInvalidValue;
-    }
-#undef ZINC_CASE
-    return cudaGetLastError();
+    return for_weight_type<kAllTypes>(type, [&](auto tag) {
+        constexpr int T = decltype(tag)::value;
+        if (is_float_weight(T) ? a_f32 == nullptr : a_q == nullptr) return cudaErrorInvalidValue;
+        return launch(moe_down_sum_kernel<T>, grid, kStageWarps * 32, 0, s, wb, row_bytes, expert_bytes, n_out, cols,
+                      a_q, a_f32, ids, k, weights, down, out);
+    });
 }
 
 }  // namespace zinc::backend::cuda

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/norm_math.cuh"
 
@@ -26,6 +27,7 @@ constexpr int kThreads = 256;
 template <int NV>
 __global__ void __launch_bounds__(128) rms_norm_warp_kernel(const float4* x, const float4* w, float eps, int64_t group,
                                                             int64_t n_groups, float4* out) {
+    begin_kernel();
     const int64_t g = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
     if (g >= n_groups) return;  // whole warps
     const int lane = int(threadIdx.x % 32), n4 = int(group / 4);
@@ -47,10 +49,43 @@ __global__ void __launch_bounds__(128) rms_norm_warp_kernel(const float4* x, con
     }
 }
 
-// One block per group of n4 float4s (n4 <= blockDim.x * NV, blockDim.x a multiple of 32 up to 1024).
+// Quantizes the 32 values that 8 lanes hold as float4s (this lane, j = lane % 8 of them: values 4j..4j+3) to the Q8_1
+// block b, exactly as quantize_q8_1's kernel does with a value per lane: the same maximum, and the same sum, since its
+// butterfly over 32 lanes (partners at value distance 16, 8, 4, 2, 1) adds the same pairs in the same order as this
+// one over lanes j^4, j^2, j^1 and then the float4's components. Every lane of the warp takes part.
+__device__ __forceinline__ void quantize_8_lanes(float4 v, BlockQ8_1f* b, int j, bool store) {
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    float c[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int off = 4; off > 0; off >>= 1) {
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+#pragma unroll
+        for (int i = 0; i < 4; ++i) c[i] += __shfl_xor_sync(0xffffffffu, c[i], off);
+    }
+    const float sum = (c[0] + c[2]) + (c[1] + c[3]);
+    const float d = amax / 127.0f;
+    const float vals[4] = {v.x, v.y, v.z, v.w};
+    uint32_t packed = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int q = amax == 0.0f ? 0 : __float2int_rn(vals[i] / d);
+        packed |= uint32_t(uint8_t(int8_t(q))) << (8 * i);
+    }
+    if (!store) return;
+    reinterpret_cast<uint32_t*>(b->qs)[j] = packed;
+    if (j == 0) {
+        b->d = d;
+        b->s = sum;
+    }
+}
+
+// One block per group of n4 float4s (n4 <= blockDim.x * NV, blockDim.x a multiple of 32 up to 1024). With q8 (the
+// group a whole number of 32-value blocks, so that the 8 lanes of a block are all inside the group or all past it),
+// also the group's Q8_1 blocks.
 template <int NV>
 __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, const float4* w, float eps,
-                                                              int64_t group, float4* out) {
+                                                              int64_t group, float4* out, BlockQ8_1f* q8) {
+    begin_kernel();
     const int64_t g = blockIdx.x;
     const int n4 = int(group / 4), t = int(threadIdx.x), T = int(blockDim.x);
     const float4* xi = x + g * n4;
@@ -73,12 +108,15 @@ __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, c
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
         const int i = t + T * k;
-        if (i < n4) yo[i] = scaled(v[k], scale, w, i);
+        const float4 o = i < n4 ? scaled(v[k], scale, w, i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (i < n4) yo[i] = o;
+        if (q8) quantize_8_lanes(o, q8 + g * (group / 32) + i / 8, i % 8, i < n4);
     }
 }
 
 // Any group, any alignment: one block per group, two passes over x.
 __global__ void rms_norm_loop_kernel(const float* x, const float* w, float eps, int64_t group, float* out) {
+    begin_kernel();
     const int64_t g = blockIdx.x;
     const float* xi = x + g * group;
     float* yo = out + g * group;
@@ -110,6 +148,7 @@ __device__ double warp_sum_squares(const float* x, int64_t group, int lane) {
 }
 
 __global__ void l2_norm_kernel(const float* x, float eps, int64_t group, int64_t n_groups, float* out) {
+    begin_kernel();
     const int64_t g = blockIdx.x * int64_t(kGroupsPerBlock) + threadIdx.x / 32;
     if (g >= n_groups) return;  // whole warps
     const int lane = int(threadIdx.x % 32);
@@ -121,6 +160,7 @@ __global__ void l2_norm_kernel(const float* x, float eps, int64_t group, int64_t
 
 __global__ void gated_rms_norm_kernel(const float* x, const float* w, const float* z, float eps, int64_t group,
                                       int64_t n_groups, float* out) {
+    begin_kernel();
     const int64_t g = blockIdx.x * int64_t(kGroupsPerBlock) + threadIdx.x / 32;
     if (g >= n_groups) return;  // whole warps
     const int lane = int(threadIdx.x % 32);
@@ -139,50 +179,57 @@ unsigned warp_groups_grid(int64_t n_groups) { return unsigned((n_groups + kGroup
 
 }  // namespace
 
+bool rms_norm_can_quantize(const float* x, const float* w, int64_t group, const float* out) {
+    return group % 32 == 0 && group <= 32768 && aligned16(x) && aligned16(out) && (!w || aligned16(w));
+}
+
 cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t group, int64_t n_groups, float* out,
-                     cudaStream_t s) {
+                     BlockQ8_1f* q8, cudaStream_t s) {
+    if (q8 && !rms_norm_can_quantize(x, w, group, out)) return cudaErrorInvalidValue;
     if (n_groups <= 0) return cudaGetLastError();
     const auto* x4 = reinterpret_cast<const float4*>(x);
     const auto* w4 = reinterpret_cast<const float4*>(w);
     auto* o4 = reinterpret_cast<float4*>(out);
     const bool vec = group % 4 == 0 && aligned16(x) && aligned16(out) && (!w || aligned16(w));
     const int64_t n4 = group / 4;
-    if (vec && n4 <= 128) {
+    if (vec && n4 <= 128 && !q8) {
         const unsigned blocks = unsigned((n_groups + 3) / 4);
         if (n4 <= 32)
-            rms_norm_warp_kernel<1><<<blocks, 128, 0, s>>>(x4, w4, eps, group, n_groups, o4);
+            launch(rms_norm_warp_kernel<1>, blocks, 128, 0, s, x4, w4, eps, group, n_groups, o4);
         else if (n4 <= 64)
-            rms_norm_warp_kernel<2><<<blocks, 128, 0, s>>>(x4, w4, eps, group, n_groups, o4);
+            launch(rms_norm_warp_kernel<2>, blocks, 128, 0, s, x4, w4, eps, group, n_groups, o4);
         else
-            rms_norm_warp_kernel<4><<<blocks, 128, 0, s>>>(x4, w4, eps, group, n_groups, o4);
+            launch(rms_norm_warp_kernel<4>, blocks, 128, 0, s, x4, w4, eps, group, n_groups, o4);
     } else if (vec && n4 <= 8192) {
-        // 256 threads holding 1-8 float4s each up to 8192 values; 8 each and more threads beyond.
-        const int threads = n4 <= 2048 ? kThreads : int((n4 + 8 * 32 - 1) / (8 * 32) * 32);
+        // 256 threads holding 1-8 float4s each up to 8192 values (fewer for a short group with q8, which always
+        // takes this kernel); 8 each and more threads beyond.
+        const int threads = n4 <= 2048 ? (n4 < kThreads ? int((n4 + 31) / 32 * 32) : kThreads)
+                                        : int((n4 + 8 * 32 - 1) / (8 * 32) * 32);
         const unsigned blocks = unsigned(n_groups);
         if (n4 <= int64_t(threads))
-            rms_norm_block_kernel<1><<<blocks, threads, 0, s>>>(x4, w4, eps, group, o4);
+            launch(rms_norm_block_kernel<1>, blocks, threads, 0, s, x4, w4, eps, group, o4, q8);
         else if (n4 <= 2 * int64_t(threads))
-            rms_norm_block_kernel<2><<<blocks, threads, 0, s>>>(x4, w4, eps, group, o4);
+            launch(rms_norm_block_kernel<2>, blocks, threads, 0, s, x4, w4, eps, group, o4, q8);
         else if (n4 <= 4 * int64_t(threads))
-            rms_norm_block_kernel<4><<<blocks, threads, 0, s>>>(x4, w4, eps, group, o4);
+            launch(rms_norm_block_kernel<4>, blocks, threads, 0, s, x4, w4, eps, group, o4, q8);
         else
-            rms_norm_block_kernel<8><<<blocks, threads, 0, s>>>(x4, w4, eps, group, o4);
+            launch(rms_norm_block_kernel<8>, blocks, threads, 0, s, x4, w4, eps, group, o4, q8);
     } else {
         const int threads = group >= kThreads ? kThreads : int((group + 31) / 32 * 32);
-        rms_norm_loop_kernel<<<unsigned(n_groups), threads, 0, s>>>(x, w, eps, group, out);
+        launch(rms_norm_loop_kernel, unsigned(n_groups), threads, 0, s, x, w, eps, group, out);
     }
     return cudaGetLastError();
 }
 
 cudaError_t l2_norm(const float* x, float eps, int64_t group, int64_t n_groups, float* out, cudaStream_t s) {
-    if (n_groups > 0) l2_norm_kernel<<<warp_groups_grid(n_groups), kThreads, 0, s>>>(x, eps, group, n_groups, out);
+    if (n_groups > 0) launch(l2_norm_kernel, warp_groups_grid(n_groups), kThreads, 0, s, x, eps, group, n_groups, out);
     return cudaGetLastError();
 }
 
 cudaError_t gated_rms_norm(const float* x, const float* w, const float* z, float eps, int64_t group, int64_t n_groups,
                            float* out, cudaStream_t s) {
     if (n_groups > 0)
-        gated_rms_norm_kernel<<<warp_groups_grid(n_groups), kThreads, 0, s>>>(x, w, z, eps, group, n_groups, out);
+        launch(gated_rms_norm_kernel, warp_groups_grid(n_groups), kThreads, 0, s, x, w, z, eps, group, n_groups, out);
     return cudaGetLastError();
 }
 

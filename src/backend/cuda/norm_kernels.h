@@ -7,11 +7,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cuda/matmul_kernels.h"
+
 namespace zinc::backend::cuda {
 
-// norm.cu: out = x / rms(x) * w over each group of `group` values; w may be null. out may alias x.
+// norm.cu: out = x / rms(x) * w over each group of `group` values; w may be null. out may alias x. With q8 (where
+// rms_norm_can_quantize), the kernel also writes out's Q8_1 blocks there, exactly as quantize_q8_1 of out would: a
+// matvec that reads them next needs no quantization launch of its own.
 cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t group, int64_t n_groups, float* out,
-                     cudaStream_t s);
+                     BlockQ8_1f* q8, cudaStream_t s);
+// Whether rms_norm can write the Q8_1 blocks of its output for these arguments: groups of whole 32-value blocks, at
+// most 32768 values, in 16-byte aligned rows.
+bool rms_norm_can_quantize(const float* x, const float* w, int64_t group, const float* out);
 // out = x / sqrt(sum(x^2) + eps) over each group; out may alias x.
 cudaError_t l2_norm(const float* x, float eps, int64_t group, int64_t n_groups, float* out, cudaStream_t s);
 // out = x / rms(x) * w * SiLU(z) over each group; w has `group` values; out may alias x.

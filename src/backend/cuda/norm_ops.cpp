@@ -7,10 +7,19 @@
 
 namespace zinc::backend {
 
+// One row, as decode normalizes the residual stream before its matvecs: the kernel also writes the row's Q8_1 blocks,
+// which a matvec right after it reads instead of quantizing the row in a launch of its own (quantized_row).
 void CudaBackend::do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) {
-    ZINC_CUDA_CHECK(cuda::rms_norm(x.data, w ? static_cast<const float*>(w->data) : nullptr, eps, group,
-                                   x.size() / group, out.data, stream_),
-                    "rms_norm", w ? w->name : std::string());
+    const auto* wd = w ? static_cast<const float*>(w->data) : nullptr;
+    cuda::BlockQ8_1f* q8 = nullptr;
+    normed_ = {};
+    if (x.rows == 1 && group == x.cols && cuda::rms_norm_can_quantize(x.data, wd, group, out.data)) {
+        const size_t need = static_cast<size_t>(x.cols / 32) * sizeof(cuda::BlockQ8_1f);
+        q8 = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "rms_norm"));
+    }
+    ZINC_CUDA_CHECK(cuda::rms_norm(x.data, wd, eps, group, x.size() / group, out.data, q8, stream_), "rms_norm",
+                    w ? w->name : std::string());
+    if (q8) normed_ = {out.data, out.cols, ops_begun()};
 }
 
 void CudaBackend::do_l2_norm(const Act& x, float eps, int64_t group, Act& out) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/rope_math.cuh"
 
 namespace zinc::backend::cuda {
@@ -15,6 +16,7 @@ constexpr int kHeadsPerBlock = 4;
 constexpr int kMaxThreads = 256;
 
 __global__ void rope_kernel(float* x, int64_t cols, int head_dim, const int32_t* pos, RopeArgs a) {
+    begin_kernel();
     const int64_t t = blockIdx.x;
     const int heads = int(cols / head_dim), half = a.n_rot / 2;
     const int h0 = blockIdx.y * kHeadsPerBlock, h1 = h0 + kHeadsPerBlock < heads ? h0 + kHeadsPerBlock : heads;
@@ -38,7 +40,7 @@ cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32
     if (rows > 0 && heads > 0 && half > 0) {
         const int threads = half >= kMaxThreads ? kMaxThreads : (half + 31) / 32 * 32;
         const dim3 grid{unsigned(rows), unsigned((heads + kHeadsPerBlock - 1) / kHeadsPerBlock)};
-        rope_kernel<<<grid, threads, 0, s>>>(x, cols, head_dim, pos, a);
+        launch(rope_kernel, grid, threads, 0, s, x, cols, head_dim, pos, a);
     }
     return cudaGetLastError();
 }

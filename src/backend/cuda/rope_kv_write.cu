@@ -11,6 +11,7 @@
 
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/kv_store.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/norm_math.cuh"
 #include "backend/cuda/rope_math.cuh"
 
@@ -22,6 +23,7 @@ constexpr int kHeadsPerBlock = 4;  // warps per block, one head each
 // Block (t, y): row t, heads y * kHeadsPerBlock + warp of the list q heads, k heads, v heads. NV: float4s per lane.
 template <int NV>
 __global__ void __launch_bounds__(kHeadsPerBlock * 32) rope_kv_write_kernel(HeadArgs a) {
+    begin_kernel();
     __shared__ float4 sm[kHeadsPerBlock][32 * NV];
     const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
     const int64_t t = blockIdx.x;
@@ -87,11 +89,11 @@ cudaError_t rope_kv_write(const HeadArgs& a, cudaStream_t s) {
     const dim3 grid{unsigned(a.rows), unsigned((heads + kHeadsPerBlock - 1) / kHeadsPerBlock)};
     const int n4 = a.head_dim / 4;
     if (n4 <= 32)
-        rope_kv_write_kernel<1><<<grid, kHeadsPerBlock * 32, 0, s>>>(a);
+        launch(rope_kv_write_kernel<1>, grid, kHeadsPerBlock * 32, 0, s, a);
     else if (n4 <= 64)
-        rope_kv_write_kernel<2><<<grid, kHeadsPerBlock * 32, 0, s>>>(a);
+        launch(rope_kv_write_kernel<2>, grid, kHeadsPerBlock * 32, 0, s, a);
     else
-        rope_kv_write_kernel<4><<<grid, kHeadsPerBlock * 32, 0, s>>>(a);
+        launch(rope_kv_write_kernel<4>, grid, kHeadsPerBlock * 32, 0, s, a);
     return cudaGetLastError();
 }
 

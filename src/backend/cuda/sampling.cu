@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/sampling_kernels.h"
 
 namespace zinc::backend::cuda {
@@ -26,6 +27,7 @@ __device__ __forceinline__ Best better(Best a, Best b) {
 
 // One block per row: each thread scans a strided slice in order, then warps and the block reduce.
 __global__ void argmax_rows_kernel(const float* x, int64_t cols, int32_t* out) {
+    begin_kernel();
     const float* r = x + blockIdx.x * cols;
     Best b{-FLT_MAX, INT32_MAX};
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
@@ -65,6 +67,7 @@ __global__ void chunk_top_k_kernel(const float* values, const int32_t* ids, int6
                                    int32_t* out_ids) {
     __shared__ float v[kChunk];
     __shared__ int32_t id[kChunk];
+    begin_kernel();
     const int64_t base = int64_t(blockIdx.x) * kChunk;
     for (int i = threadIdx.x; i < kChunk; i += blockDim.x) {
         const int64_t j = base + i;
@@ -123,7 +126,7 @@ cudaError_t top_k(const float* x, int64_t n, int k, void* scratch, int32_t* ids,
         const int64_t chunks = chunks_of(m);
         float* ov = chunks == 1 ? values : bv[round % 2];
         int32_t* oi = chunks == 1 ? ids : bi[round % 2];
-        chunk_top_k_kernel<<<unsigned(chunks), kSortThreads, 0, s>>>(cur_v, cur_i, m, k, ov, oi);
+        launch(chunk_top_k_kernel, unsigned(chunks), kSortThreads, 0, s, cur_v, cur_i, m, k, ov, oi);
         if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || chunks == 1) return e;
         cur_v = ov;
         cur_i = oi;
@@ -134,7 +137,7 @@ cudaError_t top_k(const float* x, int64_t n, int k, void* scratch, int32_t* ids,
 cudaError_t argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out, cudaStream_t s) {
     if (rows <= 0) return cudaGetLastError();
     if (rows > 2147483647 || cols <= 0) return cudaErrorInvalidValue;
-    argmax_rows_kernel<<<unsigned(rows), kThreads, 0, s>>>(x, cols, out);
+    launch(argmax_rows_kernel, unsigned(rows), kThreads, 0, s, x, cols, out);
     return cudaGetLastError();
 }
 
