@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # Runs `zinc bench` and llama.cpp's llama-bench on the models of the performance table (docs/architecture.md §7),
-# on the GPU, each pair on the same file, and writes a dated section for bench/RESULTS.md: the machine, both tools'
-# tables and a summary of tokens/s side by side.
+# on the GPU, each pair on the same file, and writes a dated section for bench/RESULTS.md: the machine, the tests of
+# both tools side by side, and each tool's figures as it reported them.
 #
-#   bench/side_by_side.sh --llama-bench PATH [--models DIR] [-r N] [--only PRESET]... [--append]
+#   bench/side_by_side.sh --llama-bench PATH [--models DIR] [-r N] [--only PRESET]... [--remove-models] [--append]
 #
 #   --llama-bench PATH  a llama-bench binary (built separately; llama.cpp is not part of zinc); or set LLAMA_BENCH
 #   --models DIR        where the model files are, made with `zinc synth` (default seed) when missing
 #                       (default ./bench-models)
 #   -r N                repetitions of each test (default 3)
 #   --only PRESET       only this preset (may be given several times)
+#   --remove-models     delete each model file once both tools have run on it (the five files take 57 GiB)
 #   --append            append the section to bench/RESULTS.md instead of printing it
 #
 # ZINC is the zinc binary (default: build/zinc of this checkout). Each model runs pp512 and tg128, and Qwen3-8B also
 # tg128 after 8192 tokens of context (-d 8192), with
-#   zinc bench -m F --backend cuda -p 512 -n 128 -r N
-#   llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r N
-# once with -o md for the tables and once with -o json for the summary. A failed run is recorded as such and the
-# others go on.
+#   zinc bench -m F --backend cuda -p 512 -n 128 -r N -o json
+#   llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r N -o json
+# A failed run is recorded as such and the others go on.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +27,7 @@ llama_bench=${LLAMA_BENCH:-}
 models=./bench-models
 reps=3
 append=0
+remove=0
 only=()
 
 # The performance table: preset, `zinc synth --type` (gpt-oss: its experts in MXFP4 as released, the rest Q8_0),
@@ -42,9 +43,9 @@ presets=(
 # usage STATUS: the help at the top of this file, on stdout for --help, else on stderr.
 usage() {
   if [ "$1" = 0 ]; then
-    sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//'
   else
-    sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   fi
   exit "$1"
 }
@@ -55,6 +56,7 @@ while [ $# -gt 0 ]; do
     --models) models=${2:?--models needs a directory}; shift 2 ;;
     -r) reps=${2:?-r needs a count}; shift 2 ;;
     --only) only+=("${2:?--only needs a preset}"); shift 2 ;;
+    --remove-models) remove=1; shift ;;
     --append) append=1; shift ;;
     -h|--help) usage 0 ;;
     *) echo "side_by_side.sh: unknown option $1" >&2; usage 2 ;;
@@ -95,8 +97,8 @@ run_tool() {
   fi
 }
 
-# The summary rows of one model: its tests in both JSON outputs (zinc's and llama-bench's share n_prompt, n_gen,
-# n_depth, avg_ts and stddev_ts), matched by test. A missing or failed output leaves its column "—".
+# The rows of one model: its tests in both JSON outputs (zinc's and llama-bench's share n_prompt, n_gen, n_depth,
+# avg_ts and stddev_ts), matched by test. A missing or failed output leaves its column "—".
 summary_rows() {
   python3 - "$@" <<'PY'
 import json, sys
@@ -123,6 +125,30 @@ for key in sorted(set(z) | set(l), key=lambda k: (k[2], k[1] > 0, k)):
     cell = lambda r: f"{r[0]:,.2f} ± {r[1]:.2f}" if r else "—"
     ratio = f"{z[key][0] / l[key][0]:.2f}" if key in z and key in l and l[key][0] > 0 else "—"
     print(f"| {label} | {name(*key)} | {cell(z.get(key))} | {cell(l.get(key))} | {ratio} |")
+PY
+}
+
+# One tool's JSON records as a table of the fields that tell the runs apart (or its error line).
+json_table() {
+  python3 - "$@" <<'PY'
+import json, sys
+
+rows = []
+for path in sys.argv[1:]:
+    try:
+        with open(path) as f:
+            rows += json.load(f)
+    except (OSError, ValueError):
+        with open(path) as f:
+            print(f.read().strip())
+if rows:
+    wanted = ("model_type", "model_size", "backends", "n_gpu_layers", "n_ubatch", "type_k", "type_v", "flash_attn",
+              "n_prompt", "n_gen", "n_depth", "avg_ts", "stddev_ts", "gbps")
+    keys = [k for k in wanted if k in rows[0]]
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
 PY
 }
 
@@ -154,15 +180,12 @@ for entry in "${presets[@]}"; do
   # The tests: pp512 and tg128; for depth, also tg128 at 8192.
   tests=("-p 512 -n 128")
   if [ -n "${depth:-}" ]; then tests+=("-p 0 -n 128 -d 8192"); fi
-  zinc_json="" llama_json="" zinc_md="" llama_md=""
+  zinc_json="" llama_json=""
   for i in "${!tests[@]}"; do
     read -r -a t <<<"${tests[$i]}"
-    run_tool zinc "$work/z$i.md" "$zinc" bench -m "$file" --backend cuda "${t[@]}" -r "$reps" -o md || true
     run_tool zinc "$work/$preset-z$i.json" "$zinc" bench -m "$file" --backend cuda "${t[@]}" -r "$reps" -o json || true
-    run_tool llama-bench "$work/l$i.md" "$llama_bench" -m "$file" -ngl 99 -fa 1 "${t[@]}" -r "$reps" -o md || true
-    run_tool llama-bench "$work/$preset-l$i.json" "$llama_bench" -m "$file" -ngl 99 -fa 1 "${t[@]}" -r "$reps" -o json || true
-    zinc_md+=$(cat "$work/z$i.md")$'\n\n'
-    llama_md+=$(cat "$work/l$i.md")$'\n\n'
+    run_tool llama-bench "$work/$preset-l$i.json" "$llama_bench" -m "$file" -ngl 99 -fa 1 "${t[@]}" -r "$reps" -o json ||
+      true
     zinc_json+=" $work/$preset-z$i.json"
     llama_json+=" $work/$preset-l$i.json"
     if [ "$build" = "?" ]; then build=$(llama_build "$work/$preset-l$i.json"); fi
@@ -170,8 +193,11 @@ for entry in "${presets[@]}"; do
   r=$(summary_rows "$preset $type" "$zinc_json" "$llama_json")
   if [ -n "$r" ]; then rows+=$r$'\n'; fi
   details+="### $preset $type ($(du -h "$file" | cut -f1))"$'\n\n'
-  details+="zinc:"$'\n\n'"$zinc_md"
-  details+="llama.cpp:"$'\n\n'"$llama_md"
+  # shellcheck disable=SC2086  # the lists are of paths without spaces (mktemp's and the preset names)
+  details+="zinc:"$'\n\n'"$(json_table $zinc_json)"$'\n\n'
+  # shellcheck disable=SC2086
+  details+="llama.cpp:"$'\n\n'"$(json_table $llama_json)"$'\n\n'
+  if [ "$remove" = 1 ]; then rm -f "$file"; fi
 done
 
 section=$(cat <<EOF
@@ -181,8 +207,8 @@ Machine: ${gpu_name:-no nvidia-smi}, driver ${gpu_driver:-?}. Models made by \`z
 (default seed), each engine on the same file:
 
 \`\`\`
-zinc bench -m F --backend cuda -p 512 -n 128 -r $reps            # Qwen3-8B also: -p 0 -n 128 -d 8192
-llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r $reps            # Qwen3-8B also: -p 0 -n 128 -d 8192
+zinc bench -m F --backend cuda -p 512 -n 128 -r $reps -o json      # Qwen3-8B also: -p 0 -n 128 -d 8192
+llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r $reps -o json      # Qwen3-8B also: -p 0 -n 128 -d 8192
 \`\`\`
 
 | model | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp |
