@@ -52,6 +52,7 @@ Server::Server(ServerOptions options) : api_(std::make_unique<Api>()), http_(std
     http_->set_read_timeout(o.io_timeout_seconds, 0);
     http_->set_write_timeout(o.io_timeout_seconds, 0);
     http_->set_keep_alive_timeout(std::min(o.io_timeout_seconds, 5));
+    http_->set_tcp_nodelay(true);  // a streamed token goes out when it is written, not with the next one
     // Accepted sockets take the listening socket's send buffer: a bounded one makes a client that stops reading
     // block the writes soon (and the write timeout end its generation) rather than after megabytes of tokens.
     http_->set_socket_options([](socket_t sock) {

@@ -96,14 +96,28 @@ test('markdown and code in a reply are rendered, and nothing in it becomes marku
   assert.match(html, /<ul><li>one<\/li><li>two<\/li><\/ul>/);
   assert.ok(!html.includes('<img') && html.includes('&lt;img'));
   assert.ok(!html.includes('javascript:'));
+
+  // A reply with reasoning and a tool call: the reasoning collapsed once the answer has begun, the call's arguments
+  // shown as formatted JSON.
+  const drawn = await page.evaluate(() => {
+    const el = drawMessage({ role: 'assistant', reasoning: 'Paris is in France.', content: 'Let me look.',
+                             tool_calls: [{ id: 'c', type: 'function',
+                                            function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+                             stats: { tokens: 20, tps: 31.5, ttft: 120, finish: 'tool_calls' } });
+    return { open: el.querySelector('details.thinking').open, thinking: el.querySelector('.thinking .text').textContent,
+             call: el.querySelector('.tool-call .name').textContent, args: el.querySelector('.tool-call pre').textContent,
+             stats: el.querySelector('.stats').textContent };
+  });
+  assert.deepEqual(drawn, { open: false, thinking: 'Paris is in France.', call: 'Tool call: get_weather',
+                            args: '{\n  "city": "Paris"\n}', stats: '20 tokens · 31.5 tok/s · first token 120 ms · tool calls' });
   await page.close();
 });
 
 test('a picture of the page with a streamed answer', { skip: !process.env.ZINC_SCREENSHOT }, async () => {
-  const page = await browser.newPage({ viewport: { width: 1100, height: 640 } });
+  const page = await browser.newPage({ viewport: { width: 1100, height: 560 } });
   await page.goto(server.url + '/');
-  await page.click('#settings summary');
-  await page.fill('#set-max_tokens', '120');
+  await page.evaluate(() => localStorage.setItem('zinc.settings', JSON.stringify({ max_tokens: 120, seed: 7 })));
+  await page.reload();
   await page.fill('#input', process.env.ZINC_SCREENSHOT_PROMPT || 'The jury said');
   await page.click('#send');
   await page.waitForSelector('.message.assistant .stats', { timeout: 120000 });

@@ -255,7 +255,7 @@ function drawMessage(m, el) {
     box.append(name, pre);
     el.append(box);
   }
-  if (m.stats) {
+  if (m.stats && !m.streaming) {  // once the reply has ended
     const st = document.createElement('div');
     st.className = 'stats';
     st.textContent = statsText(m.stats);
