@@ -74,7 +74,8 @@ void register_serve(CLI::App& app) {
     auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
     add_model_options(cmd, o->model);
     server::ServerOptions& so = o->server;
-    cmd->add_option("--host", so.host, "the address to listen on (127.0.0.1: this machine only)")->capture_default_str();
+    cmd->add_option("--host", so.host, "the address to listen on (127.0.0.1: this machine only)")
+        ->capture_default_str();
     cmd->add_option("--port", so.port, "the port to listen on; 0 = any free port")
         ->capture_default_str()
         ->transform(integer_in(0, 65535));

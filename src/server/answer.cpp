@@ -25,22 +25,24 @@ struct Progress {
 enum class Pumped { done, failed, gone, later };
 
 // Feeds updates to the reply until every choice has ended, one has failed, or `until`. `write` takes what a streamed
-// update makes (null: not streaming); `idle` is asked after every second without an update. Either returning false
-// means the client has gone: the task is cancelled.
+// update makes (null: not streaming); `idle` is asked once a second, whether updates come or not. Either returning
+// false means the client has gone: the task is cancelled.
 Pumped pump(Progress& p, Clock::time_point until, const std::function<bool(const std::vector<json>&)>& write,
             const std::function<bool()>& idle) {
     const int choices = p.task->job().choices();
+    Clock::time_point checked = Clock::now();
     while (p.ended < choices) {
         const Clock::time_point now = Clock::now();
         if (now >= until) return Pumped::later;
-        std::optional<Update> u = p.task->next(std::min<Clock::duration>(1s, until - now));
-        if (!u) {
-            if (idle && !idle()) {
+        if (idle && now - checked >= 1s) {
+            checked = now;
+            if (!idle()) {
                 p.task->cancel();
                 return Pumped::gone;
             }
-            continue;
         }
+        std::optional<Update> u = p.task->next(std::min<Clock::duration>(1s, until - now));
+        if (!u) continue;
         if (!u->error.empty()) {
             p.error = u->error;
             return Pumped::failed;

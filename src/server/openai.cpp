@@ -54,7 +54,8 @@ json chat_logprobs(const std::vector<TokenLogprob>& tokens, const tokenizer::Tok
             const std::string p = tok.token_text(id);
             top.push_back({{"token", p}, {"logprob", lp}, {"bytes", bytes_of(p)}});
         }
-        content.push_back({{"token", piece}, {"logprob", t.logprob}, {"bytes", bytes_of(piece)}, {"top_logprobs", top}});
+        content.push_back(
+            {{"token", piece}, {"logprob", t.logprob}, {"bytes", bytes_of(piece)}, {"top_logprobs", top}});
     }
     return {{"content", content}};
 }

@@ -1,5 +1,6 @@
 #include "server/request.h"
 
+#include <cmath>
 #include <random>
 
 namespace zinc::server {
@@ -34,17 +35,29 @@ double number(const json& body, const char* key, double lo, double hi, double fa
 int64_t integer(const json& body, const char* key, int64_t lo, int64_t hi, int64_t fallback) {
     if (!has(body, key)) return fallback;
     const json& v = body[key];
-    // 3.0 is an integer to JavaScript clients, which cannot write it otherwise.
-    const bool whole_float = v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()));
-    if (!v.is_number_integer() && !whole_float) throw BadRequest(std::string(key) + " must be an integer", key);
-    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
-        throw BadRequest(std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi),
-                         key);
-    const int64_t x = whole_float ? int64_t(v.get<double>()) : v.get<int64_t>();
-    if (x < lo || x > hi)
-        throw BadRequest(std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi),
-                         key);
+    const std::string range =
+        std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi);
+    int64_t x = 0;
+    if (v.is_number_unsigned()) {
+        if (v.get<uint64_t>() > uint64_t(INT64_MAX)) throw BadRequest(range, key);
+        x = int64_t(v.get<uint64_t>());
+    } else if (v.is_number_integer()) {
+        x = v.get<int64_t>();
+    } else if (v.is_number_float()) {
+        // 3.0 is an integer to JavaScript clients, which cannot always write it otherwise.
+        const double d = v.get<double>();
+        if (d != std::floor(d)) throw BadRequest(std::string(key) + " must be an integer", key);
+        if (!(std::fabs(d) < 9e18)) throw BadRequest(range, key);  // beyond any int64_t (and the cast)
+        x = int64_t(d);
+    } else {
+        throw BadRequest(std::string(key) + " must be an integer", key);
+    }
+    if (x < lo || x > hi) throw BadRequest(range, key);
     return x;
+}
+
+std::string text(const json& body, const char* key) {
+    return body.is_object() && body.contains(key) && body[key].is_string() ? body[key].get<std::string>() : "";
 }
 
 bool boolean(const json& body, const char* key, bool fallback) {

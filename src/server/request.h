@@ -32,6 +32,8 @@ json parse_object(const std::string& body);
 double number(const json& body, const char* key, double lo, double hi, double fallback);
 int64_t integer(const json& body, const char* key, int64_t lo, int64_t hi, int64_t fallback);
 bool boolean(const json& body, const char* key, bool fallback);
+// A field's text, or "" when the value has none there (not an object, no such field, not a string).
+std::string text(const json& body, const char* key);
 
 // "stop": a string or a list of up to `max` non-empty strings; none when absent.
 std::vector<std::string> stop_strings(const json& body, size_t max = 16);

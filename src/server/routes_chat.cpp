@@ -18,19 +18,19 @@ namespace {
 // none only for an assistant's message (one that calls tools).
 std::string content_of(const json& m) {
     if (!m.contains("content") || m["content"].is_null()) {
-        if (m.value("role", "") == "assistant") return {};
+        if (text(m, "role") == "assistant") return {};
         throw BadRequest("every message but an assistant's needs content", "messages");
     }
     const json& c = m["content"];
     if (c.is_string()) return c.get<std::string>();
     if (!c.is_array()) throw BadRequest("a message's content must be a string or a list of parts", "messages");
-    std::string text;
+    std::string joined;
     for (const auto& part : c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+        if (text(part, "type") != "text" || !part.contains("text") || !part["text"].is_string())
             throw BadRequest("only text parts ({\"type\": \"text\", \"text\": ...}) are served", "messages");
-        text += part["text"].get<std::string>();
+        joined += part["text"].get<std::string>();
     }
-    return text;
+    return joined;
 }
 
 std::vector<tokenizer::ChatMessage> messages_of(const json& body) {
@@ -41,7 +41,7 @@ std::vector<tokenizer::ChatMessage> messages_of(const json& body) {
         if (!m.is_object()) throw BadRequest("every message must be an object", "messages");
         json normal = m;
         normal["content"] = content_of(m);
-        if (normal.value("role", "") == "developer") normal["role"] = "system";  // OpenAI's newer name for it
+        if (text(normal, "role") == "developer") normal["role"] = "system";  // OpenAI's newer name for it
         try {
             messages.push_back(chat::message_of(normal));
         } catch (const std::runtime_error& e) {
@@ -146,8 +146,12 @@ public:
                                {"logprobs", logprobs_ ? chat_logprobs(c.logprobs, api_.tokenizer()) : json(nullptr)},
                                {"finish_reason", c.finish}});
         }
-        return {{"id", id_},         {"object", "chat.completion"}, {"created", created_},
-                {"model", api_.name}, {"choices", choices},          {"usage", usage(prompt_tokens_, completion_tokens_)}};
+        return {{"id", id_},
+                {"object", "chat.completion"},
+                {"created", created_},
+                {"model", api_.name},
+                {"choices", choices},
+                {"usage", usage(prompt_tokens_, completion_tokens_)}};
     }
 
     json usage_event() override {
@@ -175,12 +179,13 @@ private:
     }
 
     json chunk(int choice, const json& delta, const json& finish, const json& logprobs) const {
-        return {{"id", id_},
-                {"object", "chat.completion.chunk"},
-                {"created", created_},
-                {"model", api_.name},
-                {"choices",
-                 json::array({{{"index", choice}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish}}})}};
+        return {
+            {"id", id_},
+            {"object", "chat.completion.chunk"},
+            {"created", created_},
+            {"model", api_.name},
+            {"choices",
+             json::array({{{"index", choice}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish}}})}};
     }
 
     const Api& api_;
@@ -205,7 +210,7 @@ void chat_routes(httplib::Server& http, Api& api) {
             job.prompts.push_back(tok.encode(c.prompt.text, c.prompt.add_bos, true));
             check_prompt_length(job.prompts[0].size(), api.n_ctx(), "messages");
             if (body.contains("response_format") && !body["response_format"].is_null() &&
-                !(body["response_format"].is_object() && body["response_format"].value("type", "") == "text"))
+                text(body["response_format"], "type") != "text")
                 throw BadRequest("only the text response format is served", "response_format");
             job.n = int(integer(body, "n", 1, api.opt.limits.max_n, 1));
             job.max_tokens = max_tokens(body, api.opt.limits);

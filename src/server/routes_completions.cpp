@@ -63,7 +63,6 @@ public:
                 c.logprobs = completion_logprobs({}, api.tokenizer(), c.offset);
                 choices_.push_back(std::move(c));
             }
-        prompt_tokens_ = 0;
         for (const Prompt& p : prompts) prompt_tokens_ += int(p.ids.size());
     }
 
@@ -99,8 +98,12 @@ public:
                                {"text", choices_[i].text},
                                {"logprobs", logprobs_ ? choices_[i].logprobs : json(nullptr)},
                                {"finish_reason", choices_[i].finish}});
-        return {{"id", id_},         {"object", "text_completion"}, {"created", created_},
-                {"model", api_.name}, {"choices", choices},          {"usage", usage(prompt_tokens_, completion_tokens_)}};
+        return {{"id", id_},
+                {"object", "text_completion"},
+                {"created", created_},
+                {"model", api_.name},
+                {"choices", choices},
+                {"usage", usage(prompt_tokens_, completion_tokens_)}};
     }
 
     json usage_event() override {
@@ -119,12 +122,13 @@ private:
     };
 
     json chunk(int choice, const std::string& text, const json& logprobs, const json& finish) const {
-        return {{"id", id_},
-                {"object", "text_completion"},
-                {"created", created_},
-                {"model", api_.name},
-                {"choices",
-                 json::array({{{"index", choice}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}}})}};
+        return {
+            {"id", id_},
+            {"object", "text_completion"},
+            {"created", created_},
+            {"model", api_.name},
+            {"choices",
+             json::array({{{"index", choice}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}}})}};
     }
 
     const Api& api_;

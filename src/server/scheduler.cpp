@@ -125,12 +125,23 @@ void Scheduler::work() {
 }
 
 void Scheduler::run(Task& task) {
+    bool timed_out = false;
     for (int c = 0; c < task.job().choices(); ++c)
-        if (!run_choice(task, c)) return;
+        if (!run_choice(task, c, timed_out)) return;
+    if (timed_out) metrics_.cancelled("timeout");
 }
 
-bool Scheduler::run_choice(Task& task, int choice) {
+bool Scheduler::run_choice(Task& task, int choice, bool& timed_out) {
     const Job& job = task.job();
+    if (timed_out) {  // the request's time is up: the choices after the one it ended in get nothing
+        Update u;
+        u.choice = choice;
+        u.final = true;
+        u.finish_reason = "length";
+        u.prompt_tokens = int(job.prompts[size_t(choice / job.n)].size());
+        task.put(std::move(u));
+        return true;
+    }
     const std::vector<int32_t>& prompt = job.prompts[size_t(choice / job.n)];
     chat::ChatStream stream(job.format, job.parser, job.stops);
     engine::SamplerParams sp = job.sampling;
@@ -144,7 +155,6 @@ bool Scheduler::run_choice(Task& task, int choice) {
 
     Update pending;
     pending.choice = choice;
-    bool timed_out = false;
     engine::GenerateResult r;
     try {
         r = session_.generate(prompt, go, sampler, [&](int32_t id, const std::string& piece) {
@@ -169,7 +179,6 @@ bool Scheduler::run_choice(Task& task, int choice) {
         task.end("the request was cancelled");
         return false;
     }
-    if (timed_out) metrics_.cancelled("timeout");
     pending.final = true;
     const bool length = timed_out || r.stop == engine::GenerateResult::Stop::MaxTokens ||
                         r.stop == engine::GenerateResult::Stop::ContextFull;

@@ -105,8 +105,9 @@ public:
 private:
     void work();
     void run(Task& task);
-    // One choice of a task; false when the task has ended (cancelled, failed).
-    bool run_choice(Task& task, int choice);
+    // One choice of a task; false when the task has ended (cancelled, failed). `timed_out`: the job's deadline has
+    // passed (set here when it passes).
+    bool run_choice(Task& task, int choice, bool& timed_out);
 
     engine::Session& session_;
     Metrics& metrics_;

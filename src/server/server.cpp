@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -53,12 +54,16 @@ Server::Server(ServerOptions options) : api_(std::make_unique<Api>()), http_(std
     http_->set_write_timeout(o.io_timeout_seconds, 0);
     http_->set_keep_alive_timeout(std::min(o.io_timeout_seconds, 5));
     http_->set_tcp_nodelay(true);  // a streamed token goes out when it is written, not with the next one
-    // Accepted sockets take the listening socket's send buffer: a bounded one makes a client that stops reading
-    // block the writes soon (and the write timeout end its generation) rather than after megabytes of tokens.
-    http_->set_socket_options([](socket_t sock) {
+    // Accepted sockets take the listening socket's options. A bounded send buffer makes a client that stops reading
+    // block the writes soon, rather than after megabytes of tokens; the send timeout ends a write that blocks (httplib
+    // waits for room to write, then writes all of it), so that its generation ends.
+    const int io_timeout = o.io_timeout_seconds;
+    http_->set_socket_options([io_timeout](socket_t sock) {
         int yes = 1, send_buffer = 64 << 10;
+        timeval send_timeout{io_timeout, 0};
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
         setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
+        setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
     });
     guard();
     // Statuses that no route wrote a body for (an unknown path, a body over the limit, broken HTTP) get OpenAI's.

@@ -70,6 +70,14 @@ json chat_body(const std::string& text, int max_tokens) {
             {"temperature", 0}};
 }
 
+// A request that keeps the model busy for seconds: the fixture's greedy reply to it runs about a thousand tokens
+// before its end of turn, and there are eight of them.
+json long_body() {
+    json body = chat_body("Write a long story", 4000);
+    body["n"] = 8;
+    return body;
+}
+
 std::string post(const std::string& path, const std::string& body) {
     return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
@@ -144,16 +152,21 @@ TEST(ServeHostile, WrongTypesOnEveryEndpoint) {
     const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
         {"/v1/chat/completions", R"({"messages": "hello"})", "messages"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": 5}]})", "messages"},
-        {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
-         "messages"},
+        {"/v1/chat/completions", R"({"messages": [{"role": 5, "content": "x"}]})", "messages"},
+        {"/v1/chat/completions", R"({"messages": [{"role": "user"}]})", "messages"},
+        {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})", "messages"},
+        {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "response_format": "text"})",
+         "response_format"},
+        {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 1e300})", "n"},
+        {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 1.5})", "n"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_p": "high"})", "top_p"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})",
          "top_logprobs"},
-        {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 99})",
-         "top_logprobs"},
+        {"/v1/chat/completions",
+         R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 99})", "top_logprobs"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "seed": "abc"})", "seed"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a", ""]})", "stop"},
         {"/v1/chat/completions",
@@ -237,7 +250,7 @@ TEST(ServeHostile, ClientThatNeverReads) {
     const double before = metric(srv, "zinc_generated_tokens_total");
     {
         Raw idle(srv.port(), 4096);
-        json body = chat_body("Write forever", 4000);
+        json body = long_body();
         body["stream"] = true;
         body["logprobs"] = true;
         body["top_logprobs"] = 20;  // large events, so that the buffers fill in few tokens
@@ -253,18 +266,40 @@ TEST(ServeHostile, ClientThatNeverReads) {
     expect_serving(srv);
 }
 
-// --timeout ends a generation that runs too long: its reply so far, with finish_reason "length".
+// A client that gives up waiting for a whole (unstreamed) answer ends its generation too: after two seconds the
+// answer's connection watches the client.
+TEST(ServeHostile, ClientThatGivesUpOnAWholeAnswer) {
+    ServeProcess srv({"-c", "4096", "-n", "4000"});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    const double before = metric(srv, "zinc_generated_tokens_total");
+    {
+        Raw impatient(srv.port());
+        ASSERT_TRUE(impatient.send(post("/v1/chat/completions", long_body().dump())));
+        const std::string got = impatient.read_all(3);  // then it hangs up
+        EXPECT_EQ(got.find("finish_reason"), std::string::npos) << "the answer came before the client gave up";
+    }
+    const auto until = Clock::now() + std::chrono::seconds(20);
+    while (Clock::now() < until && metric(srv, "zinc_cancelled_total{reason=\"client_gone\"}") < 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(metric(srv, "zinc_cancelled_total{reason=\"client_gone\"}"), 1) << srv.log();
+    EXPECT_LT(metric(srv, "zinc_generated_tokens_total") - before, 4000);
+    expect_serving(srv);
+}
+
+// --timeout ends a request that runs too long: the choice it ends in keeps its text so far, it and the choices after it
+// end with finish_reason "length".
 TEST(ServeHostile, RequestTimeLimit) {
     ServeProcess srv({"--timeout", "1", "-n", "4000"});
     ASSERT_GT(srv.port(), 0) << srv.log();
     auto c = srv.client();
     const auto t0 = Clock::now();
-    auto r = c.Post("/v1/chat/completions", chat_body("Write a long story", 4000).dump(), "application/json");
+    auto r = c.Post("/v1/chat/completions", long_body().dump(), "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << r->body;
     const json j = json::parse(r->body);
-    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
-    EXPECT_LT(j["usage"]["completion_tokens"].get<int>(), 4000);
+    ASSERT_EQ(j["choices"].size(), 8u);
+    EXPECT_EQ(j["choices"][7]["finish_reason"], "length");
+    EXPECT_LT(j["usage"]["completion_tokens"].get<int>(), 4000);  // of some 9000 without the limit
     EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
     EXPECT_EQ(metric(srv, "zinc_cancelled_total{reason=\"timeout\"}"), 1);
 }
@@ -273,9 +308,11 @@ TEST(ServeHostile, RequestTimeLimit) {
 TEST(ServeHostile, FullQueue) {
     ServeProcess srv({"--max-queue", "1", "-c", "4096"});
     ASSERT_GT(srv.port(), 0) << srv.log();
+    json body = long_body();
+    body["n"] = 3;  // seconds, not tens of seconds
     auto long_request = [&] {
         auto c = srv.client();
-        return c.Post("/v1/chat/completions", chat_body("Write a long story", 1500).dump(), "application/json");
+        return c.Post("/v1/chat/completions", body.dump(), "application/json");
     };
     std::thread running([&] { long_request(); });
     while (metric(srv, "zinc_requests_in_flight") < 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -52,7 +52,8 @@ TEST(ServeFormat, StreamedDeltasJoinIntoTheMessage) {
         for (const chat::Event& e : events) {
             const json d = server::chat_delta(e, 3, 0);
             if (d.is_null()) continue;
-            if (d.contains("content")) joined["content"] = joined["content"].get<std::string>() + d["content"].get<std::string>();
+            if (d.contains("content"))
+                joined["content"] = joined["content"].get<std::string>() + d["content"].get<std::string>();
             if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
             for (const json& tc : d.value("tool_calls", json::array())) {
                 const size_t i = tc["index"].get<size_t>();
@@ -89,7 +90,8 @@ TEST(ServeFormat, MalformedToolCallStaysInTheContent) {
 }
 
 TEST(ServeFormat, LogprobsInBothForms) {
-    const auto tok = zinc::tokenizer::Tokenizer::from_gguf(zinc::gguf::File(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf"));
+    const auto tok =
+        zinc::tokenizer::Tokenizer::from_gguf(zinc::gguf::File(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf"));
     const std::vector<int32_t> ids = tok.encode("Hello wörld", false, false);
     std::vector<server::TokenLogprob> lps;
     for (int32_t id : ids) lps.push_back({id, -0.5f, {{id, -0.5f}, {ids[0] == id ? ids.back() : ids[0], -1.5f}}});
