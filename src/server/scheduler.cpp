@@ -128,7 +128,6 @@ void Scheduler::run(Task& task) {
     bool timed_out = false;
     for (int c = 0; c < task.job().choices(); ++c)
         if (!run_choice(task, c, timed_out)) return;
-    if (timed_out) metrics_.cancelled("timeout");
 }
 
 bool Scheduler::run_choice(Task& task, int choice, bool& timed_out) {
@@ -179,6 +178,7 @@ bool Scheduler::run_choice(Task& task, int choice, bool& timed_out) {
         task.end("the request was cancelled");
         return false;
     }
+    if (timed_out) metrics_.cancelled("timeout");  // counted before the client can see the answer
     pending.final = true;
     const bool length = timed_out || r.stop == engine::GenerateResult::Stop::MaxTokens ||
                         r.stop == engine::GenerateResult::Stop::ContextFull;

@@ -104,12 +104,13 @@ test('markdown and code in a reply are rendered, and nothing in it becomes marku
                              tool_calls: [{ id: 'c', type: 'function',
                                             function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
                              stats: { tokens: 20, tps: 31.5, ttft: 120, finish: 'tool_calls' } });
-    return { open: el.querySelector('details.thinking').open, thinking: el.querySelector('.thinking .text').textContent,
-             call: el.querySelector('.tool-call .name').textContent, args: el.querySelector('.tool-call pre').textContent,
-             stats: el.querySelector('.stats').textContent };
+    const text = selector => el.querySelector(selector).textContent;
+    return { open: el.querySelector('details.thinking').open, thinking: text('.thinking .text'),
+             call: text('.tool-call .name'), args: text('.tool-call pre'), stats: text('.stats') };
   });
   assert.deepEqual(drawn, { open: false, thinking: 'Paris is in France.', call: 'Tool call: get_weather',
-                            args: '{\n  "city": "Paris"\n}', stats: '20 tokens · 31.5 tok/s · first token 120 ms · tool calls' });
+                            args: '{\n  "city": "Paris"\n}',
+                            stats: '20 tokens · 31.5 tok/s · first token 120 ms · tool calls' });
   await page.close();
 });
 

@@ -32,7 +32,7 @@ async function answer(c, r) {
   return text;
 }
 
-test(`${CLIENTS} concurrent clients x ${REQUESTS} requests: every answer is its own, memory stays bounded`, async () => {
+test(`${CLIENTS} clients x ${REQUESTS} requests at once: every answer is its own, memory stays bounded`, async () => {
   // Each answer alone first: what the concurrent run must give back.
   const alone = [];
   for (let c = 0; c < CLIENTS; c++) {

@@ -84,15 +84,16 @@ test('completions: a string or token ids, whole and streamed, echo', async () =>
 
 test('stop sequences end the reply where they begin and are never in it', async () => {
   const prompt = 'Count with me:';
-  const full = (await client.completions.create({ model: 'any', prompt, max_tokens: 24, temperature: 0 })).choices[0].text;
+  const ask = extra => client.completions.create({ model: 'any', prompt, max_tokens: 24, temperature: 0, ...extra });
+  const full = (await ask({})).choices[0].text;
   assert.ok(full.length >= 8, 'the fixture writes enough to cut: ' + JSON.stringify(full));
   const stop = full.slice(4, 7);
   const want = full.slice(0, full.indexOf(stop));
-  const cut = await client.completions.create({ model: 'any', prompt, max_tokens: 24, temperature: 0, stop: [stop] });
+  const cut = await ask({ stop: [stop] });
   assert.equal(cut.choices[0].text, want);
   assert.equal(cut.choices[0].finish_reason, 'stop');
 
-  const stream = await client.completions.create({ model: 'any', prompt, max_tokens: 24, temperature: 0, stop, stream: true });
+  const stream = await ask({ stop, stream: true });
   let streamed = '';
   for await (const chunk of stream) for (const c of chunk.choices) streamed += c.text;
   assert.equal(streamed, want);
@@ -101,7 +102,8 @@ test('stop sequences end the reply where they begin and are never in it', async 
     .choices[0].message.content;
   if (chatFull.length >= 6) {
     const s = chatFull.slice(3, 6);
-    const chatCut = await client.chat.completions.create({ messages: user('Count'), max_tokens: 16, temperature: 0, stop: s });
+    const chatCut = await client.chat.completions.create({ messages: user('Count'), max_tokens: 16, temperature: 0,
+                                                           stop: s });
     assert.equal(chatCut.choices[0].message.content, chatFull.slice(0, chatFull.indexOf(s)));
     assert.equal(chatCut.choices[0].finish_reason, 'stop');
   }
@@ -159,23 +161,26 @@ test('logprobs: chat content[] with top_logprobs, the legacy form of completions
   const none = await client.chat.completions.create({ messages: user('Hi'), max_tokens: 2, temperature: 0 });
   assert.equal(none.choices[0].logprobs, null);
 
-  const c = await client.completions.create({ model: 'any', prompt: 'Once upon', max_tokens: 4, temperature: 0, logprobs: 2 });
+  const c = await client.completions.create({ model: 'any', prompt: 'Once upon', max_tokens: 4, temperature: 0,
+                                              logprobs: 2 });
   const lp = c.choices[0].logprobs;
   assert.equal(lp.tokens.length, 4);
   assert.equal(lp.token_logprobs.length, 4);
   assert.equal(lp.top_logprobs.length, 4);
   assert.equal(lp.tokens.join(''), c.choices[0].text);
   assert.equal(lp.text_offset[0], 0);
-  for (let i = 1; i < 4; i++) assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + Buffer.byteLength(lp.tokens[i - 1]));
+  for (let i = 1; i < 4; i++)
+    assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + Buffer.byteLength(lp.tokens[i - 1]));
   for (let i = 0; i < 4; i++) {
     assert.equal(Object.keys(lp.top_logprobs[i]).length, 2);
     assert.equal(Math.max(...Object.values(lp.top_logprobs[i])), lp.token_logprobs[i]);
   }
 });
 
-test('tools: offered through the chat template, narrowed by tool_choice, calls and results in the conversation', async () => {
+test('tools: offered through the chat template, narrowed by tool_choice, calls and results given back', async () => {
+  const city = { type: 'object', properties: { city: { type: 'string' } } };
   const tools = [{ type: 'function', function: { name: 'get_weather', description: 'The weather in a city',
-                                                 parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+                                                 parameters: city } },
                  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } }];
   const plain = await postJson(server.url, '/apply-template', { messages: user('Weather in Paris?') });
   assert.equal(plain.status, 200);
@@ -187,19 +192,21 @@ test('tools: offered through the chat template, narrowed by tool_choice, calls a
   const named = await postJson(server.url, '/apply-template', {
     messages: user('Weather?'), tools, tool_choice: { type: 'function', function: { name: 'get_time' } } });
   assert.ok(named.json.prompt.includes('"get_time"') && !named.json.prompt.includes('"get_weather"'));
-  const none = await postJson(server.url, '/apply-template', { messages: user('Weather?'), tools, tool_choice: 'none' });
+  const none = await postJson(server.url, '/apply-template',
+                              { messages: user('Weather?'), tools, tool_choice: 'none' });
   assert.ok(!none.json.prompt.includes('<tools>'));
 
   // A call the model made and its result, given back: the template renders both.
   const conversation = [
     ...user('Weather in Paris?'),
-    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function',
-                                                      function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+    { role: 'assistant', content: null, tool_calls: [
+      { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
     { role: 'tool', tool_call_id: 'call_1', content: '18 degrees, sunny' },
   ];
   const round = await postJson(server.url, '/apply-template', { messages: conversation, tools });
   assert.equal(round.status, 200, round.text);
-  assert.ok(round.json.prompt.includes('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}'), round.json.prompt);
+  assert.ok(round.json.prompt.includes('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}'),
+            round.json.prompt);
   assert.ok(round.json.prompt.includes('<tool_response>\n18 degrees, sunny\n</tool_response>'));
 
   const r = await client.chat.completions.create({ messages: conversation, tools, max_tokens: 4, temperature: 0 });

@@ -49,5 +49,6 @@ for (let run = 1; run <= Number(o.runs); run++) {
   // The first token is the end of the wait; the speed counts the tokens after it over the time after it.
   const tps = tokens > 1 && last > first ? (tokens - 1) / ((last - first) / 1000) : 0;
   console.log(`run ${run}: prompt ${usage?.prompt_tokens} tokens, time to first token ${(first - t0).toFixed(1)} ms, ` +
-              `${tokens} tokens at ${tps.toFixed(1)} tok/s, ${chars} characters, ${((end - t0) / 1000).toFixed(2)} s in all`);
+              `${tokens} tokens at ${tps.toFixed(1)} tok/s, ${chars} characters, ` +
+              `${((end - t0) / 1000).toFixed(2)} s in all`);
 }

@@ -41,6 +41,7 @@ function renderMarkdown(src) {
   let i = 0;
   const isBlank = l => /^\s*$/.test(l);
   const listItem = /^(\s*)([-*+]|\d+[.)])\s+(.*)$/;
+  const tableRule = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
   while (i < lines.length) {
     const line = lines[i];
     let m;
@@ -62,9 +63,9 @@ function renderMarkdown(src) {
       const quoted = [];
       for (; i < lines.length && /^\s*>/.test(lines[i]); i++) quoted.push(lines[i].replace(/^\s*> ?/, ''));
       out.push('<blockquote>' + renderMarkdown(quoted.join('\n')) + '</blockquote>');
-    } else if (line.includes('|') && i + 1 < lines.length && /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/.test(lines[i + 1])) {
-      const head = splitRow(line);
-      let html = '<table><thead><tr>' + head.map(c => '<th>' + renderInline(c) + '</th>').join('') + '</tr></thead><tbody>';
+    } else if (line.includes('|') && i + 1 < lines.length && tableRule.test(lines[i + 1])) {
+      const head = splitRow(line).map(c => '<th>' + renderInline(c) + '</th>').join('');
+      let html = '<table><thead><tr>' + head + '</tr></thead><tbody>';
       for (i += 2; i < lines.length && lines[i].includes('|') && !isBlank(lines[i]); i++)
         html += '<tr>' + splitRow(lines[i]).map(c => '<td>' + renderInline(c) + '</td>').join('') + '</tr>';
       out.push(html + '</tbody></table>');
@@ -121,14 +122,14 @@ const KEYWORDS = {
       'is lambda nonlocal not or pass raise return try while with yield True False None self',
   rust: 'as break const continue crate else enum extern false fn for if impl in let loop match mod move mut pub ref ' +
         'return self Self static struct super trait true type unsafe use where while async await dyn',
-  go: 'break case chan const continue default defer else fallthrough for func go goto if import interface map package ' +
-      'range return select struct switch type var true false nil',
+  go: 'break case chan const continue default defer else fallthrough for func go goto if import interface map ' +
+      'package range return select struct switch type var true false nil',
   java: 'abstract boolean break byte case catch char class const continue default do double else enum extends final ' +
         'finally float for if implements import instanceof int interface long new package private protected public ' +
         'return short static super switch this throw throws try void volatile while true false null var',
   sh: 'if then else elif fi for while until do done case esac function in return local export echo set unset cd',
-  sql: 'select from where insert into values update set delete create table drop alter join left right inner outer on ' +
-       'group by order having limit and or not null as distinct union primary key',
+  sql: 'select from where insert into values update set delete create table drop alter join left right inner outer ' +
+       'on group by order having limit and or not null as distinct union primary key',
 };
 const ALIASES = {
   cpp: 'c', 'c++': 'c', cc: 'c', h: 'c', hpp: 'c', cxx: 'c', cuda: 'c', cu: 'c', javascript: 'js', ts: 'js',
@@ -146,7 +147,8 @@ function highlight(code, lang) {
     hashComments ? '#[^\\n]*' : '\\/\\/[^\\n]*|\\/\\*[\\s\\S]*?(?:\\*\\/|$)',
     family === 'sql' ? '--[^\\n]*' : null,
     family === 'py' ? '"""[\\s\\S]*?(?:"""|$)|\'\'\'[\\s\\S]*?(?:\'\'\'|$)' : null,
-    '"(?:\\\\.|[^"\\\\\\n])*"?|\'(?:\\\\.|[^\'\\\\\\n])*\'?' + (family === 'js' || family === 'go' ? '|`(?:\\\\.|[^`\\\\])*`?' : ''),
+    '"(?:\\\\.|[^"\\\\\\n])*"?|\'(?:\\\\.|[^\'\\\\\\n])*\'?' +
+      (family === 'js' || family === 'go' ? '|`(?:\\\\.|[^`\\\\])*`?' : ''),
     '\\b(?:0[xX][0-9a-fA-F_]+|\\d[\\d_]*(?:\\.\\d+)?(?:[eE][+-]?\\d+)?)[a-zA-Z]*\\b',
     '[A-Za-z_$][\\w$]*',
   ].filter(Boolean);
@@ -195,7 +197,8 @@ function setStatus(text) { $('status').textContent = text; }
 function current() {
   let c = conversations.find(c => c.id === currentId);
   if (!c) {
-    c = { id: Date.now().toString(36) + Math.random().toString(36).slice(2, 6), title: 'New conversation', messages: [] };
+    const id = Date.now().toString(36) + Math.random().toString(36).slice(2, 6);
+    c = { id, title: 'New conversation', messages: [] };
     conversations.unshift(c);
     currentId = c.id;
   }
@@ -406,8 +409,9 @@ async function send(text) {
       if (d.reasoning_content) reply.reasoning += d.reasoning_content;
       if (d.content) reply.content += d.content;
       for (const tc of d.tool_calls || []) {
-        const slot = reply.tool_calls[tc.index] ||
-                     (reply.tool_calls[tc.index] = { id: tc.id, type: 'function', function: { name: '', arguments: '' } });
+        if (!reply.tool_calls[tc.index])
+          reply.tool_calls[tc.index] = { id: tc.id, type: 'function', function: { name: '', arguments: '' } };
+        const slot = reply.tool_calls[tc.index];
         if (tc.id) slot.id = tc.id;
         if (tc.function && tc.function.name) slot.function.name += tc.function.name;
         if (tc.function && tc.function.arguments) slot.function.arguments += tc.function.arguments;
