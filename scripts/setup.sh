@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and the tests need. Idempotent; run as root on Debian 12.
+# Installs the Debian packages the build and the tests need, then the npm packages of the server's tests
+# (tests/server/package-lock.json, into tests/server/node_modules). Idempotent; run as root on Debian 12.
 # Without root it only reports what is missing, so a user with a ready machine can still build.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config xz-utils
@@ -10,7 +12,12 @@ packages=(
   python3 python3-numpy               # test tools that read .npy fixtures
   libedit-dev                         # line editing and history in zinc chat
   libcpp-httplib-dev                  # the HTTP server of zinc serve
+  chromium chromium-driver            # the chat page's browser test (tests/server/browser.test.mjs)
 )
+# Node.js and npm run the server's client tests. A machine that has them already (from Debian or elsewhere) keeps
+# them: Debian's npm package would not install beside another Node.js.
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,16 +26,23 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all build packages are installed"
-  exit 0
-fi
-
-if [ "$(id -u)" -ne 0 ]; then
+elif [ "$(id -u)" -ne 0 ]; then
   echo "setup: missing packages: ${missing[*]}" >&2
   echo "setup: run this script as root (or install them) and try again" >&2
   exit 1
+else
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The npm packages of the server's tests, exactly as the lock file has them; again only when the lock file has changed
+# since they were installed (a copy of it is kept beside them).
+tests=tests/server
+if cmp -s "$tests/package-lock.json" "$tests/node_modules/.installed-lock.json" 2>/dev/null; then
+  echo "setup: the server tests' npm packages are installed"
+else
+  echo "setup: installing the server tests' npm packages (npm ci in $tests)"
+  (cd "$tests" && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.installed-lock.json)
+fi

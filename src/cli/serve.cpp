@@ -1,6 +1,7 @@
 // `zinc serve -m M.gguf`: the OpenAI-compatible HTTP API of src/server/. The address is bound first and the model
 // loaded after, so /health answers 503 while it loads; the address it listens on goes to standard error.
 #include <atomic>
+#include <climits>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -11,37 +12,28 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#ifdef ZINC_HAVE_SERVER
-#include "server/server.h"
-#endif
+#include "server/server.h"  // the options only; the server itself is built where cpp-httplib is
 
 namespace zinc::cli {
 namespace {
 
 struct Options {
     ModelFlags model;
-    std::string host = "127.0.0.1", api_key, alias;
-    int port = 8080, max_queue = 16;
+    server::ServerOptions server;
+    std::string alias;
 };
 
 #ifdef ZINC_HAVE_SERVER
-server::Server* g_server = nullptr;
+// Set by SIGINT and SIGTERM; the main thread stops the server (nothing else is safe in a signal handler).
+std::atomic<bool> g_stop{false};
 
-void on_signal(int) {
-    if (g_server) g_server->stop();
-}
+void on_signal(int) { g_stop = true; }
 
 void run(const Options& o) {
-    server::ServerOptions so;
-    so.host = o.host;
-    so.port = o.port;
-    so.api_key = o.api_key;
-    so.max_queue = o.max_queue;
-    server::Server srv(so);
+    server::Server srv(o.server);
     const int port = srv.bind();
-    std::fprintf(stderr, "zinc: listening on http://%s:%d (loading %s)\n", o.host.c_str(), port,
+    std::fprintf(stderr, "zinc: listening on http://%s:%d (loading %s)\n", o.server.host.c_str(), port,
                  o.model.open.path.c_str());
-    g_server = &srv;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::atomic<bool> served{false};
@@ -49,6 +41,12 @@ void run(const Options& o) {
         srv.serve();
         served = true;
     });
+    // A stop before the server runs would be missed, and serve() would never return.
+    auto stop = [&] {
+        while (!served && !srv.running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        srv.stop();
+        http.join();
+    };
     try {
         engine::OpenedModel om = open_model(o.model);
         if (o.model.verbose) std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
@@ -57,15 +55,11 @@ void run(const Options& o) {
         srv.set_model(std::move(om), name);
         std::fprintf(stderr, "zinc: ready, serving %s\n", name.c_str());
     } catch (...) {
-        // A stop before the server runs would be missed, and serve() would never return.
-        while (!served && !srv.running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        srv.stop();
-        http.join();
-        g_server = nullptr;
+        stop();
         throw;
     }
-    http.join();
-    g_server = nullptr;
+    while (!g_stop && !served) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    stop();
 }
 #else
 void run(const Options&) {
@@ -79,15 +73,37 @@ void register_serve(CLI::App& app) {
     auto o = std::make_shared<Options>();
     auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
     add_model_options(cmd, o->model);
-    cmd->add_option("--host", o->host, "the address to listen on (127.0.0.1: this machine only)")->capture_default_str();
-    cmd->add_option("--port", o->port, "the port to listen on; 0 = any free port")
+    server::ServerOptions& so = o->server;
+    cmd->add_option("--host", so.host, "the address to listen on (127.0.0.1: this machine only)")
+        ->capture_default_str();
+    cmd->add_option("--port", so.port, "the port to listen on; 0 = any free port")
         ->capture_default_str()
         ->transform(integer_in(0, 65535));
-    cmd->add_option("--api-key", o->api_key, "require \"Authorization: Bearer KEY\" on /v1 requests");
+    cmd->add_option("--api-key", so.api_key, "require \"Authorization: Bearer KEY\" on every request but the page and "
+                                             "/health");
     cmd->add_option("--alias", o->alias, "the model's name in the API (default: the file's name)");
-    cmd->add_option("--max-queue", o->max_queue, "requests that may wait for the model; more get 503")
+    cmd->add_option("--max-queue", so.max_queue, "requests that may wait for the model; more get 503")
         ->capture_default_str()
-        ->transform(integer_in(1, 4096));
+        ->transform(integer_in(1, 1000));
+    cmd->add_option("-n,--max-tokens,--n-predict", so.limits.max_tokens,
+                    "the most tokens one reply may have, and what a request that names none gets; 0 = the context's "
+                    "size")
+        ->capture_default_str()
+        ->transform(integer_in(0, INT_MAX));
+    cmd->add_option("--timeout", so.timeout_seconds,
+                    "seconds a request may generate; then its reply ends (finish_reason \"length\")")
+        ->capture_default_str()
+        ->transform(integer_in(1, 86400));
+    cmd->add_option("--io-timeout", so.io_timeout_seconds,
+                    "seconds a client may send nothing, or take nothing of the reply, before it is dropped")
+        ->capture_default_str()
+        ->transform(integer_in(1, 3600));
+    cmd->add_option("--max-body", so.max_body_bytes, "the largest request body, in bytes")
+        ->capture_default_str()
+        ->transform(integer_in(1024, int64_t(1) << 32));
+    cmd->add_option("--cors-origin", so.cors_origins,
+                    "an origin (http://host:port) whose pages may call the API, \"*\" for any; may be repeated "
+                    "(default: only the server's own page)");
     cmd->callback([o] { run(*o); });
 }
 

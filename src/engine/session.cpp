@@ -74,9 +74,10 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
                                  const std::function<bool(int32_t, const std::string&)>& on_text) {
     GenerateResult r;
     // What comes back from the backend per token: the argmax alone for plain greedy decoding, the top-k candidates
-    // when the sampler needs no more, else the whole row of logits.
+    // when the sampler needs no more, else (also for on_logits) the whole row of logits.
     const int k = std::min(sampler.candidates_needed(), n_vocab());
-    const Pick pick = sampler.greedy()                             ? Pick::argmax
+    const Pick pick = opts.on_logits                               ? Pick::logits
+                      : sampler.greedy()                           ? Pick::argmax
                       : k > 0 && k <= backend::Backend::kMaxTopK ? Pick::top_k
                                                                   : Pick::logits;
     auto t0 = std::chrono::steady_clock::now();
@@ -93,6 +94,7 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
             r.stop = GenerateResult::Stop::MaxTokens;
             break;
         }
+        if (opts.on_logits) opts.on_logits(logits_);
         const int32_t t = pick == Pick::argmax  ? next
                           : pick == Pick::top_k ? sampler.sample_candidates(top_ids_, top_logits_)
                                                 : sampler.sample(logits_);

@@ -27,6 +27,10 @@ struct GenerateOptions {
     // (on_text gets them too; they do not count against max_tokens). The CLI closes a reasoning block this way when
     // its budget is spent.
     std::function<std::vector<int32_t>()> force = nullptr;
+    // Called with each step's logits (penalties not yet applied) just before the sampler picks from them, for a
+    // caller that reports the probabilities of the chosen token and its rivals (a server's logprobs). Setting it
+    // brings the whole row back from the backend every step.
+    std::function<void(std::span<const float> logits)> on_logits = nullptr;
 };
 
 struct GenerateResult {

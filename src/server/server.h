@@ -1,24 +1,26 @@
-// `zinc serve`: an OpenAI-compatible HTTP API over one opened model (cpp-httplib). Requests wait in a bounded queue
-// and are served one at a time, in arrival order, on the model's one session; a request becomes a Job that one
-// generate() call serves (server.cpp), the seam where batching several requests into one forward pass will come in.
+// `zinc serve`: an OpenAI-compatible HTTP API over one opened model, and a chat page, on cpp-httplib.
 //
+//   GET  /                      the chat page (page/, built into the binary)
 //   GET  /health                200 {"status": "ok"} once the model is loaded, 503 before
+//   GET  /metrics               Prometheus' text: requests, tokens, speeds, queue
 //   GET  /v1/models             the one model
 //   POST /v1/chat/completions   OpenAI's chat completions, streamed as server-sent events with "stream": true
+//   POST /v1/completions        OpenAI's (legacy) completions of a prompt
+//   POST /tokenize, /detokenize, /apply-template   as llama.cpp's server has them
 //
-// Errors are OpenAI's error bodies with the right 4xx code. With an API key, every /v1 request needs
-// "Authorization: Bearer KEY" (compared in constant time).
+// A request is checked and tokenized on its connection's thread and becomes a job for the scheduler
+// (scheduler.h), which runs jobs in arrival order on the model's one session. Errors are OpenAI's error bodies with
+// the right 4xx code. With an API key, every request but the page and /health needs "Authorization: Bearer KEY"
+// (compared in constant time). Pages of other origins may call the API only when --cors-origin allows them.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
-#include <cstdint>
-#include <functional>
+#include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine/open_model.h"
+#include "server/request.h"
 
 namespace httplib {
 class Server;
@@ -30,9 +32,16 @@ struct ServerOptions {
     std::string host = "127.0.0.1";  // only this machine unless told otherwise
     int port = 8080;                 // 0: any free port
     std::string api_key;             // empty: none needed
-    int max_queue = 16;              // requests waiting for the model at most; more get 503 and Retry-After
+    int max_queue = 16;              // requests that may wait for the model; more get 503 and Retry-After
     size_t max_body_bytes = size_t(8) << 20;
+    Limits limits;
+    int timeout_seconds = 600;    // a request's generation ends after this long (finish_reason "length")
+    int io_timeout_seconds = 10;  // a client that sends nothing, or takes nothing, for this long is dropped
+    // Origins (scheme://host:port) whose pages may call the API, "*" for any; none: only the server's own page.
+    std::vector<std::string> cors_origins;
 };
+
+struct Api;
 
 class Server {
 public:
@@ -43,23 +52,18 @@ public:
     int bind();
     // Serves until stop() (call bind() first). Requests to the model get 503 until set_model().
     void serve();
-    // Ends serve(). Once serve() has begun (running()): a stop before that would be missed.
+    // Ends the running generation and serve(). Once serve() has begun (running()): a stop before that would be
+    // missed.
     void stop();
     bool running() const;
     // The model the API serves, from now on; `name` is what /v1/models calls it.
     void set_model(engine::OpenedModel model, std::string name);
 
 private:
-    class Queue;
-    void routes();
+    void guard();  // the checks every request passes before its route: origin, API key, a loaded model
 
-    ServerOptions opt_;
-    std::unique_ptr<httplib::Server> http_;
-    std::unique_ptr<Queue> queue_;
-    std::atomic<bool> ready_{false};
-    engine::OpenedModel model_;
-    std::string name_;
-    std::atomic<uint64_t> next_id_{1};
+    std::unique_ptr<Api> api_;
+    std::unique_ptr<httplib::Server> http_;  // destroyed first: its threads use api_
 };
 
 }  // namespace zinc::server

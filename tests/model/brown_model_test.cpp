@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -211,3 +212,35 @@ TEST(BrownModel, ForcedTokensEnterTheContext) {
 }
 
 }  // namespace
+
+// GenerateOptions::on_logits sees the row each token is picked from: with greedy decoding every generated token is the
+// argmax of the row before it, and the tokens are those of a generation without it.
+TEST(BrownModel, OnLogitsSeesTheRowEachTokenIsPickedFrom) {
+    BrownFile f("F32");
+    zinc::engine::Session& s = f.session();
+    const std::vector<int32_t> prompt = s.tokenizer().encode("The jury said", true, false);
+    zinc::engine::SamplerParams sp;
+    sp.temperature = 0.0f;
+    zinc::engine::Sampler sampler(sp);
+    zinc::engine::GenerateOptions go;
+    go.max_tokens = 6;
+    std::vector<int32_t> argmaxes;
+    go.on_logits = [&](std::span<const float> row) {
+        EXPECT_EQ(int64_t(row.size()), s.n_vocab());
+        argmaxes.push_back(zinc::engine::argmax(row));
+    };
+    std::vector<int32_t> seen;
+    auto collect = [&](int32_t t, const std::string&) {
+        if (t >= 0) seen.push_back(t);
+        return true;
+    };
+    s.generate(prompt, go, sampler, collect);
+    ASSERT_EQ(seen.size(), 6u);
+    EXPECT_EQ(argmaxes, seen);
+    const std::vector<int32_t> with = seen;
+    seen.clear();
+    s.clear();
+    go.on_logits = nullptr;
+    s.generate(prompt, go, sampler, collect);
+    EXPECT_EQ(seen, with);
+}

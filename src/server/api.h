@@ -1,0 +1,69 @@
+// What the routes share (not part of the server's interface): the options, the model once loaded with its name and
+// scheduler, the metrics; and answer(), which writes a job's result however the client asked for it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/open_model.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+#include "server/server.h"
+
+namespace httplib {
+class Server;
+struct Response;
+}  // namespace httplib
+
+namespace zinc::server {
+
+using json = nlohmann::ordered_json;
+
+struct Api {
+    ServerOptions opt;
+    Metrics metrics;
+    std::atomic<bool> ready{false};  // the fields below are set
+    engine::OpenedModel model;
+    std::string name, architecture;
+    std::unique_ptr<Scheduler> scheduler;
+    std::atomic<uint64_t> next_request{1};
+
+    const tokenizer::Tokenizer& tokenizer() const { return model.session->tokenizer(); }
+    int n_ctx() const { return model.session->n_ctx(); }
+};
+
+// Writes an OpenAI error body with the status.
+void error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
+           const std::string& code = {});
+
+// How a route turns a task's updates into its answer; waiting, streaming and a client that leaves are answer()'s.
+class Reply {
+public:
+    virtual ~Reply() = default;
+    // The stream's first events, written before the model has said anything.
+    virtual std::vector<json> opening() = 0;
+    // Takes an update; when streaming, appends the events it makes to `chunks`.
+    virtual void add(const Update& u, std::vector<json>* chunks) = 0;
+    // The answer as one body, once every choice has ended.
+    virtual json whole() = 0;
+    // The stream's usage event (stream_options.include_usage), after every choice has ended.
+    virtual json usage_event() = 0;
+};
+
+// Queues the job and answers with what it makes: one JSON body, or server-sent events when `stream`. A full queue
+// gets 503 and Retry-After; a client that goes away cancels the job.
+void answer(Api& api, httplib::Response& res, Job job, std::shared_ptr<Reply> reply, bool stream, bool include_usage);
+
+// The routes, one file each.
+void info_routes(httplib::Server& http, Api& api);        // /health, /v1/models, /metrics
+void chat_routes(httplib::Server& http, Api& api);        // /v1/chat/completions, /apply-template
+void completion_routes(httplib::Server& http, Api& api);  // /v1/completions
+void token_routes(httplib::Server& http, Api& api);       // /tokenize, /detokenize
+void page_routes(httplib::Server& http);                  // the chat page at /
+
+}  // namespace zinc::server

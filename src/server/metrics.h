@@ -1,0 +1,35 @@
+// What GET /metrics reports, in Prometheus' text format: requests by endpoint and status, tokens read and written,
+// the time spent on them and the speed of the last generation, requests cancelled and why, and (from the scheduler)
+// how many requests wait and how many are being generated.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace zinc::server {
+
+class Metrics {
+public:
+    // A response was written. Endpoints the server does not have are counted as "other", so that no client can grow
+    // the table.
+    void request(const std::string& endpoint, int status);
+    // One choice was generated: prompt tokens evaluated (a reused prefix excluded) and tokens generated, with times.
+    void generation(int prompt_tokens, double prompt_seconds, int generated, double generate_seconds);
+    // A choice ended early: "client_gone" or "timeout".
+    void cancelled(const std::string& reason);
+
+    std::string text(int waiting, int running, bool ready) const;
+
+private:
+    mutable std::mutex mu_;
+    std::map<std::pair<std::string, int>, uint64_t> requests_;
+    std::map<std::string, uint64_t> cancelled_;
+    uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+    double prompt_seconds_ = 0, generate_seconds_ = 0;
+    double last_prompt_tps_ = 0, last_generate_tps_ = 0;
+};
+
+}  // namespace zinc::server

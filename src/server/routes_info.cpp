@@ -1,0 +1,36 @@
+// GET /health (503 while the model loads), GET /v1/models (the one model) and GET /metrics (Prometheus' text).
+#include <httplib.h>
+
+#include "server/api.h"
+#include "server/openai.h"
+
+namespace zinc::server {
+
+void info_routes(httplib::Server& http, Api& api) {
+    http.Get("/health", [&api](const httplib::Request&, httplib::Response& res) {
+        if (!api.ready) {
+            res.status = 503;
+            res.set_content(R"({"status": "loading"})", "application/json");
+            return;
+        }
+        res.set_content(R"({"status": "ok"})", "application/json");
+    });
+
+    http.Get("/v1/models", [&api](const httplib::Request&, httplib::Response& res) {
+        const json m = {{"id", api.name},
+                        {"object", "model"},
+                        {"created", unix_time()},
+                        {"owned_by", "zinc"},
+                        {"meta", {{"n_ctx", api.n_ctx()}, {"n_vocab", api.tokenizer().n_vocab()}}}};
+        res.set_content(text_of(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+    });
+
+    http.Get("/metrics", [&api](const httplib::Request&, httplib::Response& res) {
+        const bool ready = api.ready;
+        res.set_content(api.metrics.text(ready ? api.scheduler->waiting() : 0, ready ? api.scheduler->running() : 0,
+                                         ready),
+                        "text/plain; version=0.0.4");
+    });
+}
+
+}  // namespace zinc::server

@@ -1,0 +1,77 @@
+// POST /tokenize and POST /detokenize with llama.cpp's server's shapes: {content, add_special, parse_special,
+// with_pieces} -> {tokens}, and {tokens} -> {content}. They read only the vocabulary, so they do not wait for the
+// model's turn.
+#include <httplib.h>
+
+#include "server/api.h"
+#include "server/openai.h"
+#include "server/request.h"
+#include "tokenizer/unicode.h"
+
+namespace zinc::server {
+namespace {
+
+bool valid_utf8(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const tokenizer::unicode::Decoded d = tokenizer::unicode::decode_utf8(s, i);
+        if (!d.valid) return false;
+        i += d.len;
+    }
+    return true;
+}
+
+}  // namespace
+
+void token_routes(httplib::Server& http, Api& api) {
+    http.Post("/tokenize", [&api](const httplib::Request& req, httplib::Response& res) {
+        try {
+            const json body = parse_object(req.body);
+            if (!body.contains("content") || !body["content"].is_string())
+                throw BadRequest("content must be a string", "content");
+            const tokenizer::Tokenizer& tok = api.tokenizer();
+            const std::vector<int32_t> ids = tok.encode(body["content"].get<std::string>(),
+                                                        boolean(body, "add_special", false),
+                                                        boolean(body, "parse_special", true));
+            json tokens = json::array();
+            const bool pieces = boolean(body, "with_pieces", false);
+            for (int32_t id : ids) {
+                if (!pieces) {
+                    tokens.push_back(id);
+                    continue;
+                }
+                // A piece that is part of a character has no string: its bytes, as llama.cpp gives them.
+                const std::string p = tok.token_text(id);
+                json piece = p;
+                if (!valid_utf8(p)) {
+                    piece = json::array();
+                    for (unsigned char c : p) piece.push_back(int(c));
+                }
+                tokens.push_back({{"id", id}, {"piece", piece}});
+            }
+            res.set_content(text_of(json{{"tokens", tokens}}), "application/json");
+        } catch (const BadRequest& e) {
+            error(res, e.status, e.what(), e.param, e.code);
+        }
+    });
+
+    http.Post("/detokenize", [&api](const httplib::Request& req, httplib::Response& res) {
+        try {
+            const json body = parse_object(req.body);
+            if (!body.contains("tokens") || !body["tokens"].is_array())
+                throw BadRequest("tokens must be a list of token ids", "tokens");
+            const tokenizer::Tokenizer& tok = api.tokenizer();
+            std::vector<int32_t> ids;
+            for (const auto& id : body["tokens"]) {
+                if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= tok.n_vocab())
+                    throw BadRequest("token ids must be integers from 0 to " + std::to_string(tok.n_vocab() - 1),
+                                     "tokens");
+                ids.push_back(int32_t(id.get<int64_t>()));
+            }
+            res.set_content(text_of(json{{"content", tok.decode(ids)}}), "application/json");
+        } catch (const BadRequest& e) {
+            error(res, e.status, e.what(), e.param, e.code);
+        }
+    });
+}
+
+}  // namespace zinc::server

@@ -1,0 +1,124 @@
+// The seam between HTTP requests and the model. A request becomes a Job (checked, tokenized, everything the model
+// needs and nothing of HTTP); the Scheduler queues jobs in arrival order and runs them on its one worker thread, which
+// alone touches the session. What a job produces comes back to the request's connection as Updates through its Task,
+// so the connection writes while the model computes, and a connection that has gone cancels the task.
+//
+// One job runs at a time, its choices one after another. Batching several requests into one forward pass will
+// replace run() with a loop over slots, one per choice in flight; jobs, tasks and updates stay as they are.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "chat/output_parser.h"
+#include "engine/sampler.h"
+#include "engine/session.h"
+
+namespace zinc::server {
+
+class Metrics;
+
+using Clock = std::chrono::steady_clock;
+
+// One request as the model takes it: n choices for each prompt.
+struct Job {
+    std::vector<std::vector<int32_t>> prompts;  // choice i continues prompt i / n
+    int n = 1;
+    engine::SamplerParams sampling;  // choice i samples with seed + i % n, so the n choices of a prompt differ
+    int max_tokens = 256;
+    std::vector<std::string> stops;
+    chat::OutputFormat format = chat::OutputFormat::plain;
+    chat::ParserOptions parser;
+    bool render_special = false;  // the output parser reads the format's markers (off for plain text)
+    int top_logprobs = -1;        // < 0: no logprobs; else each token's log-probability and this many alternatives
+    Clock::time_point deadline = Clock::time_point::max();  // generation ends here (finish_reason "length")
+
+    int choices() const { return int(prompts.size()) * n; }
+};
+
+// A generated token's log-probability (natural log, of the model's distribution before sampling) and its rivals.
+struct TokenLogprob {
+    int32_t id = -1;
+    float logprob = 0;
+    std::vector<std::pair<int32_t, float>> top;  // most likely first
+};
+
+// What a task reports, in order: events and logprobs of one choice as they are decided, then that choice's end.
+struct Update {
+    int choice = 0;
+    std::vector<chat::Event> events;
+    std::vector<TokenLogprob> logprobs;  // the tokens generated since the last update (when asked for)
+    bool final = false;                  // the choice has ended; the fields below are set
+    std::string finish_reason;           // stop or length (a reply with tool calls is the connection's to say)
+    int prompt_tokens = 0, completion_tokens = 0;
+    std::string error;  // the generation failed: the task ends with this update
+};
+
+// A job in the scheduler, and the channel its updates come back through.
+class Task {
+public:
+    explicit Task(Job job) : job_(std::move(job)) {}
+    const Job& job() const { return job_; }
+
+    // The connection's side: the next update, waiting at most `wait`; none when there was none in time.
+    std::optional<Update> next(Clock::duration wait);
+    // The client has gone: the worker stops this task at its next token (or skips it when it has not begun).
+    void cancel() { cancelled_ = true; }
+
+    // The worker's side. Every task ends with the final update of its last choice or with end().
+    void put(Update u);
+    // The task has ended without its answer (failed, cancelled, the server stopping): an update with the reason.
+    void end(const std::string& why);
+    bool cancelled() const { return cancelled_; }
+
+private:
+    Job job_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<Update> updates_;
+    std::atomic<bool> cancelled_{false};
+};
+
+class Scheduler {
+public:
+    // `max_waiting`: jobs that may wait for their turn, the running one aside.
+    Scheduler(engine::Session& session, int max_waiting, Metrics& metrics);
+    ~Scheduler();
+
+    // Queues the job; nullptr when max_waiting jobs are waiting already.
+    std::shared_ptr<Task> submit(Job job);
+    int waiting() const;
+    int running() const { return running_; }
+    // Ends every task (the queued ones at once, the running one at its next token) and the worker.
+    void stop();
+
+private:
+    void work();
+    void run(Task& task);
+    // One choice of a task; false when the task has ended (cancelled, failed). `timed_out`: the job's deadline has
+    // passed (set here when it passes).
+    bool run_choice(Task& task, int choice, bool& timed_out);
+
+    engine::Session& session_;
+    Metrics& metrics_;
+    const int max_waiting_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::shared_ptr<Task>> queue_;
+    std::shared_ptr<Task> current_;  // the running task
+    bool stopping_ = false;
+    std::atomic<int> running_{0};
+    std::thread worker_;
+};
+
+}  // namespace zinc::server
