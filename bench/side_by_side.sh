@@ -13,7 +13,8 @@
 #   --remove-models     delete each model file once both tools have run on it (the five files take 57 GiB)
 #   --append            append the section to bench/RESULTS.md instead of printing it
 #
-# ZINC is the zinc binary (default: build/zinc of this checkout). Each model runs pp512 and tg128, and Qwen3-8B also
+# ZINC is the zinc binary (default: build/zinc of this checkout); LLAMA_BUILD names llama.cpp's build where its JSON
+# cannot (a build from a source tree without git). Each model runs pp512 and tg128, and Qwen3-8B also
 # tg128 after 8192 tokens of context (-d 8192), with
 #   zinc bench -m F --backend cuda -p 512 -n 128 -r N -o json
 #   llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r N -o json
@@ -148,12 +149,15 @@ if rows:
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for r in rows:
-        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+        cell = lambda v: "—" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
+        print("| " + " | ".join(cell(r.get(k)) for k in keys) + " |")
 PY
 }
 
-# llama.cpp's build as its JSON gives it ("d32676d77 (6410)"), or "?".
+# llama.cpp's build as its JSON gives it ("d32676d77 (6410)"), or LLAMA_BUILD (for a build made outside llama.cpp's
+# git checkout, whose JSON says "unknown"), or "?".
 llama_build() {
+  if [ -n "${LLAMA_BUILD:-}" ]; then echo "$LLAMA_BUILD"; return; fi
   python3 -c '
 import json, sys
 try:
