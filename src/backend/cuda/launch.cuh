@@ -45,7 +45,7 @@ bool early_launch_requested();
 #ifdef __CUDACC__
 
 // Waits for the kernel before this one on the stream (and so for every kernel before it), then lets the next kernel
-// be launched. The first statement of every kernel, after at most some weight prefetches.
+// be launched. The first statement of every kernel, after at most copies of weights; a second call returns at once.
 __device__ __forceinline__ void begin_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");

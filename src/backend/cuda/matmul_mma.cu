@@ -137,8 +137,9 @@ __global__ void __launch_bounds__(kThreads) matmul_mma_kernel(const uint8_t* w, 
 #pragma unroll
             for (int mi = 0; mi < 2; ++mi)  // rows lane % 16, values kk + 8 (lane / 16)
                 ldmatrix_x4(a[mi], &ws[buf][wm + 16 * mi + lane % 16][kk + 8 * (lane / 16)]);
+            // Two n8 tiles at a time: tokens lane % 8 + 8 (lane / 16), values kk + 8 (lane / 8 % 2).
 #pragma unroll
-            for (int nj = 0; nj < 2; ++nj)  // two n8 tiles: tokens lane % 8 + 8 (lane / 16), values kk + 8 (lane / 8 % 2)
+            for (int nj = 0; nj < 2; ++nj)
                 ldmatrix_x4(b[nj], &xs[buf][wn + 16 * nj + lane % 8 + 8 * (lane / 16)][kk + 8 * ((lane / 8) % 2)]);
 #pragma unroll
             for (int mi = 0; mi < 2; ++mi)

@@ -147,7 +147,8 @@ __device__ __forceinline__ void lane_rows_dot(const uint8_t* const (&rows)[NR], 
 #pragma unroll
             for (int r = 0; r < NR; ++r)
 #pragma unroll 4
-                for (int64_t c = lane; c < n_chunks; c += 32) sum[r] = __fadd_rn(sum[r], chunk_dot<T>(rows[r], c, xq[c]));
+                for (int64_t c = lane; c < n_chunks; c += 32)
+                    sum[r] = __fadd_rn(sum[r], chunk_dot<T>(rows[r], c, xq[c]));
             return;
         }
         __shared__ __align__(16) uint8_t stage[kStageWarps][kStages][kSegmentBytes<T>];
