@@ -11,7 +11,9 @@ namespace zinc::quant::detail {
 void scalar_quantize_q8_0(const float* x, void* dst, size_t n);
 void scalar_quantize_q8_1(const float* x, void* dst, size_t n);
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+// On x86-64 the AVX2 kernels are always compiled (vec_dot_avx2.cpp is built for AVX2) and used where cpu_isa() has
+// AVX2.
+#if defined(__x86_64__)
 #define ZINC_VEC_DOT_AVX2 1
 // The AVX2 kernel for weight type w, or nullptr where there is none (the scalar reference is used then).
 VecDotFn avx2_vec_dot_fn(gguf::TensorType w);
