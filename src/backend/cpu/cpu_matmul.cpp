@@ -1,14 +1,20 @@
 // The CPU's products with weights: the embedding gather (dequantized rows) and the matmul. Matmuls compute as ggml's
 // CPU backend does: activations are quantized to the weight type's vec-dot type and dotted with the weight rows by
-// integer block dot products (quant/vec_dot.h), so logits agree with llama.cpp's CPU backend up to float summation
-// order.
+// integer block dot products, so logits agree with llama.cpp's CPU backend up to float summation order.
+//
+// On processors with AVX2 the weights of the packed types are repacked into tiles at load and multiplied by the
+// register-blocked kernels of quant/gemm.h (Q8_0 rows too, as stored), in prefill and decode alike, so that a batch
+// and its tokens one at a time give the same values bit for bit. Other types, and processors without AVX2, go pair
+// by pair through quant/vec_dot.h.
 #include "backend/cpu/cpu_matmul.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "quant/cpu_features.h"
 #include "quant/dequantize.h"
+#include "quant/repack.h"
 #include "quant/vec_dot.h"
 
 namespace zinc::backend::cpu {
@@ -58,21 +64,12 @@ void matmul_rows(ThreadPool& pool, const uint8_t* wdata, size_t wrb, int64_t n_o
     });
 }
 
-}  // namespace
-
-void get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
-    const size_t rb = gguf::row_bytes(table.type, table.cols);
-    for (size_t t = 0; t < ids.size(); ++t)
-        quant::dequantize_row(table.type, static_cast<const uint8_t*>(table.data) + ids[t] * rb,
-                              out.data + t * out.cols, table.cols);
-}
-
-// As ggml's CPU backend (docs/formats.md §2.8, §3): each activation row is converted once per call to the weight type's
-// vec-dot type (8-bit blocks for quantized weights, f16/bf16 for f16/bf16 weights; f32 rows are used as they are),
-// then every output is an integer block dot product (quant::vec_dot). Output rows are handed out in chunks; inside a
-// chunk, blocks of weight rows are dotted with blocks of activation rows so that a weight row stays in cache while it
-// meets every activation row of the block.
-void matmul(ThreadPool& pool, const Weight& w, const Act& x, Act& out, std::vector<uint8_t>& act_q) {
+// As ggml's CPU backend (docs/formats.md §2.8, §3): each activation row is converted once per call to the weight
+// type's vec-dot type (8-bit blocks for quantized weights, f16/bf16 for f16/bf16 weights; f32 rows are used as they
+// are), then every output is an integer block dot product (quant::vec_dot). Output rows are handed out in chunks;
+// inside a chunk, blocks of weight rows are dotted with blocks of activation rows so that a weight row stays in cache
+// while it meets every activation row of the block.
+void matmul_vec_dot(ThreadPool& pool, const Weight& w, const Act& x, Act& out, std::vector<uint8_t>& act_q) {
     if (!quant::can_vec_dot(w.type))
         throw std::invalid_argument("matmul " + w.name + ": no dot product for type " +
                                     std::string(gguf::type_name(w.type)));
@@ -96,6 +93,100 @@ void matmul(ThreadPool& pool, const Weight& w, const Act& x, Act& out, std::vect
     }
     matmul_rows(pool, static_cast<const uint8_t*>(w.data), wrb, w.rows, act, arb, x.rows, w.cols, dot_fn,
                 quant::vec_dot_tile(w.type), out);
+}
+
+// Whether the gemm kernels multiply w: packed tiles, or Q8_0 rows as stored, on a processor with AVX2.
+bool uses_gemm(CpuWeight w) {
+    return w.packed || (w.w.type == TensorType::Q8_0 && quant::cpu_isa() >= quant::Isa::avx2);
+}
+
+// The rows of x quantized for the gemm kernels of weight type t, in the scratch slot of t's activation type.
+const quant::PackedActs& quantize_for(ThreadPool& pool, TensorType t, const Act& x, MatmulScratch& s) {
+    quant::PackedActs& a = s.acts[quant::vec_dot_type(t) == TensorType::Q8_K ? 1 : 0];
+    a.reset(t, x.rows, x.cols);
+    if (x.rows >= 4)
+        pool.parallel_for(x.rows, [&](int64_t b, int64_t e) { a.quantize(x.data, b, e); });
+    else
+        a.quantize(x.data, 0, x.rows);
+    return a;
+}
+
+// One piece of work of a product: output rows [o0, o1) of one weight (whole tiles when packed) for all activation
+// rows.
+struct Piece {
+    CpuWeight w;
+    const quant::PackedActs* a;
+    Act* out;
+    int64_t o0, o1;
+};
+
+void run_piece(const Piece& p) {
+    const Weight& w = p.w.w;
+    const quant::ActRows rows{nullptr, 0, p.a->rows()};
+    if (p.w.packed)
+        quant::gemm_packed(quant::cpu_isa(), w.type, w.data, w.cols, p.o0 / quant::kPackRows,
+                           p.o1 / quant::kPackRows, *p.a, rows, p.out->data, p.out->cols);
+    else
+        quant::gemm_q8_0(quant::cpu_isa(), w.data, w.cols, p.o0, p.o1, *p.a, rows, p.out->data, p.out->cols);
+}
+
+// Splits the products into pieces for the threads: about eight per thread over all of them, each small enough that
+// its weight rows stay in the L2 cache while every activation row meets them, in whole tiles.
+void add_pieces(std::vector<Piece>& pieces, CpuWeight w, const quant::PackedActs* a, Act* out, int64_t rows_total,
+                int threads) {
+    constexpr size_t kPieceBytes = size_t{1024} << 10;
+    const size_t row_bytes = gguf::row_bytes(w.w.type, w.w.cols);
+    const int64_t unit = w.packed ? quant::kPackRows : 4;
+    const int64_t by_bytes = std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / (row_bytes * unit)));
+    const int64_t by_count = std::max<int64_t>(1, rows_total / (8 * threads * unit));
+    const int64_t step = unit * std::min(by_bytes, by_count);
+    for (int64_t o = 0; o < w.w.rows; o += step) pieces.push_back({w, a, out, o, std::min(w.w.rows, o + step)});
+}
+
+}  // namespace
+
+bool repacks(TensorType t, int64_t rows_per_matrix, int64_t cols) {
+    return quant::cpu_isa() >= quant::Isa::avx2 && quant::can_repack(t, rows_per_matrix, cols);
+}
+
+void get_rows(CpuWeight table, std::span<const int32_t> ids, Act& out) {
+    const Weight& w = table.w;
+    const size_t rb = gguf::row_bytes(w.type, w.cols);
+    std::vector<uint8_t> row(table.packed ? rb : 0);
+    for (size_t t = 0; t < ids.size(); ++t) {
+        const uint8_t* src = static_cast<const uint8_t*>(w.data) + ids[t] * rb;
+        if (table.packed) {
+            quant::unpack_row(w.type, w.data, w.cols, ids[t], row.data());
+            src = row.data();
+        }
+        quant::dequantize_row(w.type, src, out.data + t * out.cols, w.cols);
+    }
+}
+
+void matmul(ThreadPool& pool, CpuWeight w, const Act& x, Act& out, MatmulScratch& s) {
+    Act* o = &out;
+    matmuls(pool, std::span<const CpuWeight>(&w, 1), x, std::span<Act* const>(&o, 1), s);
+}
+
+void matmuls(ThreadPool& pool, std::span<const CpuWeight> w, const Act& x, std::span<Act* const> out,
+             MatmulScratch& s) {
+    std::vector<Piece> pieces;
+    int64_t rows_total = 0;
+    for (const CpuWeight& cw : w)
+        if (uses_gemm(cw)) rows_total += cw.w.rows;
+    const quant::PackedActs* quantized[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < w.size(); ++i) {
+        if (!uses_gemm(w[i])) {
+            matmul_vec_dot(pool, w[i].w, x, *out[i], s.act_q);
+            continue;
+        }
+        const int slot = quant::vec_dot_type(w[i].w.type) == TensorType::Q8_K ? 1 : 0;
+        if (!quantized[slot]) quantized[slot] = &quantize_for(pool, w[i].w.type, x, s);
+        add_pieces(pieces, w[i], quantized[slot], out[i], rows_total, pool.size());
+    }
+    pool.parallel_chunks(static_cast<int64_t>(pieces.size()), 1, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) run_piece(pieces[static_cast<size_t>(p)]);
+    });
 }
 
 }  // namespace zinc::backend::cpu
