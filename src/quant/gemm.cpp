@@ -307,9 +307,12 @@ void gemm_q8_0(Isa isa, const void* w, int64_t cols, int64_t o0, int64_t o1, con
     const int64_t n = rows.n;
     const size_t wrb = gguf::row_bytes(TensorType::Q8_0, static_cast<size_t>(cols));
     const auto* base = static_cast<const uint8_t*>(w);
+    // Rows side by side are four streams through memory, which the prefetchers follow badly: a product that reads
+    // its weights once (few activation rows) goes row by row.
+    const int max_w = n <= kMaxActRows ? 1 : 4;
     for (int64_t j0 = 0; j0 < n;) {
         const int nr = static_cast<int>(std::min<int64_t>(n - j0, kMaxActRows));
-        const detail::RowsKernel wide = q8_0_kernel(isa, 4, nr);
+        const detail::RowsKernel wide = q8_0_kernel(isa, max_w, nr);
         const ActRefs refs = act_refs(a, rows, j0, wide.rows_a, false);
         int64_t o = o0;
         for (; o + wide.rows_w <= o1; o += wide.rows_w)

@@ -148,11 +148,30 @@ void tile_q45k(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, 
 
 // ---- Q6_K ----
 
+// The four 6-bit values of the eight rows in the group (h, g) of a Q6_K tile block (repack.h): v[k] holds elements
+// 128h + 32k + 4g … +3, from the low (k = 0, 1) and high (k = 2, 3) nibbles of ql and bits 2k, 2k+1 of qh.
+struct Q6Group {
+    __m256i v[4];
+    Q6Group(const uint8_t* group, int first, int count) {  // the values k = first, first + 2 (count 2) or all four
+        const __m256i m4 = bytes(0x0F), m30 = bytes(0x30);
+        const __m256i qh = load(group + 64);
+        for (int p = first; p < first + (count == 4 ? 2 : 1); ++p) {
+            const __m256i q = load(group + 32 * p);
+            const __m256i hl = p == 0 ? _mm256_slli_epi16(qh, 4) : _mm256_slli_epi16(qh, 2);
+            const __m256i hh = p == 0 ? qh : _mm256_srli_epi16(qh, 2);
+            v[p] = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_and_si256(hl, m30));
+            v[p + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), _mm256_and_si256(hh, m30));
+        }
+    }
+};
+
+// Decode (one or two activation rows) reads each tile block once, in order, with all four values of a group at once;
+// more rows take the values k = p, p + 2 in two passes, which keeps their sums in registers. Both give the same sums.
 template <class Ops, int R>
 void tile_q6k(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, int64_t ld) {
-    constexpr int kBytes = 8 * 210, kSc = 16, kQl = 144, kQh = 1168;
+    constexpr int kBytes = 8 * 210, kSc = 16, kGroups = 144;
     constexpr int kFlush = Ops::groups(63);
-    const __m256i m4 = bytes(0x0F), m30 = bytes(0x30);
+    constexpr bool kOnePass = R <= 2;
     __m256 acc[R];
     for (int j = 0; j < R; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < cols / kQK_K; ++b) {
@@ -171,43 +190,40 @@ void tile_q6k(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, i
             }
         }
         for (int j = 0; j < R; ++j) isum[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(isum[j], 5));
-        // Element 128h + 32k + l: k = 0, 2 from the low and high nibbles of ql[64h + l], k = 1, 3 of ql[64h + 32 + l],
-        // with bits 2k, 2k+1 of qh[32h + l]; sub-block 8h + 2k + (l ≥ 16). One pass per k = p, p + 2.
+        // Element 128h + 32k + l is in sub-block 8h + 2k + (l ≥ 16): groups g < 4 and g ≥ 4 of a half are two sets of
+        // four sub-blocks (k = 0 … 3).
         static_for<2>([&](auto h_) {
-            static_for<2>([&](auto p_) {
-                static_for<2>([&](auto half_) {  // l < 16, l >= 16
-                    constexpr int h = decltype(h_)::value, p = decltype(p_)::value, half = decltype(half_)::value;
-                    __m256i s0[R], s1[R];
-                    for (int j = 0; j < R; ++j) s0[j] = s1[j] = _mm256_setzero_si256();
-                    constexpr int s_lo = 8 * h + 2 * p + half, s_hi = s_lo + 4;  // the two sub-blocks
-                    const __m256i sc_lo = Ops::scale_s8(load(tb + kSc + 32 * (s_lo / 4)), s_lo % 4);
-                    const __m256i sc_hi = Ops::scale_s8(load(tb + kSc + 32 * (s_hi / 4)), s_hi % 4);
-                    for (int gg = 0; gg < 4; ++gg) {
-                        const int g = 4 * half + gg;
-                        const __m256i q = load(tb + kQl + ((2 * h + p) * 8 + g) * 32);
-                        const __m256i qh = load(tb + kQh + (8 * h + g) * 32);
-                        const __m256i hl = p == 0 ? _mm256_slli_epi16(qh, 4) : _mm256_slli_epi16(qh, 2);
-                        const __m256i hh = p == 0 ? qh : _mm256_srli_epi16(qh, 2);
-                        const __m256i v0 = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_and_si256(hl, m30));
-                        const __m256i v1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-                                                           _mm256_and_si256(hh, m30));
-                        for (int j = 0; j < R; ++j) {
-                            const int8_t* x = a.q[j] + kQK_K * b + 128 * h + 32 * p + 4 * g;
-                            s0[j] = Ops::dot(s0[j], v0, bcast32(x));
-                            s1[j] = Ops::dot(s1[j], v1, bcast32(x + 64));
-                        }
-                        if ((gg + 1) % kFlush == 0 && gg != 3) {
+            static_for<2>([&](auto half_) {
+                constexpr int h = decltype(h_)::value, half = decltype(half_)::value;
+                static_for<kOnePass ? 1 : 2>([&](auto pass_) {
+                    constexpr int first = kOnePass ? 0 : decltype(pass_)::value;  // k = first, first + 2 (or all)
+                    constexpr int nk = kOnePass ? 4 : 2;
+                    __m256i s[nk][R];
+                    for (int k = 0; k < nk; ++k)
+                        for (int j = 0; j < R; ++j) s[k][j] = _mm256_setzero_si256();
+                    const auto flush = [&] {
+                        for (int k = 0; k < nk; ++k) {
+                            const int kk = kOnePass ? k : first + 2 * k, sb = 8 * h + 2 * kk + half;
+                            const __m256i scale = Ops::scale_s8(load(tb + kSc + 32 * (sb / 4)), sb % 4);
                             for (int j = 0; j < R; ++j) {
-                                isum[j] = _mm256_add_epi32(isum[j], Ops::finish(s0[j], sc_lo));
-                                isum[j] = _mm256_add_epi32(isum[j], Ops::finish(s1[j], sc_hi));
-                                s0[j] = s1[j] = _mm256_setzero_si256();
+                                isum[j] = _mm256_add_epi32(isum[j], Ops::finish(s[k][j], scale));
+                                s[k][j] = _mm256_setzero_si256();
                             }
                         }
+                    };
+                    for (int gg = 0; gg < 4; ++gg) {
+                        const int g = 4 * half + gg;
+                        const Q6Group grp(tb + kGroups + (8 * h + g) * 96, first, kOnePass ? 4 : 2);
+                        for (int k = 0; k < nk; ++k) {
+                            const int kk = kOnePass ? k : first + 2 * k;
+                            for (int j = 0; j < R; ++j) {
+                                const int8_t* x = a.q[j] + kQK_K * b + 128 * h + 32 * kk + 4 * g;
+                                s[k][j] = Ops::dot(s[k][j], grp.v[kk], bcast32(x));
+                            }
+                        }
+                        if ((gg + 1) % kFlush == 0 && gg != 3) flush();
                     }
-                    for (int j = 0; j < R; ++j) {
-                        isum[j] = _mm256_add_epi32(isum[j], Ops::finish(s0[j], sc_lo));
-                        isum[j] = _mm256_add_epi32(isum[j], Ops::finish(s1[j], sc_hi));
-                    }
+                    flush();
                 });
             });
         });

@@ -3,47 +3,73 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace zinc::quant {
 namespace {
 
 using gguf::TensorType;
 
-// One field of a block: `count` chunks of `bytes` bytes starting at byte `offset` of the block.
-struct Field {
-    int offset, bytes, count;
+// One chunk of a block: `bytes` bytes at byte `offset` of the block. A tile block holds its type's chunks in turn,
+// each for the eight rows.
+struct Chunk {
+    int offset, bytes;
 };
 
-// The fields of a block type in the order its tile block lists them; empty for types that are not packed.
-struct Fields {
-    Field f[5] = {};
-    int n = 0;
-};
+// Adds `count` consecutive chunks of `bytes` bytes from byte `offset` on.
+void add(std::vector<Chunk>& v, int offset, int bytes, int count = 1) {
+    for (int j = 0; j < count; ++j) v.push_back({offset + j * bytes, bytes});
+}
 
-Fields fields(TensorType t) {
+// The chunks of a type's tile block, in the order the kernels read them (gemm_kernels.h); empty for types that are
+// not packed.
+std::vector<Chunk> make_chunks(TensorType t) {
+    std::vector<Chunk> v;
     switch (t) {
         case TensorType::Q4_0:
-        case TensorType::IQ4_NL: return {{{0, 2, 1}, {2, 4, 4}}, 2};                          // d, qs
-        case TensorType::MXFP4: return {{{0, 1, 1}, {1, 4, 4}}, 2};                           // e, qs
-        case TensorType::Q4_K: return {{{0, 2, 1}, {2, 2, 1}, {4, 4, 3}, {16, 4, 32}}, 4};   // d, dmin, scales, qs
-        case TensorType::Q5_K:                                                                // ... qh before qs
-            return {{{0, 2, 1}, {2, 2, 1}, {4, 4, 3}, {16, 4, 8}, {48, 4, 32}}, 5};
-        case TensorType::Q6_K: return {{{208, 2, 1}, {192, 4, 4}, {0, 4, 32}, {128, 4, 16}}, 4};  // d, scales, ql, qh
-        case TensorType::IQ4_XS:                                                              // d, scales_h/_l, qs
-            return {{{0, 2, 1}, {2, 2, 1}, {4, 4, 1}, {8, 4, 32}}, 4};
-        default: return {};
+        case TensorType::IQ4_NL: add(v, 0, 2), add(v, 2, 4, 4); break;  // d, qs
+        case TensorType::MXFP4: add(v, 0, 1), add(v, 1, 4, 4); break;  // e, qs
+        case TensorType::Q4_K: add(v, 0, 2), add(v, 2, 2), add(v, 4, 4, 3), add(v, 16, 4, 32); break;  // d, dmin, …
+        case TensorType::Q5_K: add(v, 0, 2), add(v, 2, 2), add(v, 4, 4, 3), add(v, 16, 4, 8), add(v, 48, 4, 32); break;
+        case TensorType::Q6_K:
+            // d, scales, then per half h and group g of four positions: ql[64h + 4g], ql[64h + 32 + 4g], qh[32h + 4g]
+            add(v, 208, 2), add(v, 192, 4, 4);
+            for (int h = 0; h < 2; ++h)
+                for (int g = 0; g < 8; ++g)
+                    add(v, 64 * h + 4 * g, 4), add(v, 64 * h + 32 + 4 * g, 4), add(v, 128 + 32 * h + 4 * g, 4);
+            break;
+        case TensorType::IQ4_XS: add(v, 0, 2), add(v, 2, 2), add(v, 4, 4), add(v, 8, 4, 32); break;  // d, scales, qs
+        default: break;
+    }
+    return v;
+}
+
+const std::vector<Chunk>& chunks(TensorType t) {
+    static const std::vector<Chunk> table[] = {
+        make_chunks(TensorType::Q4_0), make_chunks(TensorType::IQ4_NL), make_chunks(TensorType::MXFP4),
+        make_chunks(TensorType::Q4_K), make_chunks(TensorType::Q5_K),   make_chunks(TensorType::Q6_K),
+        make_chunks(TensorType::IQ4_XS)};
+    static const std::vector<Chunk> none;
+    switch (t) {
+        case TensorType::Q4_0: return table[0];
+        case TensorType::IQ4_NL: return table[1];
+        case TensorType::MXFP4: return table[2];
+        case TensorType::Q4_K: return table[3];
+        case TensorType::Q5_K: return table[4];
+        case TensorType::Q6_K: return table[5];
+        case TensorType::IQ4_XS: return table[6];
+        default: return none;
     }
 }
 
 // Calls fn(packed, plain, bytes) for every chunk of row i's block: `packed` its offset in the tile block, `plain` in
 // the row's block.
 template <class Fn>
-void for_chunks(const Fields& fs, int i, Fn&& fn) {
+void for_chunks(const std::vector<Chunk>& cs, int i, Fn&& fn) {
     int at = 0;
-    for (int k = 0; k < fs.n; ++k) {
-        const Field& f = fs.f[k];
-        for (int j = 0; j < f.count; ++j) fn(at + (j * kPackRows + i) * f.bytes, f.offset + j * f.bytes, f.bytes);
-        at += kPackRows * f.bytes * f.count;
+    for (const Chunk& c : cs) {
+        fn(at + i * c.bytes, c.offset, c.bytes);
+        at += kPackRows * c.bytes;
     }
 }
 
@@ -53,7 +79,7 @@ void for_chunks(const Fields& fs, int i, Fn&& fn) {
 
 }  // namespace
 
-bool can_repack(TensorType t) { return fields(t).n > 0; }
+bool can_repack(TensorType t) { return !chunks(t).empty(); }
 
 bool can_repack(TensorType t, int64_t rows, int64_t cols) {
     return can_repack(t) && rows > 0 && rows % kPackRows == 0 && cols > 0 &&
@@ -61,8 +87,8 @@ bool can_repack(TensorType t, int64_t rows, int64_t cols) {
 }
 
 void repack_rows(TensorType t, const void* src, void* dst, int64_t cols, int64_t r0, int64_t r1) {
-    const Fields fs = fields(t);
-    if (fs.n == 0) not_packed(t);
+    const std::vector<Chunk>& fs = chunks(t);
+    if (fs.empty()) not_packed(t);
     const size_t bb = gguf::traits(t).block_bytes;
     const int64_t nb = cols / static_cast<int64_t>(gguf::traits(t).block_elems);
     const size_t rb = bb * static_cast<size_t>(nb);
@@ -82,8 +108,8 @@ void repack_rows(TensorType t, const void* src, void* dst, int64_t cols, int64_t
 }
 
 void unpack_row(TensorType t, const void* packed, int64_t cols, int64_t r, void* dst) {
-    const Fields fs = fields(t);
-    if (fs.n == 0) not_packed(t);
+    const std::vector<Chunk>& fs = chunks(t);
+    if (fs.empty()) not_packed(t);
     const size_t bb = gguf::traits(t).block_bytes;
     const int64_t nb = cols / static_cast<int64_t>(gguf::traits(t).block_elems);
     const size_t rb = bb * static_cast<size_t>(nb);

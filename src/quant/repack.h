@@ -4,10 +4,11 @@
 // its size is row_bytes(t, cols) · rows, so memory plans count it as the tensor it replaces.
 //
 // Layout: tile k covers rows 8k … 8k+7 and takes 8 · row_bytes bytes; within it, block b of the eight rows is one
-// "tile block" of 8 · block_bytes bytes. A tile block lists each field of the block type (scales, quants) for all
-// eight rows in turn, chunk by chunk: chunk j of a field of c-byte chunks holds row i's bytes at j · 8c + i · c.
-// For example a Q4_0 tile block (144 bytes) is the eight f16 scales, then for each of its four 4-byte chunks of
-// quants the eight rows' chunks: bytes 16 + 32j + 4i … +3 are row i's qs[4j … 4j+3].
+// "tile block" of 8 · block_bytes bytes. A tile block is a sequence of chunks of the block (its scales, four bytes of
+// quants, ...), each for the eight rows in turn, in the order the kernels read them: a chunk of c bytes holds row i's
+// bytes at i · c. For example a Q4_0 tile block (144 bytes) is the chunk of the f16 scale (16 bytes), then the four
+// 4-byte chunks of quants: bytes 16 + 32j + 4i … +3 are row i's qs[4j … 4j+3]. Q6_K's chunks of quants go by half h
+// and group g of four positions: ql[64h + 4g], ql[64h + 32 + 4g], qh[32h + 4g], so that a decode reads it in one pass.
 #pragma once
 
 #include <cstddef>
