@@ -67,7 +67,6 @@ protected:
                                      " is not supported by the CPU backend");
         const size_t n = static_cast<size_t>(t.nbytes);
         if (t.ne[1] > 1 && cpu::repacks(t.type, t.ne[1], t.ne[0])) {
-            if (auto it = packed_from_.find(t.data); it != packed_from_.end()) return it->second;  // loaded before
             // Not zero-filled first: every byte is written by the repacking.
             auto& copy = packed_weights_.emplace_back(new std::max_align_t[(n + sizeof(std::max_align_t) - 1) /
                                                                            sizeof(std::max_align_t)]);
@@ -77,7 +76,6 @@ protected:
             });
             hand_back_pages(t.data, n);
             packed_.insert(copy.get());
-            packed_from_.emplace(t.data, copy.get());
             return copy.get();
         }
         if (reinterpret_cast<uintptr_t>(t.data) % alignof(std::max_align_t) == 0) return t.data;
@@ -232,7 +230,6 @@ private:
     std::deque<std::vector<std::max_align_t>> aligned_weights_;  // copies of misaligned tensors (do_load_weight)
     std::deque<std::unique_ptr<std::max_align_t[]>> packed_weights_;  // repacked tensors (do_load_weight)
     std::unordered_set<const void*> packed_;                          // their addresses
-    std::unordered_map<const void*, const void*> packed_from_;        // file bytes -> their packed copy
 };
 
 }  // namespace
