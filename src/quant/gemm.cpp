@@ -98,7 +98,7 @@ void scalar_tile(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out
     for (int i = 0; i < kPackRows; ++i) {
         unpack_row(kType, tile, cols, i, row.data());
         for (int j = 0; j < R; ++j) {
-            float acc = 0.0f, accm = 0.0f;
+            float acc = 0.0f, accm = 0.0f, lane[8] = {};
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t* x = row.data() + static_cast<size_t>(b) * bb;
                 const int8_t* q = a.q[j] + b * blk;
@@ -117,6 +117,15 @@ void scalar_tile(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out
                 } else if constexpr (kType == TensorType::IQ4_XS) {
                     acc = std::fma(static_cast<float>(sums_iq4xs(x, q)),
                                    fp16_to_fp32(reinterpret_cast<const BlockIQ4_XS*>(x)->d) * da, acc);
+                } else if constexpr (kType == TensorType::Q8_0) {
+                    // eight lanes, the elements 4l … 4l+3 of every block in lane l, summed at the end
+                    const auto* y = reinterpret_cast<const BlockQ8_0*>(x);
+                    const float s = fp16_to_fp32(y->d) * da;
+                    for (int l = 0; l < 8; ++l) {
+                        int32_t p = 0;
+                        for (int k = 4 * l; k < 4 * l + 4; ++k) p += y->qs[k] * q[k];
+                        lane[l] = std::fma(s, static_cast<float>(p), lane[l]);
+                    }
                 } else if constexpr (kType == TensorType::MXFP4) {
                     const int32_t S = sums_b32(x + 1, q, [](int v) { return int(kValuesFP4[v]); });
                     acc = std::fma(static_cast<float>(S), e8m0_to_fp32_half(x[0]) * da, acc);
@@ -129,6 +138,8 @@ void scalar_tile(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out
                     acc = std::fma(static_cast<float>(S), fp16_to_fp32(d) * da, acc);
                 }
             }
+            if constexpr (kType == TensorType::Q8_0)  // as the AVX2 vec_dot kernel's hsum
+                acc = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
             out[j * ld + i] = acc - accm;
         }
     }
@@ -141,27 +152,6 @@ detail::PackedKernel scalar_tile_for(int rows) {
         case 2: return {scalar_tile<kType, 2>, 2};
         case 3: return {scalar_tile<kType, 3>, 3};
         default: return {scalar_tile<kType, 4>, 4};
-    }
-}
-
-// Q8_0 rows, with the eight float lanes of the AVX2 vec_dot kernel: lane l takes the elements 4l … 4l+3 of every
-// block, and the lanes are summed as its hsum sums them.
-template <int W, int R>
-void scalar_q8_0(const uint8_t* w, size_t wrb, int64_t cols, const ActRefs& a, float* out, int64_t ld) {
-    for (int i = 0; i < W; ++i) {
-        const auto* x = reinterpret_cast<const BlockQ8_0*>(w + static_cast<size_t>(i) * wrb);
-        for (int j = 0; j < R; ++j) {
-            float lane[8] = {};
-            for (int64_t b = 0; b < cols / kQK; ++b) {
-                const float s = fp16_to_fp32(x[b].d) * a.d[j][b];
-                for (int l = 0; l < 8; ++l) {
-                    int32_t p = 0;
-                    for (int k = 4 * l; k < 4 * l + 4; ++k) p += x[b].qs[k] * a.q[j][b * kQK + k];
-                    lane[l] = std::fma(s, static_cast<float>(p), lane[l]);
-                }
-            }
-            out[j * ld + i] = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
-        }
     }
 }
 
@@ -178,23 +168,15 @@ detail::PackedKernel packed_kernel(Isa isa, TensorType w, int max_rows) {
     return detail::scalar_packed_kernel(w, max_rows);
 }
 
-detail::RowsKernel q8_0_kernel(Isa isa, int max_w, int max_rows) {
-#ifdef ZINC_GEMM_X86
-    if (isa == Isa::avx512) return detail::avx512_q8_0_kernel(max_w, max_rows);
-    if (isa == Isa::avx2) return detail::avx2_q8_0_kernel(max_w, max_rows);
-#endif
-    (void)isa;
-    return detail::scalar_q8_0_kernel(max_w, max_rows);
-}
-
-// The activation rows j0 … j0 + n − 1 of `rows`; `sums16` picks the sums of every 16 values.
-ActRefs act_refs(const PackedActs& a, const ActRows& rows, int64_t j0, int n, bool sums16) {
+// The activation rows j0 … j0 + n − 1 of `rows`, with the sums the kernels of weight type w read.
+ActRefs act_refs(const PackedActs& a, const ActRows& rows, int64_t j0, int n, TensorType w) {
     ActRefs r{};
     for (int k = 0; k < n; ++k) {
         const int64_t t = rows.list ? rows.list[rows.first + j0 + k] : rows.first + j0 + k;
         r.q[k] = a.q(t);
         r.d[k] = a.d(t);
-        r.s[k] = sums16 ? a.sum16(t) : a.sum32(t);
+        r.s[k] = w == TensorType::Q6_K ? a.sum16(t) : a.sum32(t);
+        r.c[k] = w == TensorType::Q8_0 ? a.offset4(t) : nullptr;
     }
     return r;
 }
@@ -212,33 +194,15 @@ PackedKernel scalar_packed_kernel(TensorType w, int max_rows) {
         case TensorType::Q5_K: return scalar_tile_for<TensorType::Q5_K>(max_rows);
         case TensorType::Q6_K: return scalar_tile_for<TensorType::Q6_K>(max_rows);
         case TensorType::IQ4_XS: return scalar_tile_for<TensorType::IQ4_XS>(max_rows);
+        case TensorType::Q8_0: return scalar_tile_for<TensorType::Q8_0>(max_rows);
         default: return {};
-    }
-}
-
-RowsKernel scalar_q8_0_kernel(int max_w, int max_rows) {
-    if (max_w >= 4) {
-        switch (max_rows) {
-            case 1: return {scalar_q8_0<4, 1>, 4, 1};
-            case 2: return {scalar_q8_0<4, 2>, 4, 2};
-            case 3: return {scalar_q8_0<4, 3>, 4, 3};
-            default: return {scalar_q8_0<4, 4>, 4, 4};
-        }
-    }
-    switch (max_rows) {
-        case 1: return {scalar_q8_0<1, 1>, 1, 1};
-        case 2: return {scalar_q8_0<1, 2>, 1, 2};
-        case 3: return {scalar_q8_0<1, 3>, 1, 3};
-        default: return {scalar_q8_0<1, 4>, 1, 4};
     }
 }
 
 }  // namespace detail
 
-bool gemm_supports(TensorType w) { return w == TensorType::Q8_0 || can_repack(w); }
-
 void PackedActs::reset(TensorType w, int64_t rows, int64_t cols) {
-    if (!gemm_supports(w)) unsupported(w);
+    if (!can_repack(w)) unsupported(w);
     type_ = vec_dot_type(w);
     block_ = type_ == TensorType::Q8_K ? kQK_K : kQK;
     if (cols % block_ != 0) throw std::invalid_argument("gemm: a row is not a whole number of activation blocks");
@@ -251,6 +215,7 @@ void PackedActs::reset(TensorType w, int64_t rows, int64_t cols) {
     grow(d_, rows * (cols / block_));
     grow(s32_, rows * (cols / 32));
     if (type_ == TensorType::Q8_K) grow(s16_, rows * (cols / 16));
+    if (type_ == TensorType::Q8_0) grow(c4_, rows * (cols / 4));
 }
 
 void PackedActs::quantize(const float* x, int64_t r0, int64_t r1) {
@@ -281,6 +246,8 @@ void PackedActs::quantize(const float* x, int64_t r0, int64_t r1) {
             int s = 0;
             for (int k = 0; k < kQK; ++k) s += y.qs[k];
             s32_[static_cast<size_t>(t * nb + b)] = static_cast<int16_t>(s);
+            int32_t* c4 = c4_.data() + t * (cols_ / 4) + 8 * b;
+            for (int g = 0; g < 8; ++g) c4[g] = -128 * (y.qs[4 * g] + y.qs[4 * g + 1] + y.qs[4 * g + 2] + y.qs[4 * g + 3]);
         }
     }
 }
@@ -290,38 +257,14 @@ void gemm_packed(Isa isa, TensorType w, const void* packed, int64_t cols, int64_
     const int64_t n = rows.n;
     if (!can_repack(w)) unsupported(w);
     const size_t tile_bytes = kPackRows * gguf::row_bytes(w, static_cast<size_t>(cols));
-    const bool sums16 = w == TensorType::Q6_K;
     for (int64_t j0 = 0; j0 < n;) {
         const detail::PackedKernel k = packed_kernel(isa, w, static_cast<int>(std::min<int64_t>(n - j0, kMaxActRows)));
         if (!k.fn) unsupported(w);
-        const ActRefs refs = act_refs(a, rows, j0, k.rows, sums16);
+        const ActRefs refs = act_refs(a, rows, j0, k.rows, w);
         for (int64_t tile = tile0; tile < tile1; ++tile)
             k.fn(static_cast<const uint8_t*>(packed) + static_cast<size_t>(tile) * tile_bytes, cols, refs,
                  out + j0 * ld + tile * kPackRows, ld);
         j0 += k.rows;
-    }
-}
-
-void gemm_q8_0(Isa isa, const void* w, int64_t cols, int64_t o0, int64_t o1, const PackedActs& a, ActRows rows,
-               float* out, int64_t ld) {
-    const int64_t n = rows.n;
-    const size_t wrb = gguf::row_bytes(TensorType::Q8_0, static_cast<size_t>(cols));
-    const auto* base = static_cast<const uint8_t*>(w);
-    // Rows side by side are four streams through memory, which the prefetchers follow badly: a product that reads
-    // its weights once (few activation rows) goes row by row.
-    const int max_w = n <= kMaxActRows ? 1 : 4;
-    for (int64_t j0 = 0; j0 < n;) {
-        const int nr = static_cast<int>(std::min<int64_t>(n - j0, kMaxActRows));
-        const detail::RowsKernel wide = q8_0_kernel(isa, max_w, nr);
-        const ActRefs refs = act_refs(a, rows, j0, wide.rows_a, false);
-        int64_t o = o0;
-        for (; o + wide.rows_w <= o1; o += wide.rows_w)
-            wide.fn(base + static_cast<size_t>(o) * wrb, wrb, cols, refs, out + j0 * ld + o, ld);
-        if (o < o1) {
-            const detail::RowsKernel one = q8_0_kernel(isa, 1, wide.rows_a);
-            for (; o < o1; ++o) one.fn(base + static_cast<size_t>(o) * wrb, wrb, cols, refs, out + j0 * ld + o, ld);
-        }
-        j0 += wide.rows_a;
     }
 }
 

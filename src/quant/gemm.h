@@ -1,6 +1,6 @@
-// Quantized matrix products for the CPU backend's prefill and decode: weight rows (packed by repack.h, or Q8_0 rows
-// as stored) times activation rows quantized per block, by register-blocked kernels for AVX2 and AVX-512 VNNI chosen
-// at run time (cpu_features.h), with a scalar version of the same arithmetic (docs/formats.md §3.9).
+// Quantized matrix products for the CPU backend's prefill and decode: weight rows packed by repack.h times activation
+// rows quantized per block, by register-blocked kernels for AVX2 and AVX-512 VNNI chosen at run time
+// (cpu_features.h), with a scalar version of the same arithmetic (docs/formats.md §3.9).
 //
 // The integer block sums are exact, as in vec_dot; the float arithmetic is fixed per output, whatever the kernel,
 // the ISA, or the number of activation rows multiplied at once, so that a prompt's batch and its tokens one by one
@@ -25,12 +25,11 @@
 
 namespace zinc::quant {
 
-// True for the weight types with kernels here: the packed types of repack.h, and Q8_0 (as stored).
-bool gemm_supports(gguf::TensorType w);
 
 // Activation rows quantized for the kernels: the weight type's vec-dot type (Q8_0 or Q8_K, byte-exact with
 // quantize_activation) spread into the quants of each row, the f32 scale of each block (32 values for Q8_0, 256 for
-// Q8_K) and the sums of the quants of every 32 values (and of every 16 for Q8_K, its bsums).
+// Q8_K), the sums of the quants of every 32 values (and of every 16 for Q8_K, its bsums), and for Q8_0 −128 times the
+// sum of every four (which takes out the offset of Q8_0 weights made unsigned for vpdpbusd).
 class PackedActs {
 public:
     // Room for `rows` rows of `cols` values for weights of type w (memory is kept from call to call).
@@ -44,6 +43,7 @@ public:
     const float* d(int64_t t) const { return d_.data() + t * (cols_ / block_); }
     const int16_t* sum32(int64_t t) const { return s32_.data() + t * (cols_ / 32); }
     const int16_t* sum16(int64_t t) const { return s16_.data() + t * (cols_ / 16); }
+    const int32_t* offset4(int64_t t) const { return c4_.data() + t * (cols_ / 4); }
 
 private:
     gguf::TensorType type_ = gguf::TensorType::Q8_0;
@@ -51,6 +51,7 @@ private:
     std::vector<int8_t> q_;
     std::vector<float> d_;
     std::vector<int16_t> s32_, s16_;
+    std::vector<int32_t> c4_;
 };
 
 // Which activation rows a product takes: rows first … first+n−1 of a PackedActs, or with `list`, the rows
@@ -65,9 +66,5 @@ struct ActRows {
 // of a type can_repack accepts. isa picks the kernels (at most cpu_isa_supported()).
 void gemm_packed(Isa isa, gguf::TensorType w, const void* packed, int64_t cols, int64_t tile0, int64_t tile1,
                  const PackedActs& a, ActRows rows, float* out, int64_t ld);
-
-// The same for Q8_0 weight rows as stored (w: row 0, row_bytes(Q8_0, cols) bytes per row), output rows [o0, o1).
-void gemm_q8_0(Isa isa, const void* w, int64_t cols, int64_t o0, int64_t o1, const PackedActs& a, ActRows rows,
-               float* out, int64_t ld);
 
 }  // namespace zinc::quant

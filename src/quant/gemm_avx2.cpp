@@ -13,7 +13,7 @@ namespace {
 struct Avx2 {
     static constexpr bool kVnni = false;
     static constexpr int kMaxRows = 2;  // activation rows per packed kernel: what sixteen registers hold
-    static constexpr int kQ8Rows = 2;   // Q8_0 weight rows per kernel
+    static constexpr int kQ8MaxRows = 1;  // Q8_0 keeps eight float sums per activation row
     // How many maddubs results an int16 sum takes: each is at most 2·max_u·127 in magnitude.
     static constexpr int groups(int max_u) { return 32767 / (2 * max_u * 127); }
     static __m256i dot(__m256i acc, __m256i u, __m256i s) {
@@ -33,7 +33,6 @@ struct Avx2 {
 }  // namespace
 
 PackedKernel avx2_packed_kernel(gguf::TensorType w, int max_rows) { return Kernels<Avx2>::packed(w, max_rows); }
-RowsKernel avx2_q8_0_kernel(int max_w, int max_rows) { return Kernels<Avx2>::q8_0(max_w, max_rows); }
 
 }  // namespace zinc::quant::detail
 

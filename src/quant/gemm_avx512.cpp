@@ -14,7 +14,7 @@ namespace {
 struct Avx512 {
     static constexpr bool kVnni = true;
     static constexpr int kMaxRows = 4;
-    static constexpr int kQ8Rows = 4;
+    static constexpr int kQ8MaxRows = 3;  // Q8_0 keeps eight float sums per activation row
     static constexpr int groups(int) { return 1 << 30; }  // int32 sums: never split
     static __m256i dot(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
     static __m256i finish(__m256i acc, __m256i scale) { return _mm256_mullo_epi32(acc, scale); }
@@ -29,7 +29,6 @@ struct Avx512 {
 }  // namespace
 
 PackedKernel avx512_packed_kernel(gguf::TensorType w, int max_rows) { return Kernels<Avx512>::packed(w, max_rows); }
-RowsKernel avx512_q8_0_kernel(int max_w, int max_rows) { return Kernels<Avx512>::q8_0(max_w, max_rows); }
 
 }  // namespace zinc::quant::detail
 

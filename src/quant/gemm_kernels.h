@@ -366,43 +366,43 @@ void tile_b32(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, i
     for (int j = 0; j < R; ++j) _mm256_storeu_ps(out + j * ld, acc[j]);
 }
 
-// ---- Q8_0 rows as stored, in the lanes of the AVX2 vec_dot kernel ----
+// ---- Q8_0, in the lanes of the AVX2 vec_dot kernel ----
 
-template <class Ops, int W, int R>
-void rows_q8_0(const uint8_t* w, size_t wrb, int64_t cols, const ActRefs& a, float* out, int64_t ld) {
-    __m256 acc[W][R];
-    for (int i = 0; i < W; ++i)
-        for (int j = 0; j < R; ++j) acc[i][j] = _mm256_setzero_ps();
+// The vec_dot kernel sums each pair of rows in eight float lanes, lane l taking the four-element groups l of every
+// block, and adds the lanes at the end (hsum). Here lane i of acc[l] is that lane l of row i: the same sums, bit for
+// bit, for eight rows at once. VNNI multiplies w + 128 (unsigned) by the activation and adds −128·Σ a of the group;
+// AVX2 multiplies |w| by the activation with w's sign.
+template <class Ops, int R>
+void tile_q8_0(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, int64_t ld) {
+    constexpr int kBytes = 8 * 34, kQs = 16;
+    __m256 acc[8][R];
+    for (int l = 0; l < 8; ++l)
+        for (int j = 0; j < R; ++j) acc[l][j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < cols / kQK; ++b) {
-        __m256i wv[W], wx[W];
-        float dw[W];
-        for (int i = 0; i < W; ++i) {
-            const BlockQ8_0& x = reinterpret_cast<const BlockQ8_0*>(w + i * wrb)[b];
-            wv[i] = load(reinterpret_cast<const uint8_t*>(x.qs));
-            dw[i] = _cvtsh_ss(x.d);
-            // VNNI: −128·Σ w of each lane, which takes the activation's offset back out; AVX2: |w|.
-            if constexpr (Ops::kVnni)
-                wx[i] = _mm256_sub_epi32(_mm256_setzero_si256(), Ops::dot(_mm256_setzero_si256(), bytes(0x80), wv[i]));
-            else
-                wx[i] = _mm256_sign_epi8(wv[i], wv[i]);
-        }
-        for (int j = 0; j < R; ++j) {
-            const __m256i y = load(reinterpret_cast<const uint8_t*>(a.q[j] + kQK * b));
-            const __m256i yu = _mm256_xor_si256(y, bytes(0x80));  // VNNI: a + 128 as unsigned bytes
-            const float dy = a.d[j][b];
-            for (int i = 0; i < W; ++i) {
+        const uint8_t* tb = tile + b * kBytes;
+        const __m256 dw = _mm256_cvtph_ps(load128(tb));
+        __m256 s[R];
+        for (int j = 0; j < R; ++j) s[j] = _mm256_mul_ps(dw, _mm256_set1_ps(a.d[j][b]));  // d_w·d_a, one rounding
+        static_for<8>([&](auto l_) {  // unrolled, so that the accumulators stay in registers
+            constexpr int l = decltype(l_)::value;
+            const __m256i w = load(tb + kQs + 32 * l);
+            const __m256i wu = Ops::kVnni ? _mm256_xor_si256(w, bytes(0x80)) : _mm256_sign_epi8(w, w);
+            for (int j = 0; j < R; ++j) {
+                const __m256i y = bcast32(a.q[j] + kQK * b + 4 * l);
                 __m256i p;
                 if constexpr (Ops::kVnni)
-                    p = Ops::dot(wx[i], yu, wv[i]);
+                    p = Ops::dot(bcast32(a.c[j] + 8 * b + l), wu, y);
                 else
-                    p = _mm256_madd_epi16(_mm256_maddubs_epi16(wx[i], _mm256_sign_epi8(y, wv[i])),
-                                          _mm256_set1_epi16(1));
-                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i] * dy), _mm256_cvtepi32_ps(p), acc[i][j]);
+                    p = _mm256_madd_epi16(_mm256_maddubs_epi16(wu, _mm256_sign_epi8(y, w)), _mm256_set1_epi16(1));
+                acc[l][j] = _mm256_fmadd_ps(s[j], _mm256_cvtepi32_ps(p), acc[l][j]);
             }
-        }
+        });
     }
-    for (int i = 0; i < W; ++i)
-        for (int j = 0; j < R; ++j) out[j * ld + i] = hsum(acc[i][j]);
+    for (int j = 0; j < R; ++j) {
+        const __m256 t0 = _mm256_add_ps(acc[0][j], acc[4][j]), t1 = _mm256_add_ps(acc[1][j], acc[5][j]);
+        const __m256 t2 = _mm256_add_ps(acc[2][j], acc[6][j]), t3 = _mm256_add_ps(acc[3][j], acc[7][j]);
+        _mm256_storeu_ps(out + j * ld, _mm256_add_ps(_mm256_add_ps(t0, t2), _mm256_add_ps(t1, t3)));
+    }
 }
 
 // ---- kernel tables ----
@@ -428,6 +428,7 @@ struct Kernels {
     template <int R> struct Q40 { static constexpr auto fn = tile_b32<Ops, TensorType::Q4_0, R>; };
     template <int R> struct IQ4NL { static constexpr auto fn = tile_b32<Ops, TensorType::IQ4_NL, R>; };
     template <int R> struct MX { static constexpr auto fn = tile_b32<Ops, TensorType::MXFP4, R>; };
+    template <int R> struct Q80 { static constexpr auto fn = tile_q8_0<Ops, R>; };
 
     static PackedKernel packed(TensorType w, int max_rows) {
         constexpr int M = Ops::kMaxRows;
@@ -439,22 +440,11 @@ struct Kernels {
             case TensorType::Q4_0: return pick<Q40, M>(max_rows);
             case TensorType::IQ4_NL: return pick<IQ4NL, M>(max_rows);
             case TensorType::MXFP4: return pick<MX, M>(max_rows);
+            case TensorType::Q8_0: return pick<Q80, Ops::kQ8MaxRows>(max_rows);
             default: return {};
         }
     }
 
-    template <int W>
-    static RowsKernel q8_0_w(int max_rows) {
-        switch (max_rows < Ops::kMaxRows ? max_rows : Ops::kMaxRows) {
-            case 1: return {rows_q8_0<Ops, W, 1>, W, 1};
-            case 2: return {rows_q8_0<Ops, W, 2>, W, 2};
-            case 3: return {rows_q8_0<Ops, W, 3>, W, 3};
-            default: return {rows_q8_0<Ops, W, 4>, W, 4};
-        }
-    }
-    static RowsKernel q8_0(int max_w, int max_rows) {
-        return max_w >= Ops::kQ8Rows ? q8_0_w<Ops::kQ8Rows>(max_rows) : q8_0_w<1>(max_rows);
-    }
 };
 
 }  // namespace

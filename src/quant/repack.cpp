@@ -29,6 +29,7 @@ std::vector<Chunk> make_chunks(TensorType t) {
         case TensorType::Q4_0:
         case TensorType::IQ4_NL: add(v, 0, 2), add(v, 2, 4, 4); break;  // d, qs
         case TensorType::MXFP4: add(v, 0, 1), add(v, 1, 4, 4); break;  // e, qs
+        case TensorType::Q8_0: add(v, 0, 2), add(v, 2, 4, 8); break;   // d, qs
         case TensorType::Q4_K: add(v, 0, 2), add(v, 2, 2), add(v, 4, 4, 3), add(v, 16, 4, 32); break;  // d, dmin, …
         case TensorType::Q5_K: add(v, 0, 2), add(v, 2, 2), add(v, 4, 4, 3), add(v, 16, 4, 8), add(v, 48, 4, 32); break;
         case TensorType::Q6_K:
@@ -48,7 +49,7 @@ const std::vector<Chunk>& chunks(TensorType t) {
     static const std::vector<Chunk> table[] = {
         make_chunks(TensorType::Q4_0), make_chunks(TensorType::IQ4_NL), make_chunks(TensorType::MXFP4),
         make_chunks(TensorType::Q4_K), make_chunks(TensorType::Q5_K),   make_chunks(TensorType::Q6_K),
-        make_chunks(TensorType::IQ4_XS)};
+        make_chunks(TensorType::IQ4_XS), make_chunks(TensorType::Q8_0)};
     static const std::vector<Chunk> none;
     switch (t) {
         case TensorType::Q4_0: return table[0];
@@ -58,6 +59,7 @@ const std::vector<Chunk>& chunks(TensorType t) {
         case TensorType::Q5_K: return table[4];
         case TensorType::Q6_K: return table[5];
         case TensorType::IQ4_XS: return table[6];
+        case TensorType::Q8_0: return table[7];
         default: return none;
     }
 }

@@ -3,9 +3,9 @@
 // integer block dot products, so logits agree with llama.cpp's CPU backend up to float summation order.
 //
 // On processors with AVX2 the weights of the packed types are repacked into tiles at load and multiplied by the
-// register-blocked kernels of quant/gemm.h (Q8_0 rows too, as stored), in prefill and decode alike, so that a batch
-// and its tokens one at a time give the same values bit for bit. Other types, and processors without AVX2, go pair
-// by pair through quant/vec_dot.h.
+// register-blocked kernels of quant/gemm.h, in prefill and decode alike, so that a batch and its tokens one at a time
+// give the same values bit for bit. Other types, and processors without AVX2, go pair by pair through
+// quant/vec_dot.h.
 #include "backend/cpu/cpu_matmul.h"
 
 #include <algorithm>
@@ -95,11 +95,6 @@ void matmul_vec_dot(ThreadPool& pool, const Weight& w, const Act& x, Act& out, s
                 quant::vec_dot_tile(w.type), out);
 }
 
-// Whether the gemm kernels multiply w: packed tiles, or Q8_0 rows as stored, on a processor with AVX2.
-bool uses_gemm(CpuWeight w) {
-    return w.packed || (w.w.type == TensorType::Q8_0 && quant::cpu_isa() >= quant::Isa::avx2);
-}
-
 // The rows of x quantized for the gemm kernels of weight type t, in the scratch slot of t's activation type.
 const quant::PackedActs& quantize_for(ThreadPool& pool, TensorType t, const Act& x, MatmulScratch& s) {
     quant::PackedActs& a = s.acts[quant::vec_dot_type(t) == TensorType::Q8_K ? 1 : 0];
@@ -111,8 +106,7 @@ const quant::PackedActs& quantize_for(ThreadPool& pool, TensorType t, const Act&
     return a;
 }
 
-// One piece of work of a product: output rows [o0, o1) of one weight (whole tiles when packed) for all activation
-// rows.
+// One piece of work of a product: output rows [o0, o1) (whole tiles) of one packed weight for all activation rows.
 struct Piece {
     CpuWeight w;
     const quant::PackedActs* a;
@@ -122,12 +116,8 @@ struct Piece {
 
 void run_piece(const Piece& p) {
     const Weight& w = p.w.w;
-    const quant::ActRows rows{nullptr, 0, p.a->rows()};
-    if (p.w.packed)
-        quant::gemm_packed(quant::cpu_isa(), w.type, w.data, w.cols, p.o0 / quant::kPackRows,
-                           p.o1 / quant::kPackRows, *p.a, rows, p.out->data, p.out->cols);
-    else
-        quant::gemm_q8_0(quant::cpu_isa(), w.data, w.cols, p.o0, p.o1, *p.a, rows, p.out->data, p.out->cols);
+    quant::gemm_packed(quant::cpu_isa(), w.type, w.data, w.cols, p.o0 / quant::kPackRows, p.o1 / quant::kPackRows,
+                       *p.a, {nullptr, 0, p.a->rows()}, p.out->data, p.out->cols);
 }
 
 // Splits the products into pieces for the threads: about eight per thread over all of them, each small enough that
@@ -136,7 +126,7 @@ void add_pieces(std::vector<Piece>& pieces, CpuWeight w, const quant::PackedActs
                 int threads) {
     constexpr size_t kPieceBytes = size_t{1024} << 10;
     const size_t row_bytes = gguf::row_bytes(w.w.type, w.w.cols);
-    const int64_t unit = w.packed ? quant::kPackRows : 4;
+    const int64_t unit = quant::kPackRows;
     const int64_t by_bytes = std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / (row_bytes * unit)));
     const int64_t by_count = std::max<int64_t>(1, rows_total / (8 * threads * unit));
     const int64_t step = unit * std::min(by_bytes, by_count);
@@ -173,10 +163,10 @@ void matmuls(ThreadPool& pool, std::span<const CpuWeight> w, const Act& x, std::
     std::vector<Piece> pieces;
     int64_t rows_total = 0;
     for (const CpuWeight& cw : w)
-        if (uses_gemm(cw)) rows_total += cw.w.rows;
+        if (cw.packed) rows_total += cw.w.rows;
     const quant::PackedActs* quantized[2] = {nullptr, nullptr};
     for (size_t i = 0; i < w.size(); ++i) {
-        if (!uses_gemm(w[i])) {
+        if (!w[i].packed) {
             matmul_vec_dot(pool, w[i].w, x, *out[i], s.act_q);
             continue;
         }

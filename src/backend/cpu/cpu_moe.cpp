@@ -1,7 +1,7 @@
 // CPU ops of mixture-of-experts layers: routing (softmax -> top-k -> optional renormalization) and the expert FFN
 // over 3-D expert tensors {in, out, n_expert}. Matmuls compute as the dense matmul of cpu_matmul.cpp (and ggml's
 // mul_mat_id): activation rows are converted to the weight type's vec-dot type and dotted with the expert's rows, by
-// the gemm kernels where the dense matmul uses them (packed experts, Q8_0) and by vec_dot otherwise. The slots of a
+// the gemm kernels where the dense matmul uses them (packed experts) and by vec_dot otherwise. The slots of a
 // call are grouped by expert so that each expert's weights are read once, and the products of all experts of a step
 // are handed to the threads together.
 #include "backend/cpu/cpu_moe.h"
@@ -26,7 +26,7 @@ using gguf::TensorType;
 // One 3-D expert projection and the activation format its products need.
 struct Proj {
     const Weight* w = nullptr;
-    bool packed = false, gemm = false;  // packed tiles / the gemm kernels (packed or Q8_0)
+    bool packed = false;  // repacked at load: the gemm kernels
     int64_t in = 0, out = 0, n_exp = 0;
     size_t rb = 0;  // bytes per weight row
     TensorType at = TensorType::F32;
@@ -40,7 +40,6 @@ struct Proj {
         if (!quant::can_vec_dot(w->type))
             throw std::invalid_argument("moe_ffn: " + w->name + ": no dot product for type " +
                                         std::string(gguf::type_name(w->type)));
-        gemm = packed || (w->type == TensorType::Q8_0 && quant::cpu_isa() >= quant::Isa::avx2);
         rb = gguf::row_bytes(w->type, static_cast<size_t>(in));
         at = quant::vec_dot_type(w->type);
         fn = quant::vec_dot_fn(w->type);
@@ -48,7 +47,7 @@ struct Proj {
     }
 
     // Output rows per piece of work are a multiple of this.
-    int64_t unit() const { return packed ? quant::kPackRows : gemm ? 4 : 1; }
+    int64_t unit() const { return packed ? quant::kPackRows : 1; }
 };
 
 // Activation rows converted for one projection: vec-dot rows, or the gemm kernels' form.
@@ -59,7 +58,7 @@ struct Acts {
 
 Acts convert(ThreadPool& pool, const Proj& p, const float* x, int64_t n, std::vector<uint8_t>& buf,
              quant::PackedActs& pa) {
-    if (p.gemm) {
+    if (p.packed) {
         pa.reset(p.w->type, n, p.in);
         if (n >= 4)
             pool.parallel_for(n, [&](int64_t b, int64_t e) { pa.quantize(x, b, e); });
@@ -95,10 +94,6 @@ void run_piece(const Piece& pc) {
     if (p.packed) {  // expert e's rows are its own whole tiles (ne[1] is a multiple of the tile)
         quant::gemm_packed(quant::cpu_isa(), p.w->type, base, p.in, pc.o0 / quant::kPackRows,
                            pc.o1 / quant::kPackRows, *pc.a.packed, pc.rows, pc.res, pc.ld);
-        return;
-    }
-    if (p.gemm) {
-        quant::gemm_q8_0(quant::cpu_isa(), base, p.in, pc.o0, pc.o1, *pc.a.packed, pc.rows, pc.res, pc.ld);
         return;
     }
     for (int64_t o = pc.o0; o < pc.o1; ++o) {
@@ -220,7 +215,7 @@ void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weight
     std::vector<uint8_t> buf_first, buf_up, buf_down;
     quant::PackedActs pa_first, pa_up, pa_down;
     const Acts act_first = convert(pool, first, x.data, T, buf_first, pa_first);
-    const Acts act_up = merged || (up.at == first.at && up.gemm == first.gemm)
+    const Acts act_up = merged || (up.at == first.at && up.packed == first.packed)
                             ? act_first
                             : convert(pool, up, x.data, T, buf_up, pa_up);
 
