@@ -134,8 +134,8 @@ TEST(CpuPackedWeights, MatmulGetRowsAndBatches) {
     }
 }
 
-// Fused products over packed weights of two types (Q4_K_M's Q4_K beside Q6_K) equal the ops one by one, and one
-// quantization of the input serves both.
+// Fused products over packed weights of two types (Q4_K_M's Q4_K beside Q6_K, and Q8_0) equal the ops one by one:
+// the projections of one input with and without biases, gate and up with each activation, the residual add.
 TEST(CpuPackedWeights, FusedOpsEqualTheirSequence) {
     if (zinc::quant::cpu_isa() < zinc::quant::Isa::avx2) GTEST_SKIP() << "weights are repacked only with AVX2";
     auto cpu = zinc::backend::make_cpu_backend(2);
@@ -157,6 +157,49 @@ TEST(CpuPackedWeights, FusedOpsEqualTheirSequence) {
         EXPECT_EQ(get(*cpu, q), get(*cpu, q1));
         EXPECT_EQ(get(*cpu, k), get(*cpu, k1));
         EXPECT_EQ(get(*cpu, v), get(*cpu, v1));
+        // With biases (K's null).
+        const std::vector<float> bq = randn(64, rng), bv = randn(32, rng);
+        Weight wbq, wbv;
+        wbq.type = wbv.type = TensorType::F32, wbq.cols = 64, wbv.cols = 32, wbq.rows = wbv.rows = 1;
+        wbq.data = bq.data(), wbv.data = bv.data(), wbq.ne[0] = 64, wbv.ne[0] = 32;
+        const Weight* b[] = {&wbq, nullptr, &wbv};
+        cpu->matmuls(w, x, out, b);
+        cpu->add_bias(q1, wbq);
+        cpu->add_bias(v1, wbv);
+        EXPECT_EQ(get(*cpu, q), get(*cpu, q1));
+        EXPECT_EQ(get(*cpu, k), get(*cpu, k1));
+        EXPECT_EQ(get(*cpu, v), get(*cpu, v1));
+
+        // Gate and up (Q4_K, 64 rows each from fq and a second tensor), then the activation.
+        const FileTensor fu(TensorType::Q4_K, 512, 64, 1, rng);
+        const Weight wu = cpu->load_weight(*fu.info);
+        for (auto act : {zinc::backend::GatedActivation::swiglu, zinc::backend::GatedActivation::geglu}) {
+            Act g = cpu->alloc(rows, 64), u = cpu->alloc(rows, 64);
+            Act g1 = cpu->alloc(rows, 64), u1 = cpu->alloc(rows, 64);
+            cpu->ffn_gated(wq, wu, x, act, u, g);
+            cpu->matmul(wq, x, g1);
+            cpu->matmul(wu, x, u1);
+            if (act == zinc::backend::GatedActivation::swiglu)
+                cpu->swiglu(g1, u1, g1);
+            else
+                cpu->geglu(g1, u1, g1);
+            EXPECT_EQ(get(*cpu, g), get(*cpu, g1));
+        }
+
+        // The residual add of a projection, with and without a bias (a Q6_K weight 512 -> 32).
+        Act h = cpu->alloc(rows, 512), res = cpu->alloc(rows, 32), res1 = cpu->alloc(rows, 32);
+        Act tmp = cpu->alloc(rows, 32), tmp1 = cpu->alloc(rows, 32);
+        cpu->upload(h, randn(static_cast<size_t>(rows * 512), rng));
+        const std::vector<float> start = randn(static_cast<size_t>(rows * 32), rng);
+        for (const Weight* bias : {static_cast<const Weight*>(nullptr), static_cast<const Weight*>(&wbv)}) {
+            cpu->upload(res, start);
+            cpu->upload(res1, start);
+            cpu->matmul_add(wv, h, tmp, res, bias);
+            cpu->matmul(wv, h, tmp1);
+            if (bias) cpu->add_bias(tmp1, *bias);
+            cpu->add(res1, tmp1, res1);
+            EXPECT_EQ(get(*cpu, res), get(*cpu, res1));
+        }
     }
 }
 

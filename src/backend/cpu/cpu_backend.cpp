@@ -119,19 +119,14 @@ protected:
                     std::span<const Weight* const> bias) override {
         std::vector<cpu::CpuWeight> cw;
         for (const Weight* wi : w) cw.push_back(held(*wi));
-        cpu::matmuls(pool_, cw, x, out, scratch_);
-        for (size_t i = 0; i < bias.size(); ++i)
-            if (bias[i]) cpu::add_bias(pool_, *out[i], *bias[i]);
+        cpu::matmuls(pool_, cw, x, out, bias, scratch_);
     }
     void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
                       Act& out) override {
-        const cpu::CpuWeight cw[2] = {held(gate), held(up)};
-        Act* outs[2] = {&out, &up_tmp};
-        cpu::matmuls(pool_, cw, x, outs, scratch_);
-        if (act == GatedActivation::swiglu)
-            cpu::swiglu(out, up_tmp, out);
-        else
-            cpu::geglu(pool_, out, up_tmp, out);
+        cpu::ffn_gated(pool_, held(gate), held(up), x, act, up_tmp, out, scratch_);
+    }
+    void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) override {
+        cpu::matmul_add(pool_, held(w), x, tmp, out, bias, scratch_);
     }
 
     // Normalizations: cpu_norm.cpp
@@ -146,8 +141,8 @@ protected:
     }
 
     // Element-wise ops: cpu_elementwise.cpp
-    void do_add(const Act& a, const Act& b, Act& out) override { cpu::add(a, b, out); }
-    void do_swiglu(const Act& gate, const Act& up, Act& out) override { cpu::swiglu(gate, up, out); }
+    void do_add(const Act& a, const Act& b, Act& out) override { cpu::add(pool_, a, b, out); }
+    void do_swiglu(const Act& gate, const Act& up, Act& out) override { cpu::swiglu(pool_, gate, up, out); }
     void do_geglu(const Act& gate, const Act& up, Act& out) override { cpu::geglu(pool_, gate, up, out); }
     void do_add_bias(Act& x, const Weight& b) override { cpu::add_bias(pool_, x, b); }
     void do_scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }

@@ -9,9 +9,11 @@
 #include "backend/cpu/cpu_matmul.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
+#include "backend/cpu/cpu_elementwise.h"
 #include "quant/cpu_features.h"
 #include "quant/dequantize.h"
 #include "quant/repack.h"
@@ -106,31 +108,61 @@ const quant::PackedActs& quantize_for(ThreadPool& pool, TensorType t, const Act&
     return a;
 }
 
-// One piece of work of a product: output rows [o0, o1) (whole tiles) of one packed weight for all activation rows.
-struct Piece {
-    CpuWeight w;
-    const quant::PackedActs* a;
-    Act* out;
-    int64_t o0, o1;
+// Products that share their output columns: each packed weight's rows [o0, o1) for every activation row, then
+// `finish` on those columns of every row (a bias, the residual add, the gated activation), while they are in cache.
+struct Job {
+    CpuWeight w[2];
+    Act* out[2];
+    int n = 1;
+    std::function<void(int64_t, int64_t)> finish;
 };
 
-void run_piece(const Piece& p) {
-    const Weight& w = p.w.w;
-    quant::gemm_packed(quant::cpu_isa(), w.type, w.data, w.cols, p.o0 / quant::kPackRows, p.o1 / quant::kPackRows,
-                       *p.a, {nullptr, 0, p.a->rows()}, p.out->data, p.out->cols);
+// Runs the jobs on the threads, in pieces of whole tiles: about eight per thread over all of them, each small enough
+// that its weight rows stay in the L2 cache while every activation row meets them.
+void run_jobs(ThreadPool& pool, const Act& x, std::span<Job> jobs, MatmulScratch& s) {
+    constexpr size_t kPieceBytes = size_t{256} << 10;
+    const quant::PackedActs* quantized[2] = {nullptr, nullptr};
+    int64_t rows_total = 0;
+    for (Job& j : jobs)
+        for (int k = 0; k < j.n; ++k) {
+            const int slot = quant::vec_dot_type(j.w[k].w.type) == TensorType::Q8_K ? 1 : 0;
+            if (!quantized[slot]) quantized[slot] = &quantize_for(pool, j.w[k].w.type, x, s);
+            rows_total += j.w[k].w.rows;
+        }
+    struct Piece {
+        const Job* job;
+        int64_t o0, o1;
+    };
+    std::vector<Piece> pieces;
+    constexpr int64_t kUnit = quant::kPackRows;
+    for (const Job& j : jobs) {
+        size_t row_bytes = 0;
+        for (int k = 0; k < j.n; ++k) row_bytes += gguf::row_bytes(j.w[k].w.type, j.w[k].w.cols);
+        const int64_t by_bytes = std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / (row_bytes * kUnit)));
+        const int64_t by_count = std::max<int64_t>(1, rows_total / (8 * pool.size() * kUnit));
+        const int64_t step = kUnit * std::min(by_bytes, by_count), rows = j.w[0].w.rows;
+        for (int64_t o = 0; o < rows; o += step) pieces.push_back({&j, o, std::min(rows, o + step)});
+    }
+    pool.parallel_chunks(static_cast<int64_t>(pieces.size()), 1, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) {
+            const Piece& pc = pieces[static_cast<size_t>(p)];
+            for (int k = 0; k < pc.job->n; ++k) {
+                const Weight& w = pc.job->w[k].w;
+                const quant::PackedActs& a = *quantized[quant::vec_dot_type(w.type) == TensorType::Q8_K ? 1 : 0];
+                Act& out = *pc.job->out[k];
+                quant::gemm_packed(quant::cpu_isa(), w.type, w.data, w.cols, pc.o0 / kUnit, pc.o1 / kUnit, a,
+                                   {nullptr, 0, a.rows()}, out.data, out.cols);
+            }
+            if (pc.job->finish) pc.job->finish(pc.o0, pc.o1);
+        }
+    });
 }
 
-// Splits the products into pieces for the threads: about eight per thread over all of them, each small enough that
-// its weight rows stay in the L2 cache while every activation row meets them, in whole tiles.
-void add_pieces(std::vector<Piece>& pieces, CpuWeight w, const quant::PackedActs* a, Act* out, int64_t rows_total,
-                int threads) {
-    constexpr size_t kPieceBytes = size_t{1024} << 10;
-    const size_t row_bytes = gguf::row_bytes(w.w.type, w.w.cols);
-    const int64_t unit = quant::kPackRows;
-    const int64_t by_bytes = std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / (row_bytes * unit)));
-    const int64_t by_count = std::max<int64_t>(1, rows_total / (8 * threads * unit));
-    const int64_t step = unit * std::min(by_bytes, by_count);
-    for (int64_t o = 0; o < w.w.rows; o += step) pieces.push_back({w, a, out, o, std::min(w.w.rows, o + step)});
+// x[t][i] += b[i] for the columns [o0, o1) of every row, as add_bias.
+void add_bias_cols(Act& x, const Weight& b, int64_t o0, int64_t o1) {
+    const float* bd = static_cast<const float*>(b.data);
+    for (int64_t t = 0; t < x.rows; ++t)
+        for (int64_t i = o0; i < o1; ++i) x.data[t * x.cols + i] += bd[i];
 }
 
 }  // namespace
@@ -155,28 +187,66 @@ void get_rows(CpuWeight table, std::span<const int32_t> ids, Act& out) {
 
 void matmul(ThreadPool& pool, CpuWeight w, const Act& x, Act& out, MatmulScratch& s) {
     Act* o = &out;
-    matmuls(pool, std::span<const CpuWeight>(&w, 1), x, std::span<Act* const>(&o, 1), s);
+    matmuls(pool, std::span<const CpuWeight>(&w, 1), x, std::span<Act* const>(&o, 1), {}, s);
 }
 
 void matmuls(ThreadPool& pool, std::span<const CpuWeight> w, const Act& x, std::span<Act* const> out,
-             MatmulScratch& s) {
-    std::vector<Piece> pieces;
-    int64_t rows_total = 0;
-    for (const CpuWeight& cw : w)
-        if (cw.packed) rows_total += cw.w.rows;
-    const quant::PackedActs* quantized[2] = {nullptr, nullptr};
+             std::span<const Weight* const> bias, MatmulScratch& s) {
+    std::vector<Job> jobs;
+    jobs.reserve(w.size());  // run_jobs keeps pointers to them
     for (size_t i = 0; i < w.size(); ++i) {
+        const Weight* b = i < bias.size() ? bias[i] : nullptr;
         if (!w[i].packed) {
             matmul_vec_dot(pool, w[i].w, x, *out[i], s.act_q);
+            if (b) add_bias(pool, *out[i], *b);
             continue;
         }
-        const int slot = quant::vec_dot_type(w[i].w.type) == TensorType::Q8_K ? 1 : 0;
-        if (!quantized[slot]) quantized[slot] = &quantize_for(pool, w[i].w.type, x, s);
-        add_pieces(pieces, w[i], quantized[slot], out[i], rows_total, pool.size());
+        Job j{{w[i], w[i]}, {out[i], out[i]}, 1, {}};
+        if (b) j.finish = [o = out[i], b](int64_t o0, int64_t o1) { add_bias_cols(*o, *b, o0, o1); };
+        jobs.push_back(std::move(j));
     }
-    pool.parallel_chunks(static_cast<int64_t>(pieces.size()), 1, [&](int64_t b, int64_t e) {
-        for (int64_t p = b; p < e; ++p) run_piece(pieces[static_cast<size_t>(p)]);
-    });
+    if (!jobs.empty()) run_jobs(pool, x, jobs, s);
+}
+
+void ffn_gated(ThreadPool& pool, CpuWeight gate, CpuWeight up, const Act& x, GatedActivation act, Act& up_tmp,
+               Act& out, MatmulScratch& s) {
+    if (!gate.packed || !up.packed) {
+        const CpuWeight w[2] = {gate, up};
+        Act* o[2] = {&out, &up_tmp};
+        matmuls(pool, w, x, o, {}, s);
+        if (act == GatedActivation::swiglu)
+            swiglu(pool, out, up_tmp, out);
+        else
+            geglu(pool, out, up_tmp, out);
+        return;
+    }
+    Job j{{gate, up}, {&out, &up_tmp}, 2, [&](int64_t o0, int64_t o1) {
+              for (int64_t t = 0; t < out.rows; ++t) {
+                  float* g = out.data + t * out.cols;
+                  const float* u = up_tmp.data + t * up_tmp.cols;
+                  if (act == GatedActivation::swiglu)
+                      for (int64_t i = o0; i < o1; ++i) g[i] = silu_mul(g[i], u[i]);
+                  else
+                      for (int64_t i = o0; i < o1; ++i) g[i] = gelu_mul(g[i], u[i]);
+              }
+          }};
+    run_jobs(pool, x, std::span<Job>(&j, 1), s);
+}
+
+void matmul_add(ThreadPool& pool, CpuWeight w, const Act& x, Act& tmp, Act& out, const Weight* bias,
+                MatmulScratch& s) {
+    if (!w.packed) {
+        matmul_vec_dot(pool, w.w, x, tmp, s.act_q);
+        if (bias) add_bias(pool, tmp, *bias);
+        add(pool, out, tmp, out);
+        return;
+    }
+    Job j{{w, w}, {&tmp, &tmp}, 1, [&](int64_t o0, int64_t o1) {
+              if (bias) add_bias_cols(tmp, *bias, o0, o1);
+              for (int64_t t = 0; t < out.rows; ++t)
+                  for (int64_t i = o0; i < o1; ++i) out.data[t * out.cols + i] += tmp.data[t * tmp.cols + i];
+          }};
+    run_jobs(pool, x, std::span<Job>(&j, 1), s);
 }
 
 }  // namespace zinc::backend::cpu

@@ -31,9 +31,17 @@ struct MatmulScratch {
 void get_rows(CpuWeight table, std::span<const int32_t> ids, Act& out);
 // Throws std::invalid_argument when the weight's type has no dot product.
 void matmul(ThreadPool& pool, CpuWeight w, const Act& x, Act& out, MatmulScratch& s);
-// out[i] = w[i] x for every i, the rows of x quantized once for all weights of the same activation type, and all the
-// products in one parallel loop (matmuls and ffn_gated of backend.h are made of this).
+// The fused products of backend.h with the rows of x quantized once for all weights of the same activation type, all
+// the products in one parallel loop, and the element-wise steps done on each piece of output as it is made (the same
+// operations as the ops one by one, so the same values):
+// out[i] = w[i] x (+ bias[i]) for every i (bias empty or one entry per weight, null for none).
 void matmuls(ThreadPool& pool, std::span<const CpuWeight> w, const Act& x, std::span<Act* const> out,
-             MatmulScratch& s);
+             std::span<const Weight* const> bias, MatmulScratch& s);
+// out = act(gate x) * (up x), up x left in up_tmp.
+void ffn_gated(ThreadPool& pool, CpuWeight gate, CpuWeight up, const Act& x, GatedActivation act, Act& up_tmp,
+               Act& out, MatmulScratch& s);
+// tmp = w x (+ bias), out += tmp.
+void matmul_add(ThreadPool& pool, CpuWeight w, const Act& x, Act& tmp, Act& out, const Weight* bias,
+                MatmulScratch& s);
 
 }  // namespace zinc::backend::cpu
