@@ -68,6 +68,15 @@ TEST(CpuSimd, Avx2EqualsPortable) {
         v.axpys(w.data(), p.data(), rows, n, y2.data());
         EXPECT_EQ(y1, y2);
     }
+    // RoPE's rotation of the two halves of a head
+    for (int64_t n : {4, 32, 64, 67}) {
+        const std::vector<float> x = randn(static_cast<size_t>(2 * n), rng), c = randn(static_cast<size_t>(n), rng),
+                                 sn = randn(static_cast<size_t>(n), rng);
+        std::vector<float> v1 = x, v2 = x;
+        s.rotate_halves(v1.data(), c.data(), sn.data(), n);
+        v.rotate_halves(v2.data(), c.data(), sn.data(), n);
+        EXPECT_EQ(v1, v2) << n;
+    }
     // q8_0 cache rows
     std::vector<int8_t> q(96);
     for (size_t i = 0; i < q.size(); ++i) q[i] = int8_t(int(rng() % 255) - 127);

@@ -150,9 +150,28 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
     });
 }
 
-void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
-    const int64_t heads = x.cols / head_dim;
+bool RopeCache::Table::matches(std::span<const int32_t> positions, const RopeParams& q) const {
+    return p.n_rot == q.n_rot && p.neox == q.neox && p.freq_base == q.freq_base && p.freq_scale == q.freq_scale &&
+           p.freq_factors == q.freq_factors && (!q.freq_factors || factors == q.freq_factors->data) &&
+           p.ext_factor == q.ext_factor && p.yarn_low == q.yarn_low && p.yarn_high == q.yarn_high &&
+           p.mscale == q.mscale && pos.size() == positions.size() &&
+           std::equal(pos.begin(), pos.end(), positions.begin());
+}
+
+// The cos and sin of every position and pair: n_rot/2 cosines then n_rot/2 sines per row.
+const std::vector<float>& RopeCache::angles(ThreadPool& pool, std::span<const int32_t> pos, const RopeParams& p) {
+    for (size_t k = 0; k < kTables; ++k)
+        if (tables_[k].matches(pos, p)) {
+            if (k != 0) std::swap(tables_[0], tables_[k]);  // the most recent first
+            return tables_[0].cs;
+        }
+    std::rotate(tables_, tables_ + kTables - 1, tables_ + kTables);  // the least recent one is refilled
+    Table& tb = tables_[0];
+    tb.p = p;
+    tb.factors = p.freq_factors ? p.freq_factors->data : nullptr;
+    tb.pos.assign(pos.begin(), pos.end());
     const int half = p.n_rot / 2;
+    tb.cs.resize(pos.size() * 2 * static_cast<size_t>(half));
     const float* ff = p.freq_factors ? static_cast<const float*>(p.freq_factors->data) : nullptr;
     // Angles as ggml's CPU backend computes them: the position times theta_scale^i by repeated
     // multiplication, divided by the frequency factor, then YaRN's blend of the interpolated
@@ -160,28 +179,61 @@ void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, 
     // models on the same tokens as llama.cpp; against transformers' f32 forward it changes nothing
     // measurable (both are within 1e-6).
     const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
-    pool.parallel_for(x.rows, [&](int64_t b, int64_t e) {
+    const auto body = [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
+            float* c = tb.cs.data() + t * 2 * half;
+            float* s = c + half;
             float theta_i = float(pos[t]);
             for (int i = 0; i < half; ++i, theta_i *= theta_scale) {
                 const float th_ext = ff ? theta_i / ff[i] : theta_i;
                 float theta = p.freq_scale * th_ext;
                 if (p.ext_factor != 0.0f) {
                     const float y = (float(i) - p.yarn_low) / std::max(0.001f, p.yarn_high - p.yarn_low);
-                    const float r = p.ext_factor * (1.0f - std::clamp(y, 0.0f, 1.0f));  // 1: keep the extrapolated angle
+                    const float r = p.ext_factor * (1.0f - std::clamp(y, 0.0f, 1.0f));  // 1: the extrapolated angle
                     theta = theta * (1.0f - r) + th_ext * r;
                 }
-                const float c = std::cos(theta) * p.mscale, s = std::sin(theta) * p.mscale;
-                for (int64_t h = 0; h < heads; ++h) {
-                    float* v = x.data + t * x.cols + h * head_dim;
-                    const int i0 = p.neox ? i : 2 * i, i1 = p.neox ? i + half : 2 * i + 1;
-                    const float a = v[i0], d = v[i1];
-                    v[i0] = a * c - d * s;
-                    v[i1] = a * s + d * c;
+                c[i] = std::cos(theta) * p.mscale;
+                s[i] = std::sin(theta) * p.mscale;
+            }
+        }
+    };
+    if (pos.size() >= 8)
+        pool.parallel_for(static_cast<int64_t>(pos.size()), body);
+    else
+        body(0, static_cast<int64_t>(pos.size()));
+    return tb.cs;
+}
+
+// The angles depend on the positions and the parameters only, so the layers of a forward pass (and q and k) share
+// them through the cache.
+void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p,
+          RopeCache& cache) {
+    const int64_t heads = x.cols / head_dim;
+    const int half = p.n_rot / 2;
+    const std::vector<float>& cs = cache.angles(pool, pos, p);
+    const simd::Kernels& simd = simd::kernels();
+    const auto body = [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+            const float* c = cs.data() + t * 2 * half;
+            const float* s = c + half;
+            for (int64_t h = 0; h < heads; ++h) {
+                float* v = x.data + t * x.cols + h * head_dim;
+                if (p.neox) {
+                    simd.rotate_halves(v, c, s, half);
+                    continue;
+                }
+                for (int i = 0; i < half; ++i) {  // adjacent pairs
+                    const float a = v[2 * i], d = v[2 * i + 1];
+                    v[2 * i] = a * c[i] - d * s[i];
+                    v[2 * i + 1] = a * s[i] + d * c[i];
                 }
             }
         }
-    });
+    };
+    if (x.rows >= 4)
+        pool.parallel_for(x.rows, body);
+    else
+        body(0, x.rows);
 }
 
 }  // namespace zinc::backend::cpu

@@ -150,7 +150,7 @@ protected:
 
     // Attention and RoPE: cpu_attention.cpp
     void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override {
-        cpu::rope(pool_, x, head_dim, pos, p);
+        cpu::rope(pool_, x, head_dim, pos, p, rope_cache_);
     }
     void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override { cpu::kv_write(kv, k, v, pos0); }
     void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
@@ -220,6 +220,7 @@ private:
 
     cpu::ThreadPool pool_;
     cpu::MatmulScratch scratch_;  // the activation rows of the current matmul in the forms its kernels read
+    cpu::RopeCache rope_cache_;
     Buffers<float> buffers_;
     Buffers<int32_t> id_buffers_;
     std::deque<std::vector<std::max_align_t>> aligned_weights_;  // copies of misaligned tensors (do_load_weight)

@@ -36,6 +36,14 @@ void axpys(const float* p, const float* const* rows, int64_t n, int64_t d, float
     for (int64_t j = 0; j < n; ++j) axpy(p[j], rows[j], o, d);
 }
 
+void rotate_halves(float* v, const float* c, const float* s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float a = v[i], b = v[i + n];
+        v[i] = a * c[i] - b * s[i];
+        v[i + n] = a * s[i] + b * c[i];
+    }
+}
+
 void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = quant::fp16_to_fp32(scales[i / 32]) * float(q[i]);
 }
@@ -43,7 +51,7 @@ void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
 }  // namespace
 
 const Kernels& scalar_kernels() {
-    static const Kernels k{f16_to_f32, f32_to_f16, dot, axpy, dots, axpys, q8_to_f32};
+    static const Kernels k{f16_to_f32, f32_to_f16, dot, axpy, dots, axpys, rotate_halves, q8_to_f32};
     return k;
 }
 

@@ -22,6 +22,8 @@ struct Kernels {
     void (*dots)(const float* q, const float* const* rows, int64_t n, int64_t d, float* out);
     // axpy(p[j], rows[j], o, d) for j = 0 … n−1 in turn.
     void (*axpys)(const float* p, const float* const* rows, int64_t n, int64_t d, float* o);
+    // RoPE of one head, NeoX pairs (i, i + n): a = v[i], b = v[i + n]; v[i] = a·c[i] − b·s[i], v[i + n] = a·s[i] + b·c[i].
+    void (*rotate_halves)(float* v, const float* c, const float* s, int64_t n);
     // y[i] = d·q[i] for a q8_0 cache row: n (a multiple of 32) int8 values with one f16 scale per 32.
     void (*q8_to_f32)(const int8_t* q, const uint16_t* scales, float* y, int64_t n);
 };

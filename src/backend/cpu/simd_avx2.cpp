@@ -98,6 +98,21 @@ void axpys(const float* p, const float* const* rows, int64_t n, int64_t d, float
     }
 }
 
+void rotate_halves(float* v, const float* c, const float* s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + i + n);
+        const __m256 cv = _mm256_loadu_ps(c + i), sv = _mm256_loadu_ps(s + i);
+        _mm256_storeu_ps(v + i, _mm256_sub_ps(_mm256_mul_ps(a, cv), _mm256_mul_ps(b, sv)));
+        _mm256_storeu_ps(v + i + n, _mm256_add_ps(_mm256_mul_ps(a, sv), _mm256_mul_ps(b, cv)));
+    }
+    for (; i < n; ++i) {
+        const float a = v[i], b = v[i + n];
+        v[i] = a * c[i] - b * s[i];
+        v[i + n] = a * s[i] + b * c[i];
+    }
+}
+
 void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
     for (int64_t b = 0; b < n; b += 32) {
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(scales[b / 32]));
@@ -111,7 +126,7 @@ void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
 }  // namespace
 
 const Kernels& avx2_kernels() {
-    static const Kernels k{f16_to_f32, f32_to_f16, dot, axpy, dots, axpys, q8_to_f32};
+    static const Kernels k{f16_to_f32, f32_to_f16, dot, axpy, dots, axpys, rotate_halves, q8_to_f32};
     return k;
 }
 
