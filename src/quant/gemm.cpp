@@ -221,7 +221,8 @@ void PackedActs::reset(TensorType w, int64_t rows, int64_t cols) {
 void PackedActs::quantize(const float* x, int64_t r0, int64_t r1) {
     const int64_t nb = cols_ / block_;
     if (type_ == TensorType::Q8_K) {
-        std::vector<BlockQ8_K> blocks(static_cast<size_t>(nb));
+        thread_local std::vector<BlockQ8_K> blocks;  // kept from call to call
+        blocks.resize(static_cast<size_t>(nb));
         for (int64_t t = r0; t < r1; ++t) {
             quantize_activation(TensorType::Q8_K, x + t * cols_, blocks.data(), static_cast<size_t>(cols_));
             for (int64_t b = 0; b < nb; ++b) {
@@ -236,7 +237,8 @@ void PackedActs::quantize(const float* x, int64_t r0, int64_t r1) {
         }
         return;
     }
-    std::vector<BlockQ8_0> blocks(static_cast<size_t>(nb));
+    thread_local std::vector<BlockQ8_0> blocks;
+    blocks.resize(static_cast<size_t>(nb));
     for (int64_t t = r0; t < r1; ++t) {
         quantize_activation(TensorType::Q8_0, x + t * cols_, blocks.data(), static_cast<size_t>(cols_));
         for (int64_t b = 0; b < nb; ++b) {

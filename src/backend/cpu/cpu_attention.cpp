@@ -77,8 +77,12 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
     const int64_t n_blocks = (q.rows + kQueries - 1) / kQueries;
     const simd::Kernels& simd = simd::kernels();
     pool.parallel_chunks(p.n_head_kv * n_blocks, 1, [&](int64_t b, int64_t e) {
-        std::vector<float> buf(static_cast<size_t>(kKeys * d)), weight(static_cast<size_t>(kKeys)), scores, inv;
-        std::vector<const float*> rows(static_cast<size_t>(kKeys));
+        // Each thread keeps its buffers from call to call (a large new one would be fresh pages every time).
+        thread_local std::vector<float> buf, weight, scores, inv;
+        thread_local std::vector<const float*> rows;
+        buf.resize(static_cast<size_t>(kKeys * d));
+        weight.resize(static_cast<size_t>(kKeys));
+        rows.resize(static_cast<size_t>(kKeys));
         for (int64_t job = b; job < e; ++job) {
             const int kvh = static_cast<int>(job % p.n_head_kv);
             const int64_t t0 = job / p.n_head_kv * kQueries, t1 = std::min(q.rows, t0 + kQueries);

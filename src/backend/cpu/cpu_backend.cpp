@@ -184,7 +184,7 @@ protected:
         cpu::moe_route(logits, k, renormalize, ids, weights);
     }
     void do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override {
-        cpu::moe_ffn(pool_, x, ids, weights, w, [this](const Weight& e) { return is_packed(e); }, out);
+        cpu::moe_ffn(pool_, x, ids, weights, w, [this](const Weight& e) { return is_packed(e); }, moe_scratch_, out);
     }
 
     // Selection from logits: cpu_sampling.cpp
@@ -221,6 +221,7 @@ private:
     cpu::ThreadPool pool_;
     cpu::MatmulScratch scratch_;  // the activation rows of the current matmul in the forms its kernels read
     cpu::RopeCache rope_cache_;
+    cpu::MoeScratch moe_scratch_;
     Buffers<float> buffers_;
     Buffers<int32_t> id_buffers_;
     std::deque<std::vector<std::max_align_t>> aligned_weights_;  // copies of misaligned tensors (do_load_weight)

@@ -176,7 +176,7 @@ void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weig
 }
 
 void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& mw,
-             const std::function<bool(const Weight&)>& packed, Act& out) {
+             const std::function<bool(const Weight&)>& packed, MoeScratch& sc, Act& out) {
     const bool merged = mw.gate_up != nullptr;
     const Proj down(mw.down, packed(*mw.down));
     const Proj first(merged ? mw.gate_up : mw.gate, packed(merged ? *mw.gate_up : *mw.gate));
@@ -195,32 +195,35 @@ void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weight
 
     // The slots (t * K + s) grouped by expert: expert e's are rows start[e] … start[e+1]−1 of the grouped order, and
     // token[r] is the token of grouped row r, at[slot] the grouped row of a slot.
-    std::vector<int64_t> start(static_cast<size_t>(n_exp + 1), 0), at(static_cast<size_t>(S));
+    std::vector<int64_t>& start = sc.start;
+    std::vector<int64_t>& at = sc.at;
+    std::vector<int32_t>& token = sc.token;
+    start.assign(static_cast<size_t>(n_exp + 1), 0);
+    at.resize(static_cast<size_t>(S));
+    token.resize(static_cast<size_t>(S));
     for (int64_t i = 0; i < S; ++i) {
         const int32_t e = ids.data[i];
         if (e < 0 || e >= n_exp) throw std::out_of_range("moe_ffn: expert id " + std::to_string(e) + " out of range");
         ++start[static_cast<size_t>(e) + 1];
     }
     std::partial_sum(start.begin(), start.end(), start.begin());
-    std::vector<int32_t> token(static_cast<size_t>(S));
-    {
-        std::vector<int64_t> fill(start.begin(), start.end() - 1);
-        for (int64_t i = 0; i < S; ++i) {
-            const int64_t r = fill[static_cast<size_t>(ids.data[i])]++;
-            token[static_cast<size_t>(r)] = static_cast<int32_t>(i / K);
-            at[static_cast<size_t>(i)] = r;
-        }
+    sc.fill.assign(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < S; ++i) {
+        const int64_t r = sc.fill[static_cast<size_t>(ids.data[i])]++;
+        token[static_cast<size_t>(r)] = static_cast<int32_t>(i / K);
+        at[static_cast<size_t>(i)] = r;
     }
 
-    std::vector<uint8_t> buf_first, buf_up, buf_down;
-    quant::PackedActs pa_first, pa_up, pa_down;
-    const Acts act_first = convert(pool, first, x.data, T, buf_first, pa_first);
+    const Acts act_first = convert(pool, first, x.data, T, sc.vec[0], sc.packed[0]);
     const Acts act_up = merged || (up.at == first.at && up.packed == first.packed)
                             ? act_first
-                            : convert(pool, up, x.data, T, buf_up, pa_up);
+                            : convert(pool, up, x.data, T, sc.vec[1], sc.packed[1]);
 
     // Gate and up of every slot: h1 holds [gate | up] per grouped row (width 2 n_ff).
-    std::vector<float> h1(static_cast<size_t>(S * 2 * n_ff)), h2(static_cast<size_t>(S * n_ff));
+    std::vector<float>& h1 = sc.h1;
+    std::vector<float>& h2 = sc.h2;
+    h1.resize(static_cast<size_t>(S * 2 * n_ff));
+    h2.resize(static_cast<size_t>(S * n_ff));
     std::vector<Piece> pieces;
     for (int64_t e = 0; e < n_exp; ++e) {
         const int64_t n_r = start[e + 1] - start[e];
@@ -247,8 +250,9 @@ void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weight
     });
 
     // Down of every slot, from its row of h2.
-    const Acts act_down = convert(pool, down, h2.data(), S, buf_down, pa_down);
-    std::vector<float> y(static_cast<size_t>(S * n_out));
+    const Acts act_down = convert(pool, down, h2.data(), S, sc.vec[2], sc.packed[2]);
+    std::vector<float>& y = sc.y;
+    y.resize(static_cast<size_t>(S * n_out));
     pieces.clear();
     for (int64_t e = 0; e < n_exp; ++e) {
         const int64_t n_r = start[e + 1] - start[e];

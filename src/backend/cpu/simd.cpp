@@ -1,5 +1,7 @@
 #include "backend/cpu/simd.h"
 
+#include <cmath>
+
 #include "quant/cpu_features.h"
 #include "quant/float_convert.h"
 
@@ -18,14 +20,14 @@ float dot(const float* a, const float* b, int64_t n) {
     float s[8] = {};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) s[k] += a[i + k] * b[i + k];
+        for (int k = 0; k < 8; ++k) s[k] = std::fma(a[i + k], b[i + k], s[k]);
     float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; i < n; ++i) r += a[i] * b[i];
+    for (; i < n; ++i) r = std::fma(a[i], b[i], r);
     return r;
 }
 
 void axpy(float a, const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
 }
 
 void dots(const float* q, const float* const* rows, int64_t n, int64_t d, float* out) {

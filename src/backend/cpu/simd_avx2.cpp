@@ -47,9 +47,9 @@ float reduce(__m256 s) {
 float dot(const float* a, const float* b, int64_t n) {
     __m256 s = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i + 8 <= n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
     float r = reduce(s);
-    for (; i < n; ++i) r += a[i] * b[i];
+    for (; i < n; ++i) r = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a[i]), _mm_set_ss(b[i]), _mm_set_ss(r)));
     return r;
 }
 
@@ -61,8 +61,7 @@ void dots(const float* q, const float* const* rows, int64_t n, int64_t d, float*
             __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
             for (int64_t i = 0; i < d; i += 8) {
                 const __m256 qv = _mm256_loadu_ps(q + i);
-                for (int k = 0; k < 4; ++k)
-                    s[k] = _mm256_add_ps(s[k], _mm256_mul_ps(qv, _mm256_loadu_ps(rows[j + k] + i)));
+                for (int k = 0; k < 4; ++k) s[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(rows[j + k] + i), s[k]);
             }
             // hadd twice gives each row's ((s0+s1)+(s2+s3)) in the low half and ((s4+s5)+(s6+s7)) in the high half.
             const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
@@ -76,8 +75,8 @@ void axpy(float a, const float* x, float* y, int64_t n) {
     const __m256 av = _mm256_set1_ps(a);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(av, _mm256_loadu_ps(x + i))));
-    for (; i < n; ++i) y[i] += a * x[i];
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; ++i) y[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(x[i]), _mm_set_ss(y[i])));
 }
 
 // The output in registers, 64 values at a time, while every row adds to it.
@@ -91,8 +90,7 @@ void axpys(const float* p, const float* const* rows, int64_t n, int64_t d, float
         for (int k = 0; k < 8; ++k) acc[k] = _mm256_loadu_ps(o + i + 8 * k);
         for (int64_t j = 0; j < n; ++j) {
             const __m256 pj = _mm256_set1_ps(p[j]);
-            for (int k = 0; k < 8; ++k)
-                acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(pj, _mm256_loadu_ps(rows[j] + i + 8 * k)));
+            for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(rows[j] + i + 8 * k), acc[k]);
         }
         for (int k = 0; k < 8; ++k) _mm256_storeu_ps(o + i + 8 * k, acc[k]);
     }
