@@ -227,6 +227,83 @@ float dot_asym(const void* w, const void* a, size_t n) {
 
 // ---- K-quants and IQ4_XS with Q8_K activations ----
 
+// From sixteen int16 scales: scale j in the low 128 bits and scale j + 1 in the high 128 bits (j even), for madd
+// with the int16 pairs of 32 elements whose halves are sub-blocks j and j + 1.
+inline __m256i scale_pair(__m256i sc16, int j) {
+    const __m256i both = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(j / 2));  // [sc_j, sc_j+1] everywhere
+    return _mm256_shuffle_epi8(both, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3,
+                                                      2, 3, 2, 3, 2, 3, 2, 3, 2, 3));
+}
+
+// Q2_K: Σ_j d_j·Σ q·a over sixteen sub-blocks of 16 (2-bit q from four shifts of 32 bytes) and the mins through
+// the activation's bsums: dall·isum − dmin·Σ_j m_j·bsum_j per super-block.
+float dot_q2_K(const void* w, const void* a, size_t n) {
+    const auto* x = static_cast<const BlockQ2_K*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (size_t i = 0; i < n / kQK_K; ++i) {
+        const __m128i sc = load128(x[i].scales);
+        const __m256i d16 = _mm256_cvtepu8_epi16(_mm_and_si128(sc, _mm_set1_epi8(0x0F)));
+        const __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(0x0F)));
+        const __m256i pm = _mm256_madd_epi16(m16, load256(y[i].bsums));
+        __m128i ms = _mm_add_epi32(_mm256_castsi256_si128(pm), _mm256_extracti128_si256(pm, 1));
+        ms = _mm_add_epi32(ms, _mm_shuffle_epi32(ms, 0x4E));
+        ms = _mm_add_epi32(ms, _mm_shuffle_epi32(ms, 0xB1));
+        mins += y[i].d * f16(x[i].dmin) * static_cast<float>(_mm_cvtsi128_si32(ms));
+        __m256i sumi = _mm256_setzero_si256();
+        for (int k = 0; k < 2; ++k) {
+            const __m256i q2 = load256(x[i].qs + 32 * k);
+            for (int st = 0; st < 4; ++st) {
+                const __m256i u = _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * st)), m3);
+                const __m256i p = _mm256_maddubs_epi16(u, load256(y[i].qs + 128 * k + 32 * st));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(d16, 8 * k + 2 * st)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * f16(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc) - mins;
+}
+
+// Q3_K: q = low two bits − 4 + 4·(hmask bit), so Σ q·a = Σ u·a − 4·Σ a with u = low | hbit << 2 (0 … 7); the −4
+// through the bsums; sixteen signed 6-bit scales.
+float dot_q3_K(const void* w, const void* a, size_t n) {
+    const auto* x = static_cast<const BlockQ3_K*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t i = 0; i < n / kQK_K; ++i) {
+        // 16 six-bit scales: low nibbles of bytes 0..7, then their high nibbles; two high bits each from bytes 8..11
+        // (scale j: bits 2·(j / 4) of byte 8 + j % 4).
+        uint8_t raw[16] = {};
+        std::memcpy(raw, x[i].scales, 12);
+        const __m128i sb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw));
+        const __m128i m4 = _mm_set1_epi8(0x0F);
+        const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(sb, m4), _mm_and_si128(_mm_srli_epi16(sb, 4), m4));
+        const __m128i h = _mm_shuffle_epi8(sb, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+        const __m128i hi = _mm_and_si128(_mm_srlv_epi32(h, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+        const __m128i sc8 = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        // −4·Σ_j sc_j·(Σ a over sub-block j)
+        __m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(y[i].bsums)), 2);
+        sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
+        const __m256i hm = load256(x[i].hmask);
+        for (int k = 0; k < 2; ++k) {
+            const __m256i q3 = load256(x[i].qs + 32 * k);
+            for (int st = 0; st < 4; ++st) {
+                const __m256i low = _mm256_and_si256(_mm256_srl_epi16(q3, _mm_cvtsi32_si128(2 * st)), m3);
+                const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(4 * k + st)), one);
+                const __m256i u = _mm256_or_si256(low, _mm256_slli_epi16(hb, 2));
+                const __m256i p = _mm256_maddubs_epi16(u, load256(y[i].qs + 128 * k + 32 * st));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc16, 8 * k + 2 * st)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc);
+}
+
 // The 8 six-bit scales and 8 mins of a Q4_K / Q5_K super-block, as bytes: scales in sc[0..7], mins in sc[8..15].
 inline void scales_mins_k4(const uint8_t* s, uint8_t out[16]) {
     uint32_t u[4];
@@ -405,13 +482,15 @@ VecDotFn avx2_vec_dot_fn(TensorType w) {
         case TensorType::Q5_0: return dot_q5_0;
         case TensorType::Q5_1: return dot_asym<BlockQ5_1, true>;
         case TensorType::Q8_0: return dot_q8_0;
+        case TensorType::Q2_K: return dot_q2_K;
+        case TensorType::Q3_K: return dot_q3_K;
         case TensorType::Q4_K: return dot_q45_K<false>;
         case TensorType::Q5_K: return dot_q45_K<true>;
         case TensorType::Q6_K: return dot_q6_K;
         case TensorType::IQ4_NL: return dot_iq4_nl;
         case TensorType::IQ4_XS: return dot_iq4_xs;
         case TensorType::MXFP4: return dot_mxfp4;
-        default: return nullptr;  // Q2_K, Q3_K: the scalar reference
+        default: return nullptr;
     }
 }
 

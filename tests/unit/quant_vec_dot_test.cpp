@@ -59,7 +59,7 @@ TEST(QuantVecDot, Pairing) {
 #ifdef ZINC_VEC_DOT_AVX2
 TEST(QuantVecDot, AvxKernelsPresent) {
     for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
-                         TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
+                         TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
         EXPECT_TRUE(q::vec_dot_has_simd(t)) << name(t);
 }
 #endif
