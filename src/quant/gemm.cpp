@@ -47,6 +47,38 @@ void sums_q45k(const void* blk, const int8_t* a, const int16_t* s32, int32_t& S,
     }
 }
 
+// Q2_K super-block: S = Σ_j d_j·Σ q·a, M = Σ_j m_j·Σ a over its sixteen sub-blocks of 16 (s16: the bsums).
+void sums_q2k(const void* blk, const int8_t* a, const int16_t* s16, int32_t& S, int32_t& M) {
+    const BlockQ2_K& x = *static_cast<const BlockQ2_K*>(blk);
+    S = M = 0;
+    for (int j = 0; j < 16; ++j) {
+        const int k = j / 8, st = (j % 8) / 2, h = j % 2;  // half, shift, which 16 of the 32 bytes
+        int32_t s = 0;
+        for (int l = 0; l < 16; ++l) s += ((x.qs[32 * k + 16 * h + l] >> (2 * st)) & 3) * a[16 * j + l];
+        S += (x.scales[j] & 0xF) * s;
+        M += (x.scales[j] >> 4) * s16[j];
+    }
+}
+
+// Q3_K super-block: S = Σ_j sc_j·Σ q·a over its sixteen sub-blocks of 16, q = low two bits − 4 + 4·high bit.
+int32_t sums_q3k(const void* blk, const int8_t* a) {
+    const BlockQ3_K& x = *static_cast<const BlockQ3_K*>(blk);
+    int32_t S = 0;
+    for (int j = 0; j < 16; ++j) {
+        const int lo = j < 8 ? x.scales[j] & 0xF : x.scales[j - 8] >> 4;
+        const int hi = (x.scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+        const int sc = (lo | (hi << 4)) - 32;
+        int32_t s = 0;
+        for (int l = 0; l < 16; ++l) {
+            const int e = 16 * j + l, k = e / 128, st = (e % 128) / 32, p = e % 32;
+            const int q = ((x.qs[32 * k + p] >> (2 * st)) & 3) - 4 + 4 * ((x.hmask[p] >> (4 * k + st)) & 1);
+            s += q * a[e];
+        }
+        S += sc * s;
+    }
+    return S;
+}
+
 // Q6_K super-block: S = Σ_j sc_j·Σ (q − 32)·a over its sixteen sub-blocks of 16.
 int32_t sums_q6k(const void* blk, const int8_t* a) {
     const BlockQ6_K& x = *static_cast<const BlockQ6_K*>(blk);
@@ -103,7 +135,16 @@ void scalar_tile(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out
                 const uint8_t* x = row.data() + static_cast<size_t>(b) * bb;
                 const int8_t* q = a.q[j] + b * blk;
                 const float da = a.d[j][b];
-                if constexpr (kType == TensorType::Q4_K || kType == TensorType::Q5_K) {
+                if constexpr (kType == TensorType::Q2_K) {
+                    int32_t S, M;
+                    sums_q2k(x, q, a.s[j] + 16 * b, S, M);
+                    const auto* y = reinterpret_cast<const BlockQ2_K*>(x);
+                    acc = std::fma(static_cast<float>(S), fp16_to_fp32(y->d) * da, acc);
+                    accm = std::fma(static_cast<float>(M), fp16_to_fp32(y->dmin) * da, accm);
+                } else if constexpr (kType == TensorType::Q3_K) {
+                    acc = std::fma(static_cast<float>(sums_q3k(x, q)),
+                                   fp16_to_fp32(reinterpret_cast<const BlockQ3_K*>(x)->d) * da, acc);
+                } else if constexpr (kType == TensorType::Q4_K || kType == TensorType::Q5_K) {
                     int32_t S, M;
                     sums_q45k<kType == TensorType::Q5_K>(x, q, a.s[j] + 8 * b, S, M);
                     uint16_t d, dmin;
@@ -175,7 +216,8 @@ ActRefs act_refs(const PackedActs& a, const ActRows& rows, int64_t j0, int n, Te
         const int64_t t = rows.list ? rows.list[rows.first + j0 + k] : rows.first + j0 + k;
         r.q[k] = a.q(t);
         r.d[k] = a.d(t);
-        r.s[k] = w == TensorType::Q6_K ? a.sum16(t) : a.sum32(t);
+        const bool by16 = w == TensorType::Q6_K || w == TensorType::Q2_K || w == TensorType::Q3_K;
+        r.s[k] = by16 ? a.sum16(t) : a.sum32(t);
         r.c[k] = w == TensorType::Q8_0 ? a.offset4(t) : nullptr;
     }
     return r;
@@ -195,6 +237,8 @@ PackedKernel scalar_packed_kernel(TensorType w, int max_rows) {
         case TensorType::Q6_K: return scalar_tile_for<TensorType::Q6_K>(max_rows);
         case TensorType::IQ4_XS: return scalar_tile_for<TensorType::IQ4_XS>(max_rows);
         case TensorType::Q8_0: return scalar_tile_for<TensorType::Q8_0>(max_rows);
+        case TensorType::Q2_K: return scalar_tile_for<TensorType::Q2_K>(max_rows);
+        case TensorType::Q3_K: return scalar_tile_for<TensorType::Q3_K>(max_rows);
         default: return {};
     }
 }

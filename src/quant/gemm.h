@@ -7,6 +7,8 @@
 // give the same values bit for bit:
 //   Q4_K, Q5_K   per super-block b: S_b = Σ_j sc_j·Σ q·a and M_b = Σ_j m_j·Σ a over its eight sub-blocks j;
 //                acc = fma(float(S_b), d_b·d_a, acc), accm = fma(float(M_b), dmin_b·d_a, accm); result acc − accm;
+//   Q2_K         the same over its sixteen sub-blocks of 16 (scale d_j and min m_j from one byte each);
+//   Q3_K         S_b = Σ_j sc_j·Σ q·a over its sixteen sub-blocks (q = low two bits − 4 + 4·high bit); as Q6_K;
 //   Q6_K         S_b = Σ_j sc_j·Σ (q − 32)·a over its sixteen sub-blocks; acc = fma(float(S_b), d_b·d_a, acc);
 //   IQ4_XS       S_b = Σ_j (ls_j − 32)·Σ v·a over its eight sub-blocks (v from the non-linear table); as Q6_K;
 //   Q4_0, IQ4_NL, MXFP4   per 32-element block: S_b = Σ v·a (v = q − 8 or the table value);

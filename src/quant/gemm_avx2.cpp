@@ -14,6 +14,7 @@ struct Avx2 {
     static constexpr bool kVnni = false;
     static constexpr int kMaxRows = 2;  // activation rows per packed kernel: what sixteen registers hold
     static constexpr int kQ8MaxRows = 1;  // Q8_0 keeps eight float sums per activation row
+    static constexpr int kQ23MaxRows = 1;  // Q2_K and Q3_K keep four sums per activation row
     // How many maddubs results an int16 sum takes: each is at most 2·max_u·127 in magnitude.
     static constexpr int groups(int max_u) { return 32767 / (2 * max_u * 127); }
     static __m256i dot(__m256i acc, __m256i u, __m256i s) {

@@ -15,6 +15,7 @@ struct Avx512 {
     static constexpr bool kVnni = true;
     static constexpr int kMaxRows = 4;
     static constexpr int kQ8MaxRows = 3;  // Q8_0 keeps eight float sums per activation row
+    static constexpr int kQ23MaxRows = 3;  // Q2_K and Q3_K keep four sums per activation row
     static constexpr int groups(int) { return 1 << 30; }  // int32 sums: never split
     static __m256i dot(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
     static __m256i finish(__m256i acc, __m256i scale) { return _mm256_mullo_epi32(acc, scale); }

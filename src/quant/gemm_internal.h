@@ -12,8 +12,8 @@ namespace zinc::quant::detail {
 inline constexpr int kMaxActRows = 4;
 
 // The activation rows of one kernel call (PackedActs' arrays of each row): quants, f32 block scales, the sums of
-// quants the weight type needs (of every 32 values; of every 16 for Q6_K), and for Q8_0 −128 times the sum of every
-// four.
+// quants the weight type needs (of every 32 values; of every 16 for Q2_K, Q3_K, Q6_K), and for Q8_0 −128 times the
+// sum of every four.
 struct ActRefs {
     const int8_t* q[kMaxActRows];
     const float* d[kMaxActRows];

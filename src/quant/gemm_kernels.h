@@ -57,11 +57,11 @@ inline __m256i lane_mask(int b0, int b1, int b2, int b3) {
     return _mm256_add_epi8(_mm256_set1_epi32(pattern), base);
 }
 
-// Bit `p` of every byte of v moved to bit 4 (the other bits are left for the caller to mask).
-template <int p>
-inline __m256i bit_to_4(__m256i v) {
-    if constexpr (p < 4) return _mm256_slli_epi16(v, 4 - p);
-    else if constexpr (p > 4) return _mm256_srli_epi16(v, p - 4);
+// Bit `p` of every byte of v moved to bit `q` (the other bits are left for the caller to mask).
+template <int p, int q = 4>
+inline __m256i bit_to(__m256i v) {
+    if constexpr (p < q) return _mm256_slli_epi16(v, q - p);
+    else if constexpr (p > q) return _mm256_srli_epi16(v, p - q);
     else return v;
 }
 
@@ -119,8 +119,8 @@ void tile_q45k(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, 
                 __m256i wl = _mm256_and_si256(w, m4), wh = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
                 if constexpr (kFive) {
                     const __m256i h = load(tb + kQh + 32 * g);
-                    wl = _mm256_or_si256(wl, _mm256_and_si256(bit_to_4<2 * c>(h), bytes(0x10)));
-                    wh = _mm256_or_si256(wh, _mm256_and_si256(bit_to_4<2 * c + 1>(h), bytes(0x10)));
+                    wl = _mm256_or_si256(wl, _mm256_and_si256(bit_to<2 * c>(h), bytes(0x10)));
+                    wh = _mm256_or_si256(wh, _mm256_and_si256(bit_to<2 * c + 1>(h), bytes(0x10)));
                 }
                 for (int j = 0; j < R; ++j) {
                     const int8_t* q = a.q[j] + kQK_K * b + 64 * c + 4 * g;
@@ -224,6 +224,130 @@ void tile_q6k(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, i
                         if ((gg + 1) % kFlush == 0 && gg != 3) flush();
                     }
                     flush();
+                });
+            });
+        });
+        const __m256 dw = _mm256_cvtph_ps(load128(tb));
+        for (int j = 0; j < R; ++j)
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(dw, _mm256_set1_ps(a.d[j][b])), acc[j]);
+    }
+    for (int j = 0; j < R; ++j) _mm256_storeu_ps(out + j * ld, acc[j]);
+}
+
+// ---- Q2_K, Q3_K ----
+
+// The four 2-bit values of the eight rows in a 4-byte chunk of quants: v[st] = (chunk >> 2·st) & 3.
+// Q2_K: S = Σ_j d_j·Σ q·a and M = Σ_j m_j·Σ a over sixteen sub-blocks of 16; element 128k + 32st + 16h + l is bits
+// 2st of qs[32k + 16h + l], in sub-block 8k + 2st + h.
+template <class Ops, int R>
+void tile_q2k(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, int64_t ld) {
+    constexpr int kBytes = 8 * 84, kSc = 32, kQs = 160;
+    const __m256i m3 = bytes(3), m4 = bytes(0x0F);
+    __m256 acc[R], accm[R];
+    for (int j = 0; j < R; ++j) acc[j] = accm[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < cols / kQK_K; ++b) {
+        const uint8_t* tb = tile + b * kBytes;
+        __m256i m[R], isum[R];
+        for (int j = 0; j < R; ++j) m[j] = isum[j] = _mm256_setzero_si256();
+        for (int qd = 0; qd < 4; ++qd) {  // the mins of sub-blocks 4qd … 4qd+3, two per madd
+            const __m256i mn = _mm256_and_si256(_mm256_srli_epi16(load(tb + kSc + 32 * qd), 4), m4);
+            const __m256i p0 = _mm256_shuffle_epi8(mn, lane_mask(0, -1, 1, -1));
+            const __m256i p1 = _mm256_shuffle_epi8(mn, lane_mask(2, -1, 3, -1));
+            for (int j = 0; j < R; ++j) {
+                const int16_t* s = a.s[j] + 16 * b + 4 * qd;
+                m[j] = _mm256_add_epi32(m[j], _mm256_madd_epi16(p0, bcast32(s)));
+                m[j] = _mm256_add_epi32(m[j], _mm256_madd_epi16(p1, bcast32(s + 2)));
+            }
+        }
+        const __m256 dw = _mm256_cvtph_ps(load128(tb)), dm = _mm256_cvtph_ps(load128(tb + 16));
+        for (int j = 0; j < R; ++j) {
+            const __m256 da = _mm256_set1_ps(a.d[j][b]);
+            accm[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m[j]), _mm256_mul_ps(dm, da), accm[j]);
+        }
+        static_for<2>([&](auto k_) {
+            static_for<2>([&](auto h_) {
+                constexpr int k = decltype(k_)::value, h = decltype(h_)::value;
+                __m256i sub[4][R];
+                for (int st = 0; st < 4; ++st)
+                    for (int j = 0; j < R; ++j) sub[st][j] = _mm256_setzero_si256();
+                for (int g = 0; g < 4; ++g) {
+                    const __m256i w = load(tb + kQs + (8 * k + 4 * h + g) * 32);
+                    for (int st = 0; st < 4; ++st) {
+                        const __m256i u = _mm256_and_si256(_mm256_srli_epi16(w, 2 * st), m3);
+                        for (int j = 0; j < R; ++j)
+                            sub[st][j] = Ops::dot(sub[st][j], u,
+                                                  bcast32(a.q[j] + kQK_K * b + 128 * k + 32 * st + 16 * h + 4 * g));
+                    }
+                }
+                static_for<4>([&](auto st_) {
+                    constexpr int st = decltype(st_)::value, sb = 8 * k + 2 * st + h;
+                    const __m256i d = _mm256_and_si256(load(tb + kSc + 32 * (sb / 4)), m4);
+                    const __m256i scale = Ops::scale_u8(d, sb % 4);
+                    for (int j = 0; j < R; ++j) isum[j] = _mm256_add_epi32(isum[j], Ops::finish(sub[st][j], scale));
+                });
+            });
+        });
+        for (int j = 0; j < R; ++j)
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(dw, _mm256_set1_ps(a.d[j][b])), acc[j]);
+    }
+    for (int j = 0; j < R; ++j) _mm256_storeu_ps(out + j * ld, _mm256_sub_ps(acc[j], accm[j]));
+}
+
+// Q3_K: element 128k + 32st + l is bits 2st of qs[32k + l] and bit 4k + st of hmask[l], q = that − 4 + 4·bit, in
+// sub-block 8k + 2st + (l ≥ 16); u = q + 4 is what is multiplied, −4·Σ_j sc_j·(Σ a over j) takes the 4 back out.
+template <class Ops, int R>
+void tile_q3k(const uint8_t* tile, int64_t cols, const ActRefs& a, float* out, int64_t ld) {
+    constexpr int kBytes = 8 * 110, kSc = 16, kHm = 112, kQs = 368;
+    const __m256i m3 = bytes(3), m4 = bytes(0x0F);
+    __m256 acc[R];
+    for (int j = 0; j < R; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < cols / kQK_K; ++b) {
+        const uint8_t* tb = tile + b * kBytes;
+        // The sixteen signed 6-bit scales, four per lane in bytes: sc[q] holds sub-blocks 4q … 4q+3.
+        const __m256i w0 = load(tb + kSc), w1 = load(tb + kSc + 32), w2 = load(tb + kSc + 64);
+        const auto hi2 = [&](int shift) {
+            return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(w2, shift), m3), 4);
+        };
+        const __m256i sc[4] = {
+            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(w0, m4), hi2(0)), bytes(32)),
+            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(w1, m4), hi2(2)), bytes(32)),
+            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w0, 4), m4), hi2(4)), bytes(32)),
+            _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w1, 4), m4), hi2(6)), bytes(32))};
+        __m256i isum[R];
+        for (int j = 0; j < R; ++j) isum[j] = _mm256_setzero_si256();
+        for (int qd = 0; qd < 4; ++qd) {
+            const __m256i p0 = _mm256_srai_epi16(_mm256_shuffle_epi8(sc[qd], lane_mask(-1, 0, -1, 1)), 8);
+            const __m256i p1 = _mm256_srai_epi16(_mm256_shuffle_epi8(sc[qd], lane_mask(-1, 2, -1, 3)), 8);
+            for (int j = 0; j < R; ++j) {
+                const int16_t* s = a.s[j] + 16 * b + 4 * qd;
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p0, bcast32(s)));
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p1, bcast32(s + 2)));
+            }
+        }
+        for (int j = 0; j < R; ++j) isum[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(isum[j], 2));
+        static_for<2>([&](auto k_) {
+            static_for<2>([&](auto half_) {
+                constexpr int k = decltype(k_)::value, half = decltype(half_)::value;
+                __m256i sub[4][R];
+                for (int st = 0; st < 4; ++st)
+                    for (int j = 0; j < R; ++j) sub[st][j] = _mm256_setzero_si256();
+                for (int gg = 0; gg < 4; ++gg) {
+                    const int g = 4 * half + gg;
+                    const __m256i w = load(tb + kQs + (8 * k + g) * 32), hm = load(tb + kHm + 32 * g);
+                    static_for<4>([&](auto st_) {
+                        constexpr int st = decltype(st_)::value;
+                        const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w, 2 * st), m3),
+                                                          _mm256_and_si256(bit_to<4 * k + st, 2>(hm), bytes(4)));
+                        for (int j = 0; j < R; ++j) {
+                            const int8_t* x = a.q[j] + kQK_K * b + 128 * k + 32 * st + 4 * g;
+                            sub[st][j] = Ops::dot(sub[st][j], u, bcast32(x));
+                        }
+                    });
+                }
+                static_for<4>([&](auto st_) {
+                    constexpr int st = decltype(st_)::value, sb = 8 * k + 2 * st + half;
+                    const __m256i scale = Ops::scale_s8(sc[sb / 4], sb % 4);
+                    for (int j = 0; j < R; ++j) isum[j] = _mm256_add_epi32(isum[j], Ops::finish(sub[st][j], scale));
                 });
             });
         });
@@ -429,6 +553,8 @@ struct Kernels {
     template <int R> struct IQ4NL { static constexpr auto fn = tile_b32<Ops, TensorType::IQ4_NL, R>; };
     template <int R> struct MX { static constexpr auto fn = tile_b32<Ops, TensorType::MXFP4, R>; };
     template <int R> struct Q80 { static constexpr auto fn = tile_q8_0<Ops, R>; };
+    template <int R> struct Q2K { static constexpr auto fn = tile_q2k<Ops, R>; };
+    template <int R> struct Q3K { static constexpr auto fn = tile_q3k<Ops, R>; };
 
     static PackedKernel packed(TensorType w, int max_rows) {
         constexpr int M = Ops::kMaxRows;
@@ -441,6 +567,8 @@ struct Kernels {
             case TensorType::IQ4_NL: return pick<IQ4NL, M>(max_rows);
             case TensorType::MXFP4: return pick<MX, M>(max_rows);
             case TensorType::Q8_0: return pick<Q80, Ops::kQ8MaxRows>(max_rows);
+            case TensorType::Q2_K: return pick<Q2K, Ops::kQ23MaxRows>(max_rows);
+            case TensorType::Q3_K: return pick<Q3K, Ops::kQ23MaxRows>(max_rows);
             default: return {};
         }
     }

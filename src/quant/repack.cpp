@@ -30,6 +30,8 @@ std::vector<Chunk> make_chunks(TensorType t) {
         case TensorType::IQ4_NL: add(v, 0, 2), add(v, 2, 4, 4); break;  // d, qs
         case TensorType::MXFP4: add(v, 0, 1), add(v, 1, 4, 4); break;  // e, qs
         case TensorType::Q8_0: add(v, 0, 2), add(v, 2, 4, 8); break;   // d, qs
+        case TensorType::Q2_K: add(v, 80, 2), add(v, 82, 2), add(v, 0, 4, 4), add(v, 16, 4, 16); break;  // d, dmin, …
+        case TensorType::Q3_K: add(v, 108, 2), add(v, 96, 4, 3), add(v, 0, 4, 8), add(v, 32, 4, 16); break;  // d, …
         case TensorType::Q4_K: add(v, 0, 2), add(v, 2, 2), add(v, 4, 4, 3), add(v, 16, 4, 32); break;  // d, dmin, …
         case TensorType::Q5_K: add(v, 0, 2), add(v, 2, 2), add(v, 4, 4, 3), add(v, 16, 4, 8), add(v, 48, 4, 32); break;
         case TensorType::Q6_K:
@@ -49,7 +51,8 @@ const std::vector<Chunk>& chunks(TensorType t) {
     static const std::vector<Chunk> table[] = {
         make_chunks(TensorType::Q4_0), make_chunks(TensorType::IQ4_NL), make_chunks(TensorType::MXFP4),
         make_chunks(TensorType::Q4_K), make_chunks(TensorType::Q5_K),   make_chunks(TensorType::Q6_K),
-        make_chunks(TensorType::IQ4_XS), make_chunks(TensorType::Q8_0)};
+        make_chunks(TensorType::IQ4_XS), make_chunks(TensorType::Q8_0), make_chunks(TensorType::Q2_K),
+        make_chunks(TensorType::Q3_K)};
     static const std::vector<Chunk> none;
     switch (t) {
         case TensorType::Q4_0: return table[0];
@@ -60,6 +63,8 @@ const std::vector<Chunk>& chunks(TensorType t) {
         case TensorType::Q6_K: return table[5];
         case TensorType::IQ4_XS: return table[6];
         case TensorType::Q8_0: return table[7];
+        case TensorType::Q2_K: return table[8];
+        case TensorType::Q3_K: return table[9];
         default: return none;
     }
 }

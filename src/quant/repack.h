@@ -20,7 +20,7 @@ namespace zinc::quant {
 
 inline constexpr int kPackRows = 8;
 
-// Types with packed kernels: Q4_0, IQ4_NL, MXFP4, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS.
+// Types with packed kernels: Q4_0, IQ4_NL, MXFP4, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
 bool can_repack(gguf::TensorType t);
 
 // True when a matrix of `rows` rows of `cols` values of type t can be packed: a packed type, rows a multiple of

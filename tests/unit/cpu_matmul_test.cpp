@@ -81,8 +81,9 @@ struct FileTensor {
     }
 };
 
-const TensorType kTypes[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::MXFP4,  TensorType::Q4_K,
-                             TensorType::Q5_K, TensorType::Q6_K,   TensorType::IQ4_XS, TensorType::Q8_0};
+const TensorType kTypes[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::MXFP4, TensorType::Q8_0,
+                             TensorType::Q2_K, TensorType::Q3_K,   TensorType::Q4_K,  TensorType::Q5_K,
+                             TensorType::Q6_K, TensorType::IQ4_XS};
 
 std::string name(TensorType t) { return std::string(zinc::gguf::type_name(t)); }
 

@@ -28,8 +28,9 @@ namespace {
 using zinc::gguf::TensorType;
 namespace q = zinc::quant;
 
-const TensorType kPacked[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::MXFP4,  TensorType::Q8_0,
-                              TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
+const TensorType kPacked[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::MXFP4, TensorType::Q8_0,
+                              TensorType::Q2_K, TensorType::Q3_K,   TensorType::Q4_K,  TensorType::Q5_K,
+                              TensorType::Q6_K, TensorType::IQ4_XS};
 
 std::string name(TensorType t) { return std::string(zinc::gguf::type_name(t)); }
 
@@ -80,7 +81,7 @@ TEST(QuantGemm, RepackIsLossless) {
         for (size_t i = 0; i < w.size(); ++i) ++hist_w[w[i]], ++hist_p[packed[i]];
         EXPECT_EQ(hist_w, hist_p) << name(t);
     }
-    for (TensorType t : {TensorType::Q4_1, TensorType::Q2_K, TensorType::F32}) EXPECT_FALSE(q::can_repack(t));
+    for (TensorType t : {TensorType::Q4_1, TensorType::Q5_0, TensorType::F32}) EXPECT_FALSE(q::can_repack(t));
 }
 
 TEST(QuantGemm, ActivationsAreQuantizeActivationsBytes) {
