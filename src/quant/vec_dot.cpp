@@ -461,6 +461,12 @@ void quantize_activation(TensorType dot_type, const float* x, void* dst, size_t 
             return;
         case TensorType::Q8_K:
             check(kQK_K);
+#ifdef ZINC_VEC_DOT_AVX2
+            if (cpu_isa() >= Isa::avx2) {
+                detail::avx2_quantize_q8_K(x, dst, n);
+                return;
+            }
+#endif
             quantize_row_q8_K(x, dst, n);
             return;
         default: unsupported("quantize_activation", dot_type);

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "quant/activation.h"
 #include "quant/blocks.h"
 #include "quant/float_convert.h"
 
@@ -461,6 +462,63 @@ void avx2_quantize_q8_1(const float* x, void* dst, size_t n) {
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
         y[i].d = fp32_to_fp16(d);
         y[i].s = fp32_to_fp16(d * static_cast<float>(_mm_cvtsi128_si32(s)));
+    }
+}
+
+// As quantize_row_q8_K: the element of largest magnitude (the first of them) maps to −127, iscale = −127/max,
+// q = min(127, round-half-even(iscale·x)) (cvtps rounds as nearest_int does for these magnitudes), d = 1/iscale.
+void avx2_quantize_q8_K(const float* x, void* dst, size_t n) {
+    auto* y = static_cast<BlockQ8_K*>(dst);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (size_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
+        __m256 amax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+        for (int k = 0; k < kQK_K; k += 8) {
+            const __m256 v = _mm256_loadu_ps(x + k);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v));
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        }
+        if (_mm256_movemask_ps(nan)) {
+            quantize_row_q8_K(x, &y[i], kQK_K);
+            continue;
+        }
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float mx = _mm_cvtss_f32(m4);
+        if (mx == 0.0f) {
+            std::memset(&y[i], 0, sizeof(BlockQ8_K));
+            continue;
+        }
+        float max = 0.0f;  // the first element of magnitude mx, with its sign
+        for (int k = 0; k < kQK_K; k += 8) {
+            const int hit = _mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)), _mm256_set1_ps(mx), _CMP_EQ_OQ));
+            if (hit) {
+                max = x[k + __builtin_ctz(static_cast<unsigned>(hit))];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m256 is = _mm256_set1_ps(iscale);
+        for (int k = 0; k < kQK_K; k += 32) {
+            __m256i iv[4];
+            for (int j = 0; j < 4; ++j)
+                iv[j] = _mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + k + 8 * j)));
+            const __m256i p16a = _mm256_packs_epi32(iv[0], iv[1]), p16b = _mm256_packs_epi32(iv[2], iv[3]);
+            const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
+                                                           _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + k), p8);  // packs saturates 128 to 127
+            // bsums of the two 16s: byte pairs to int16 (maddubs with ones), then the eight of each half
+            const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), p8), _mm256_set1_epi16(1));
+            const __m128i lo4 = _mm256_castsi256_si128(s4), hi4 = _mm256_extracti128_si256(s4, 1);
+            const __m128i s = _mm_add_epi32(lo4, _mm_shuffle_epi32(lo4, 0x4E));
+            const __m128i t = _mm_add_epi32(hi4, _mm_shuffle_epi32(hi4, 0x4E));
+            const int lo = _mm_cvtsi128_si32(s) + _mm_extract_epi32(s, 1);
+            const int hi = _mm_cvtsi128_si32(t) + _mm_extract_epi32(t, 1);
+            y[i].bsums[k / 16] = static_cast<int16_t>(lo);
+            y[i].bsums[k / 16 + 1] = static_cast<int16_t>(hi);
+        }
+        y[i].d = 1.0f / iscale;
     }
 }
 
