@@ -69,6 +69,15 @@ const std::vector<Chunk>& chunks(TensorType t) {
     }
 }
 
+// Copies one chunk (of 1, 2 or 4 bytes: fixed sizes, so that each is one move).
+inline void copy_chunk(uint8_t* to, const uint8_t* from, int n) {
+    switch (n) {
+        case 4: std::memcpy(to, from, 4); return;
+        case 2: std::memcpy(to, from, 2); return;
+        default: std::memcpy(to, from, 1); return;
+    }
+}
+
 // Calls fn(packed, plain, bytes) for every chunk of row i's block: `packed` its offset in the tile block, `plain` in
 // the row's block.
 template <class Fn>
@@ -108,7 +117,7 @@ void repack_rows(TensorType t, const void* src, void* dst, int64_t cols, int64_t
             for (int64_t b = 0; b < nb; ++b) {
                 uint8_t* to = tile + static_cast<size_t>(b) * kPackRows * bb;
                 const uint8_t* from = row + static_cast<size_t>(b) * bb;
-                for_chunks(fs, i, [&](int packed, int plain, int n) { std::memcpy(to + packed, from + plain, n); });
+                for_chunks(fs, i, [&](int packed, int plain, int n) { copy_chunk(to + packed, from + plain, n); });
             }
         }
     }
@@ -126,7 +135,7 @@ void unpack_row(TensorType t, const void* packed, int64_t cols, int64_t r, void*
         const uint8_t* from = tile + static_cast<size_t>(b) * kPackRows * bb;
         uint8_t* to = out + static_cast<size_t>(b) * bb;
         for_chunks(fs, static_cast<int>(r % kPackRows),
-                   [&](int packed, int plain, int n) { std::memcpy(to + plain, from + packed, n); });
+                   [&](int packed, int plain, int n) { copy_chunk(to + plain, from + packed, n); });
     }
 }
 
