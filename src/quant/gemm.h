@@ -1,6 +1,6 @@
 // Quantized matrix products for the CPU backend's prefill and decode: weight rows packed by repack.h times activation
 // rows quantized per block, by register-blocked kernels for AVX2 and AVX-512 VNNI chosen at run time
-// (cpu_features.h), with a scalar version of the same arithmetic (docs/formats.md §3.9).
+// (cpu_features.h), with a scalar version of the same arithmetic (docs/formats.md §3.10).
 //
 // The integer block sums are exact, as in vec_dot; the float arithmetic is fixed per output, whatever the kernel,
 // the ISA, or the number of activation rows multiplied at once, so that a prompt's batch and its tokens one by one

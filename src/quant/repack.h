@@ -1,6 +1,6 @@
 // Weights rearranged for the CPU's packed matmul kernels (gemm.h): tiles of kPackRows consecutive rows whose blocks
 // are interleaved, so that one 32-byte load holds the same four bytes of quants of all eight rows, and each row's
-// scales sit in one SIMD lane (docs/formats.md §3.9). A packed tensor holds the same bytes as the file's, reordered:
+// scales sit in one SIMD lane (docs/formats.md §3.10). A packed tensor holds the same bytes as the file's, reordered:
 // its size is row_bytes(t, cols) · rows, so memory plans count it as the tensor it replaces.
 //
 // Layout: tile k covers rows 8k … 8k+7 and takes 8 · row_bytes bytes; within it, block b of the eight rows is one

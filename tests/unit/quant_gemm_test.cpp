@@ -1,4 +1,4 @@
-// zinc::quant repack and gemm: packed weight tiles and the matmul kernels of prefill and decode (docs/formats.md §3.9).
+// zinc::quant repack and gemm: packed weight tiles and the matmul kernels of prefill and decode (docs/formats.md §3.10).
 // The packing must be lossless, the activation arrays must be quantize_activation's bytes, the scalar kernels must be
 // the dot product (as vec_dot, up to float rounding), and every SIMD kernel the processor has must give the scalar
 // kernels' values bit for bit, for any number of activation rows at once.
