@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Runs `zinc bench` and llama.cpp's llama-bench on the models of the performance table (docs/architecture.md §7),
 # on the GPU, each pair on the same file, and writes a dated section for bench/RESULTS.md: the machine, the tests of
-# both tools side by side, and each tool's figures as it reported them.
+# both tools side by side, and each tool's figures as it reported them. With --cpu, the CPU table instead.
 #
-#   bench/side_by_side.sh --llama-bench PATH [--models DIR] [-r N] [--only PRESET]... [--remove-models] [--append]
+#   bench/side_by_side.sh --llama-bench PATH [--cpu [-t N]] [--models DIR] [-r N] [--only PRESET]...
+#                         [--remove-models] [--append]
 #
 #   --llama-bench PATH  a llama-bench binary (built separately; llama.cpp is not part of zinc); or set LLAMA_BENCH
+#   --cpu               the CPU table, against a CPU build of llama-bench: Qwen3-0.6B Q8_0 and Q4_K_M, Qwen3.5-9B
+#                       and Qwen3.6-35B-A3B Q4_K_M at 2 layers; pp128 and tg32
+#   -t N                threads of both tools with --cpu (default: the logical CPUs)
 #   --models DIR        where the model files are, made with `zinc synth` (default seed) when missing
 #                       (default ./bench-models)
 #   -r N                repetitions of each test (default 3)
@@ -18,6 +22,9 @@
 # tg128 after 8192 tokens of context (-d 8192), with
 #   zinc bench -m F --backend cuda -p 512 -n 128 -r N -o json
 #   llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r N -o json
+# and with --cpu
+#   zinc bench -m F --backend cpu -p 128 -n 32 -r N -t T -o json
+#   llama-bench -m F -p 128 -n 32 -r N -t T -o json
 # A failed run is recorded as such and the others go on.
 set -euo pipefail
 
@@ -29,6 +36,8 @@ models=./bench-models
 reps=3
 append=0
 remove=0
+cpu=0
+threads=$(nproc)
 only=()
 
 # The performance table: preset, `zinc synth --type` (gpt-oss: its experts in MXFP4 as released, the rest Q8_0),
@@ -40,13 +49,20 @@ presets=(
   "gemma-4-26b-a4b Q4_K_M"
   "gpt-oss-20b MXFP4_MOE"
 )
+# The CPU table: preset, type, and the layers kept (`zinc synth --layers`; "all": the whole model).
+cpu_presets=(
+  "qwen3-0.6b Q8_0 all"
+  "qwen3-0.6b Q4_K_M all"
+  "qwen3.5-9b Q4_K_M 2"
+  "qwen3.6-35b-a3b Q4_K_M 2"
+)
 
 # usage STATUS: the help at the top of this file, on stdout for --help, else on stderr.
 usage() {
   if [ "$1" = 0 ]; then
-    sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '6,18p' "$0" | sed 's/^# \{0,1\}//'
   else
-    sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '6,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   fi
   exit "$1"
 }
@@ -56,6 +72,8 @@ while [ $# -gt 0 ]; do
     --llama-bench) llama_bench=${2:?--llama-bench needs a path}; shift 2 ;;
     --models) models=${2:?--models needs a directory}; shift 2 ;;
     -r) reps=${2:?-r needs a count}; shift 2 ;;
+    --cpu) cpu=1; shift ;;
+    -t) threads=${2:?-t needs a count}; shift 2 ;;
     --only) only+=("${2:?--only needs a preset}"); shift 2 ;;
     --remove-models) remove=1; shift ;;
     --append) append=1; shift ;;
@@ -65,7 +83,9 @@ while [ $# -gt 0 ]; do
 done
 
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "side_by_side.sh: -r expects a count >= 1, not '$reps'" >&2; exit 2; }
-names=$(printf '%s\n' "${presets[@]}" | cut -d' ' -f1)
+[[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "side_by_side.sh: -t expects a count >= 1, not '$threads'" >&2; exit 2; }
+if [ "$cpu" = 1 ]; then presets=("${cpu_presets[@]}"); fi
+names=$(printf '%s\n' "${presets[@]}" | cut -d' ' -f1 | sort -u)
 for p in "${only[@]}"; do
   grep -qxF -- "$p" <<<"$names" ||
     { echo "side_by_side.sh: --only $p is not one of: ${names//$'\n'/ }" >&2; exit 2; }
@@ -174,29 +194,46 @@ commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')
 rows="" details="" build="?"
 
 for entry in "${presets[@]}"; do
-  read -r preset type depth <<<"$entry"
+  read -r preset type extra <<<"$entry"
   selected "$preset" || continue
   file=$models/$preset-$type.gguf
+  name=$preset-$type
+  synth=()
+  label="$preset $type"
+  if [ "$cpu" = 1 ] && [ "$extra" != all ]; then
+    name=$preset-$type-${extra}l
+    file=$models/$name.gguf
+    synth=(--layers "$extra")
+    label="$preset $type, $extra layers"
+  fi
   if [ ! -f "$file" ]; then
     echo "side_by_side.sh: making $file" >&2
-    "$zinc" synth --preset "$preset" --type "$type" -o "$file"
+    "$zinc" synth --preset "$preset" --type "$type" "${synth[@]}" -o "$file"
   fi
-  # The tests: pp512 and tg128; for depth, also tg128 at 8192.
-  tests=("-p 512 -n 128")
-  if [ -n "${depth:-}" ]; then tests+=("-p 0 -n 128 -d 8192"); fi
+  # The tests: pp512 and tg128, for depth also tg128 at 8192; on the CPU pp128 and tg32.
+  if [ "$cpu" = 1 ]; then
+    tests=("-p 128 -n 32")
+    zinc_args=(--backend cpu -t "$threads")
+    llama_args=(-t "$threads")
+  else
+    tests=("-p 512 -n 128")
+    if [ "${extra:-}" = depth ]; then tests+=("-p 0 -n 128 -d 8192"); fi
+    zinc_args=(--backend cuda)
+    llama_args=(-ngl 99 -fa 1)
+  fi
   zinc_json="" llama_json=""
   for i in "${!tests[@]}"; do
     read -r -a t <<<"${tests[$i]}"
-    run_tool zinc "$work/$preset-z$i.json" "$zinc" bench -m "$file" --backend cuda "${t[@]}" -r "$reps" -o json || true
-    run_tool llama-bench "$work/$preset-l$i.json" "$llama_bench" -m "$file" -ngl 99 -fa 1 "${t[@]}" -r "$reps" -o json ||
-      true
-    zinc_json+=" $work/$preset-z$i.json"
-    llama_json+=" $work/$preset-l$i.json"
-    if [ "$build" = "?" ]; then build=$(llama_build "$work/$preset-l$i.json"); fi
+    run_tool zinc "$work/$name-z$i.json" "$zinc" bench -m "$file" "${zinc_args[@]}" "${t[@]}" -r "$reps" -o json || true
+    run_tool llama-bench "$work/$name-l$i.json" "$llama_bench" -m "$file" "${llama_args[@]}" "${t[@]}" -r "$reps" \
+      -o json || true
+    zinc_json+=" $work/$name-z$i.json"
+    llama_json+=" $work/$name-l$i.json"
+    if [ "$build" = "?" ]; then build=$(llama_build "$work/$name-l$i.json"); fi
   done
-  r=$(summary_rows "$preset $type" "$zinc_json" "$llama_json")
+  r=$(summary_rows "$label" "$zinc_json" "$llama_json")
   if [ -n "$r" ]; then rows+=$r$'\n'; fi
-  details+="### $preset $type ($(du -h "$file" | cut -f1))"$'\n\n'
+  details+="### $label ($(du -h "$file" | cut -f1))"$'\n\n'
   # shellcheck disable=SC2086  # the lists are of paths without spaces (mktemp's and the preset names)
   details+="zinc:"$'\n\n'"$(json_table $zinc_json)"$'\n\n'
   # shellcheck disable=SC2086
@@ -204,6 +241,29 @@ for entry in "${presets[@]}"; do
   if [ "$remove" = 1 ]; then rm -f "$file"; fi
 done
 
+if [ "$cpu" = 1 ]; then
+  cpu_name=$(grep -m 1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//' || true)
+  isa=$(grep -m 1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' |
+    grep -xE 'avx2|fma|f16c|avx512f|avx512bw|avx512vl|avx512_vnni' | tr '\n' ' ' || true)
+  section=$(cat <<EOF
+## CPU — $(date -u +%Y-%m-%d) — zinc $commit — side by side with llama.cpp $build
+
+Machine: ${cpu_name:-?}, $(nproc) logical CPUs (${isa% }), $threads threads. Models made by
+\`zinc synth --preset P --type T\` (default seed; \`--layers 2\` where the table says so), each engine on the same
+file:
+
+\`\`\`
+zinc bench -m F --backend cpu -p 128 -n 32 -r $reps -t $threads -o json
+llama-bench -m F -p 128 -n 32 -r $reps -t $threads -o json
+\`\`\`
+
+| model | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp |
+|---|---|---:|---:|---:|
+$rows
+$details
+EOF
+)
+else
 section=$(cat <<EOF
 ## GPU — $(date -u +%Y-%m-%d) — zinc $commit — side by side with llama.cpp $build
 
@@ -221,6 +281,7 @@ $rows
 $details
 EOF
 )
+fi
 
 if [ "$append" = 1 ]; then
   printf '\n%s\n' "$section" >>"$here/RESULTS.md"

@@ -141,13 +141,14 @@ public:
     // without swapping on the CPU (MemAvailable); 0 when the backend cannot say (the sizing backend, which allocates
     // nothing).
     virtual uint64_t free_memory() const { return 0; }
-    // Whether load_weight's weights are views of the file's mapping (the CPU's, but for tensors misaligned in the
-    // file, which it copies), so that reading the file in ahead of time pays; false when they are copied into backend
-    // memory.
+    // Whether load_weight reads its weights from the file's mapping as the model runs or loads (the CPU's: views of
+    // the mapping, or copies of the same size made from it at load, docs/architecture.md §4.2), so that reading the
+    // file in ahead of time pays; false when they are copied into backend memory.
     virtual bool weights_are_mapped() const { return false; }
 
-    // Makes a GGUF tensor usable by the ops. The CPU backend keeps a view into the mapping (an aligned copy of a
-    // tensor that its file leaves misaligned).
+    // Makes a GGUF tensor usable by the ops. The CPU backend keeps a view into the mapping, a copy repacked into tiles
+    // for its matmul kernels, or an aligned copy of a tensor that its file leaves misaligned (§4.2 of
+    // docs/architecture.md).
     Weight load_weight(const gguf::TensorInfo& t);
     // Activation and cache memory, zero-filled; owned by the backend until free() or until the backend is destroyed.
     Act alloc(int64_t rows, int64_t cols);

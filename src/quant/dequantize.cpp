@@ -8,6 +8,7 @@
 
 #include "quant/blocks.h"
 #include "quant/float_convert.h"
+#include "quant/quant_internal.h"
 
 // The element formulas and their evaluation order follow docs/formats.md §2.3–§2.5; every product and sum is one
 // binary32 operation, in the order written, so the results equal ggml's reference bit for bit.
@@ -136,25 +137,14 @@ void dequant_q3_K(const void* src, float* y, size_t nb) {
     }
 }
 
-// The 6-bit scale and min of sub-block j (0-7) from the 12 packed bytes of Q4_K/Q5_K.
-void scale_min_k4(int j, const uint8_t* s, uint8_t& sc, uint8_t& m) {
-    if (j < 4) {
-        sc = s[j] & 63;
-        m = s[j + 4] & 63;
-    } else {
-        sc = static_cast<uint8_t>((s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4));
-        m = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-    }
-}
-
 void dequant_q4_K(const void* src, float* y, size_t nb) {
     const auto* x = blocks_of<BlockQ4_K>(src);
     for (size_t i = 0; i < nb; ++i, y += kQK_K) {
         const float d = fp16_to_fp32(x[i].d);
         const float dmin = fp16_to_fp32(x[i].dmin);
         for (int j = 0; j < 8; ++j) {
-            uint8_t sc, m;
-            scale_min_k4(j, x[i].scales, sc, m);
+            int sc, m;
+            detail::scale_min_k4(j, x[i].scales, sc, m);
             const float dj = d * static_cast<float>(sc);
             const float mj = dmin * static_cast<float>(m);
             const uint8_t* q = x[i].qs + 32 * (j / 2);
@@ -172,8 +162,8 @@ void dequant_q5_K(const void* src, float* y, size_t nb) {
         const float d = fp16_to_fp32(x[i].d);
         const float dmin = fp16_to_fp32(x[i].dmin);
         for (int j = 0; j < 8; ++j) {
-            uint8_t sc, m;
-            scale_min_k4(j, x[i].scales, sc, m);
+            int sc, m;
+            detail::scale_min_k4(j, x[i].scales, sc, m);
             const float dj = d * static_cast<float>(sc);
             const float mj = dmin * static_cast<float>(m);
             const uint8_t* q = x[i].qs + 32 * (j / 2);

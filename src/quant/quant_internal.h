@@ -27,6 +27,17 @@ inline int32_t trunc_to_int(float v) {
 // Round half away from zero (C roundf) followed by the same conversion.
 int32_t round_to_int(float v);
 
+// The 6-bit scale and min of sub-block j (0-7) from the 12 packed scale bytes of Q4_K / Q5_K.
+inline void scale_min_k4(int j, const uint8_t* s, int& sc, int& m) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
 // K-quant row quantizers (quantize_k.cpp); nb is the number of 256-element super-blocks.
 void quantize_q2_K(const float* x, void* dst, size_t nb);
 void quantize_q3_K(const float* x, void* dst, size_t nb);

@@ -12,7 +12,9 @@
 
 #include "quant/activation.h"
 #include "quant/blocks.h"
+#include "quant/cpu_features.h"
 #include "quant/float_convert.h"
+#include "quant/quant_internal.h"
 #include "quant/vec_dot_internal.h"
 
 namespace zinc::quant {
@@ -291,17 +293,6 @@ float dot_q3_K(const void* w, const void* a, size_t n) {
     return acc.total(0.0f);
 }
 
-// 6-bit scale and min j of the 12-byte Q4_K/Q5_K scales field.
-void scale_min_k4(int j, const uint8_t* q, int& sc, int& m) {
-    if (j < 4) {
-        sc = q[j] & 63;
-        m = q[j + 4] & 63;
-    } else {
-        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 template <bool kFive>
 float dot_q45_K(const void* w, const void* a, size_t n) {
     using B = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
@@ -325,7 +316,7 @@ float dot_q45_K(const void* w, const void* a, size_t n) {
             q4 += 32;
         }
         int sc[8], mn[8];
-        for (int j = 0; j < 8; ++j) scale_min_k4(j, x[i].scales, sc[j], mn[j]);
+        for (int j = 0; j < 8; ++j) detail::scale_min_k4(j, x[i].scales, sc[j], mn[j]);
         int sumi = 0;
         for (int j = 0; j < kQK_K / 16; ++j) sumi += y[i].bsums[j] * mn[j / 2];
         for (int j = 0; j < kQK_K / 32; ++j) acc.add(y[i].qs + 32 * j, q + 32 * j, sc[j], 32);
@@ -451,21 +442,31 @@ void quantize_activation(TensorType dot_type, const float* x, void* dst, size_t 
         case TensorType::Q8_0:
             check(kQK);
 #ifdef ZINC_VEC_DOT_AVX2
-            detail::avx2_quantize_q8_0(x, dst, n);
-#else
-            quantize_q8_0_scalar(x, dst, n);
+            if (cpu_isa() >= Isa::avx2) {
+                detail::avx2_quantize_q8_0(x, dst, n);
+                return;
+            }
 #endif
+            quantize_q8_0_scalar(x, dst, n);
             return;
         case TensorType::Q8_1:
             check(kQK);
 #ifdef ZINC_VEC_DOT_AVX2
-            detail::avx2_quantize_q8_1(x, dst, n);
-#else
-            quantize_q8_1_scalar(x, dst, n);
+            if (cpu_isa() >= Isa::avx2) {
+                detail::avx2_quantize_q8_1(x, dst, n);
+                return;
+            }
 #endif
+            quantize_q8_1_scalar(x, dst, n);
             return;
         case TensorType::Q8_K:
             check(kQK_K);
+#ifdef ZINC_VEC_DOT_AVX2
+            if (cpu_isa() >= Isa::avx2) {
+                detail::avx2_quantize_q8_K(x, dst, n);
+                return;
+            }
+#endif
             quantize_row_q8_K(x, dst, n);
             return;
         default: unsupported("quantize_activation", dot_type);
@@ -508,14 +509,15 @@ float vec_dot(TensorType w, const void* wrow, const void* arow, size_t n) { retu
 
 VecDotFn vec_dot_fn(TensorType w) {
 #ifdef ZINC_VEC_DOT_AVX2
-    if (VecDotFn f = detail::avx2_vec_dot_fn(w)) return f;
+    if (cpu_isa() >= Isa::avx2)
+        if (VecDotFn f = detail::avx2_vec_dot_fn(w)) return f;
 #endif
     return ref::vec_dot_fn(w);
 }
 
 VecDotTile vec_dot_tile(TensorType w) {
 #ifdef ZINC_VEC_DOT_AVX2
-    return detail::avx2_vec_dot_tile(w);
+    return cpu_isa() >= Isa::avx2 ? detail::avx2_vec_dot_tile(w) : VecDotTile{};
 #else
     (void)w;
     return {};
@@ -524,7 +526,7 @@ VecDotTile vec_dot_tile(TensorType w) {
 
 bool vec_dot_has_simd(TensorType w) {
 #ifdef ZINC_VEC_DOT_AVX2
-    return detail::avx2_vec_dot_fn(w) != nullptr;
+    return cpu_isa() >= Isa::avx2 && detail::avx2_vec_dot_fn(w) != nullptr;
 #else
     (void)w;
     return false;

@@ -4,8 +4,9 @@
 // with one float multiply-add per (sub-)block.
 //
 // Two implementations: a scalar one (namespace ref: the same sums, in the same order, as ggml's generic
-// ggml_vec_dot_*_generic kernels — the readable reference) and, when compiled with AVX2 and FMA, SIMD kernels for the
-// common types, which give the same integer block sums and differ only in the order of the float accumulation.
+// ggml_vec_dot_*_generic kernels — the readable reference) and, on x86-64 processors with AVX2, FMA and F16C
+// (cpu_features.h, checked at run time), SIMD kernels for the common types, which give the same integer block sums and
+// differ only in the order of the float accumulation.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +35,8 @@ gguf::TensorType vec_dot_type(gguf::TensorType w);
 void quantize_activation(gguf::TensorType dot_type, const float* x, void* dst, size_t n);
 
 // Σ_i w_i·a_i over n elements: wrow is a row of weight type w (row_bytes(w, n) bytes), arow the same row width
-// quantized by quantize_activation(vec_dot_type(w), ...). The AVX2 kernels when compiled in, otherwise ref::vec_dot.
+// quantized by quantize_activation(vec_dot_type(w), ...). The AVX2 kernels where cpu_isa() has AVX2, otherwise
+// ref::vec_dot.
 // n must be a whole number of blocks of both types (not checked here, for speed; see vec_dot_fn).
 float vec_dot(gguf::TensorType w, const void* wrow, const void* arow, size_t n);
 
@@ -53,7 +55,7 @@ struct VecDotTile {
 };
 VecDotTile vec_dot_tile(gguf::TensorType w);
 
-// True when vec_dot for w runs an AVX2 kernel in this build (false: it runs the scalar reference).
+// True when vec_dot for w runs an AVX2 kernel on this processor (false: it runs the scalar reference).
 bool vec_dot_has_simd(gguf::TensorType w);
 
 namespace ref {

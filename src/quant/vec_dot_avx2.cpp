@@ -15,6 +15,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "quant/activation.h"
 #include "quant/blocks.h"
 #include "quant/float_convert.h"
 
@@ -227,6 +228,83 @@ float dot_asym(const void* w, const void* a, size_t n) {
 
 // ---- K-quants and IQ4_XS with Q8_K activations ----
 
+// From sixteen int16 scales: scale j in the low 128 bits and scale j + 1 in the high 128 bits (j even), for madd
+// with the int16 pairs of 32 elements whose halves are sub-blocks j and j + 1.
+inline __m256i scale_pair(__m256i sc16, int j) {
+    const __m256i both = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(j / 2));  // [sc_j, sc_j+1] everywhere
+    return _mm256_shuffle_epi8(both, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3,
+                                                      2, 3, 2, 3, 2, 3, 2, 3, 2, 3));
+}
+
+// Q2_K: Σ_j d_j·Σ q·a over sixteen sub-blocks of 16 (2-bit q from four shifts of 32 bytes) and the mins through
+// the activation's bsums: dall·isum − dmin·Σ_j m_j·bsum_j per super-block.
+float dot_q2_K(const void* w, const void* a, size_t n) {
+    const auto* x = static_cast<const BlockQ2_K*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (size_t i = 0; i < n / kQK_K; ++i) {
+        const __m128i sc = load128(x[i].scales);
+        const __m256i d16 = _mm256_cvtepu8_epi16(_mm_and_si128(sc, _mm_set1_epi8(0x0F)));
+        const __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(0x0F)));
+        const __m256i pm = _mm256_madd_epi16(m16, load256(y[i].bsums));
+        __m128i ms = _mm_add_epi32(_mm256_castsi256_si128(pm), _mm256_extracti128_si256(pm, 1));
+        ms = _mm_add_epi32(ms, _mm_shuffle_epi32(ms, 0x4E));
+        ms = _mm_add_epi32(ms, _mm_shuffle_epi32(ms, 0xB1));
+        mins += y[i].d * f16(x[i].dmin) * static_cast<float>(_mm_cvtsi128_si32(ms));
+        __m256i sumi = _mm256_setzero_si256();
+        for (int k = 0; k < 2; ++k) {
+            const __m256i q2 = load256(x[i].qs + 32 * k);
+            for (int st = 0; st < 4; ++st) {
+                const __m256i u = _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * st)), m3);
+                const __m256i p = _mm256_maddubs_epi16(u, load256(y[i].qs + 128 * k + 32 * st));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(d16, 8 * k + 2 * st)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * f16(x[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc) - mins;
+}
+
+// Q3_K: q = low two bits − 4 + 4·(hmask bit), so Σ q·a = Σ u·a − 4·Σ a with u = low | hbit << 2 (0 … 7); the −4
+// through the bsums; sixteen signed 6-bit scales.
+float dot_q3_K(const void* w, const void* a, size_t n) {
+    const auto* x = static_cast<const BlockQ3_K*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t i = 0; i < n / kQK_K; ++i) {
+        // 16 six-bit scales: low nibbles of bytes 0..7, then their high nibbles; two high bits each from bytes 8..11
+        // (scale j: bits 2·(j / 4) of byte 8 + j % 4).
+        uint8_t raw[16] = {};
+        std::memcpy(raw, x[i].scales, 12);
+        const __m128i sb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(raw));
+        const __m128i m4 = _mm_set1_epi8(0x0F);
+        const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(sb, m4), _mm_and_si128(_mm_srli_epi16(sb, 4), m4));
+        const __m128i h = _mm_shuffle_epi8(sb, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+        const __m128i hi = _mm_and_si128(_mm_srlv_epi32(h, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+        const __m128i sc8 = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        // −4·Σ_j sc_j·(Σ a over sub-block j)
+        __m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(y[i].bsums)), 2);
+        sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
+        const __m256i hm = load256(x[i].hmask);
+        for (int k = 0; k < 2; ++k) {
+            const __m256i q3 = load256(x[i].qs + 32 * k);
+            for (int st = 0; st < 4; ++st) {
+                const __m256i low = _mm256_and_si256(_mm256_srl_epi16(q3, _mm_cvtsi32_si128(2 * st)), m3);
+                const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(4 * k + st)), one);
+                const __m256i u = _mm256_or_si256(low, _mm256_slli_epi16(hb, 2));
+                const __m256i p = _mm256_maddubs_epi16(u, load256(y[i].qs + 128 * k + 32 * st));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc16, 8 * k + 2 * st)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc);
+}
+
 // The 8 six-bit scales and 8 mins of a Q4_K / Q5_K super-block, as bytes: scales in sc[0..7], mins in sc[8..15].
 inline void scales_mins_k4(const uint8_t* s, uint8_t out[16]) {
     uint32_t u[4];
@@ -387,6 +465,63 @@ void avx2_quantize_q8_1(const float* x, void* dst, size_t n) {
     }
 }
 
+// As quantize_row_q8_K: the element of largest magnitude (the first of them) maps to −127, iscale = −127/max,
+// q = min(127, round-half-even(iscale·x)) (cvtps rounds as nearest_int does for these magnitudes), d = 1/iscale.
+void avx2_quantize_q8_K(const float* x, void* dst, size_t n) {
+    auto* y = static_cast<BlockQ8_K*>(dst);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (size_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
+        __m256 amax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+        for (int k = 0; k < kQK_K; k += 8) {
+            const __m256 v = _mm256_loadu_ps(x + k);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v));
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        }
+        if (_mm256_movemask_ps(nan)) {
+            quantize_row_q8_K(x, &y[i], kQK_K);
+            continue;
+        }
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float mx = _mm_cvtss_f32(m4);
+        if (mx == 0.0f) {
+            std::memset(&y[i], 0, sizeof(BlockQ8_K));
+            continue;
+        }
+        float max = 0.0f;  // the first element of magnitude mx, with its sign
+        for (int k = 0; k < kQK_K; k += 8) {
+            const int hit = _mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)), _mm256_set1_ps(mx), _CMP_EQ_OQ));
+            if (hit) {
+                max = x[k + __builtin_ctz(static_cast<unsigned>(hit))];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m256 is = _mm256_set1_ps(iscale);
+        for (int k = 0; k < kQK_K; k += 32) {
+            __m256i iv[4];
+            for (int j = 0; j < 4; ++j)
+                iv[j] = _mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + k + 8 * j)));
+            const __m256i p16a = _mm256_packs_epi32(iv[0], iv[1]), p16b = _mm256_packs_epi32(iv[2], iv[3]);
+            const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
+                                                           _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + k), p8);  // packs saturates 128 to 127
+            // bsums of the two 16s: byte pairs to int16 (maddubs with ones), then the eight of each half
+            const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), p8), _mm256_set1_epi16(1));
+            const __m128i lo4 = _mm256_castsi256_si128(s4), hi4 = _mm256_extracti128_si256(s4, 1);
+            const __m128i s = _mm_add_epi32(lo4, _mm_shuffle_epi32(lo4, 0x4E));
+            const __m128i t = _mm_add_epi32(hi4, _mm_shuffle_epi32(hi4, 0x4E));
+            const int lo = _mm_cvtsi128_si32(s) + _mm_extract_epi32(s, 1);
+            const int hi = _mm_cvtsi128_si32(t) + _mm_extract_epi32(t, 1);
+            y[i].bsums[k / 16] = static_cast<int16_t>(lo);
+            y[i].bsums[k / 16 + 1] = static_cast<int16_t>(hi);
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
 VecDotTile avx2_vec_dot_tile(TensorType w) {
     switch (w) {
         case TensorType::Q8_0: return {kTileW, kTileA, tile_q8_0};
@@ -405,13 +540,15 @@ VecDotFn avx2_vec_dot_fn(TensorType w) {
         case TensorType::Q5_0: return dot_q5_0;
         case TensorType::Q5_1: return dot_asym<BlockQ5_1, true>;
         case TensorType::Q8_0: return dot_q8_0;
+        case TensorType::Q2_K: return dot_q2_K;
+        case TensorType::Q3_K: return dot_q3_K;
         case TensorType::Q4_K: return dot_q45_K<false>;
         case TensorType::Q5_K: return dot_q45_K<true>;
         case TensorType::Q6_K: return dot_q6_K;
         case TensorType::IQ4_NL: return dot_iq4_nl;
         case TensorType::IQ4_XS: return dot_iq4_xs;
         case TensorType::MXFP4: return dot_mxfp4;
-        default: return nullptr;  // Q2_K, Q3_K: the scalar reference
+        default: return nullptr;
     }
 }
 

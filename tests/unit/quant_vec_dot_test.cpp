@@ -59,7 +59,7 @@ TEST(QuantVecDot, Pairing) {
 #ifdef ZINC_VEC_DOT_AVX2
 TEST(QuantVecDot, AvxKernelsPresent) {
     for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
-                         TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
+                         TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
         EXPECT_TRUE(q::vec_dot_has_simd(t)) << name(t);
 }
 #endif
@@ -132,6 +132,25 @@ TEST(QuantVecDot, ActivationQuantizersAreByteExact) {
             }
         }
     }
+}
+
+// Q8_K takes the sign of the first element of largest magnitude: blocks where +m and −m both occur (either first),
+// where it sits in the last lane, an all-zero block, values that round to ±127.5.
+TEST(QuantVecDot, Q8_KQuantizerEdgeCases) {
+    std::mt19937 rng(9);
+    std::vector<float> x(256 * 6);
+    for (auto& v : x) v = std::normal_distribution<float>(0.0f, 1.0f)(rng);
+    x[10] = 5.0f, x[200] = -5.0f;                       // block 0: + first
+    x[256 + 3] = -7.0f, x[256 + 100] = 7.0f;            // block 1: − first
+    x[512 + 255] = -9.0f;                               // block 2: in the last lane
+    std::fill(x.begin() + 768, x.begin() + 1024, 0.0f);  // block 3: zeros
+    for (int i = 0; i < 256; ++i) x[1024 + i] = (i % 2 ? 1.0f : -1.0f) * (127.5f / 127.0f) * float(i % 9) / 8.0f;
+    x[1024 + 5] = 127.5f / 127.0f * 1.25f;              // block 4: halves
+    for (int i = 0; i < 256; ++i) x[1280 + i] = 1e-30f * float(i - 128);  // block 5: tiny
+    std::vector<uint8_t> a(6 * 292), b(6 * 292);
+    q::quantize_activation(TensorType::Q8_K, x.data(), a.data(), x.size());
+    q::quantize_row_q8_K(x.data(), b.data(), x.size());
+    EXPECT_EQ(a, b);
 }
 
 struct Case {

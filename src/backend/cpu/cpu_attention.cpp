@@ -8,30 +8,17 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/simd.h"
 #include "quant/float_convert.h"
 
 namespace zinc::backend::cpu {
 namespace {
 
-float dot(const float* a, const float* b, int64_t n) {
-    float s[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) s[k] += a[i + k] * b[i + k];
-    float r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; i < n; ++i) r += a[i] * b[i];
-    return r;
-}
-
 // Stores row x (width values) as cache row `row` of a plane of type t.
 void store_row(void* plane, KvType t, int64_t width, int64_t capacity, int64_t row, const float* x) {
     switch (t) {
     case KvType::f32: std::memcpy(static_cast<float*>(plane) + row * width, x, size_t(width) * sizeof(float)); return;
-    case KvType::f16: {
-        uint16_t* dst = static_cast<uint16_t*>(plane) + row * width;
-        for (int64_t i = 0; i < width; ++i) dst[i] = quant::fp32_to_fp16(x[i]);
-        return;
-    }
+    case KvType::f16: simd::kernels().f32_to_f16(x, static_cast<uint16_t*>(plane) + row * width, width); return;
     case KvType::q8_0: {
         // d = amax / 127 and q = round(x / d), as ggml's reference quantize_row_q8_0 (and the CUDA kv_write).
         int8_t* q = static_cast<int8_t*>(plane) + row * width;
@@ -56,15 +43,11 @@ const float* row_values(const void* plane, KvType t, int64_t width, int64_t capa
     const int64_t at = row * width + c0;
     switch (t) {
     case KvType::f32: return static_cast<const float*>(plane) + at;
-    case KvType::f16: {
-        const uint16_t* h = static_cast<const uint16_t*>(plane) + at;
-        for (int i = 0; i < n; ++i) tmp[i] = quant::fp16_to_fp32(h[i]);
-        return tmp;
-    }
+    case KvType::f16: simd::kernels().f16_to_f32(static_cast<const uint16_t*>(plane) + at, tmp, n); return tmp;
     case KvType::q8_0: {
         const int8_t* q = static_cast<const int8_t*>(plane) + at;
         const uint16_t* scales = reinterpret_cast<const uint16_t*>(static_cast<const int8_t*>(plane) + capacity * width);
-        for (int i = 0; i < n; ++i) tmp[i] = quant::fp16_to_fp32(scales[(at + i) / kKvBlock]) * float(q[i]);
+        simd::kernels().q8_to_f32(q, scales + at / kKvBlock, tmp, n);
         return tmp;
     }
     }
@@ -81,53 +64,118 @@ void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     }
 }
 
+// Work is split by KV head and blocks of query rows, so that each key and value row is converted to f32 once for all
+// the query heads of its KV head and all queries of the block. Every query still computes alone, in key order: its
+// scores (dot products), softmax (max, exp, a double sum) and the weighted sum of the value rows are the same
+// operations whatever the other queries of its batch, so prefill and decode agree bit for bit.
 void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
+    constexpr int64_t kQueries = 16;  // query rows per piece of work
+    constexpr int64_t kKeys = 64;     // key rows converted at a time
     const int d = p.head_dim;
     const float* sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
     const int group = p.n_head / p.n_head_kv;
-    pool.parallel_for(q.rows * p.n_head, [&](int64_t b, int64_t e) {
-        std::vector<float> scores, tmp(static_cast<size_t>(d));
+    const int64_t n_blocks = (q.rows + kQueries - 1) / kQueries;
+    const simd::Kernels& simd = simd::kernels();
+    pool.parallel_chunks(p.n_head_kv * n_blocks, 1, [&](int64_t b, int64_t e) {
+        // Each thread keeps its buffers from call to call (a large new one would be fresh pages every time).
+        thread_local std::vector<float> buf, weight, scores, inv;
+        thread_local std::vector<const float*> rows;
+        buf.resize(static_cast<size_t>(kKeys * d));
+        weight.resize(static_cast<size_t>(kKeys));
+        rows.resize(static_cast<size_t>(kKeys));
         for (int64_t job = b; job < e; ++job) {
-            const int64_t t = job / p.n_head;
-            const int h = static_cast<int>(job % p.n_head);
-            const int kvh = h / group;
-            const int64_t pq = pos0 + t;
-            // Causal, and with a window W the query sees itself and the previous W-1 positions.
-            const int64_t j0 = p.window > 0 ? std::max<int64_t>(0, pq - p.window + 1) : 0;
-            const int64_t n = pq + 1 - j0;
-            const float* qv = q.data + t * q.cols + int64_t(h) * d;
-            scores.resize(n);
-            float mx = sinks ? sinks[h] : -INFINITY;
-            for (int64_t j = 0; j < n; ++j) {
-                const float* kr = row_values(kv.k, kv.type_k, kv.width, kv.capacity, (j0 + j) % kv.capacity,
-                                             int64_t(kvh) * d, d, tmp.data());
-                float s = dot(qv, kr, d) * p.scale;
-                if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
-                scores[j] = s;
-                mx = std::max(mx, s);
+            const int kvh = static_cast<int>(job % p.n_head_kv);
+            const int64_t t0 = job / p.n_head_kv * kQueries, t1 = std::min(q.rows, t0 + kQueries);
+            // Causal, and with a window W the query at pq sees itself and the previous W-1 positions.
+            const auto first_key = [&](int64_t t) {
+                return p.window > 0 ? std::max<int64_t>(0, pos0 + t - p.window + 1) : int64_t{0};
+            };
+            const int64_t lo = first_key(t0), hi = pos0 + t1;  // the keys any query of the block sees
+            const int64_t n_keys = hi - lo;
+            scores.resize(static_cast<size_t>((t1 - t0) * group * n_keys));
+            inv.resize(static_cast<size_t>((t1 - t0) * group));
+            // The rows of keys [kb, ke) of this KV head as f32.
+            const auto load = [&](const void* plane, KvType type, int64_t kb, int64_t ke) {
+                for (int64_t j = kb; j < ke; ++j)
+                    rows[static_cast<size_t>(j - kb)] = row_values(plane, type, kv.width, kv.capacity, j % kv.capacity,
+                                                                  int64_t(kvh) * d, d, buf.data() + (j - kb) * d);
+            };
+            for (int64_t kb = lo; kb < hi; kb += kKeys) {
+                const int64_t ke = std::min(hi, kb + kKeys);
+                load(kv.k, kv.type_k, kb, ke);
+                for (int64_t t = t0; t < t1; ++t)
+                    for (int g = 0; g < group; ++g) {
+                        const int h = kvh * group + g;
+                        const float* qv = q.data + t * q.cols + int64_t(h) * d;
+                        float* s = scores.data() + ((t - t0) * group + g) * n_keys;  // s[j - lo]: key j
+                        const int64_t jb = std::max(kb, first_key(t)), je = std::min(ke, pos0 + t + 1);
+                        if (jb >= je) continue;
+                        simd.dots(qv, rows.data() + (jb - kb), je - jb, d, s + (jb - lo));
+                        for (int64_t j = jb - lo; j < je - lo; ++j) {
+                            float v = s[j] * p.scale;
+                            if (p.softcap > 0.0f) v = p.softcap * std::tanh(v / p.softcap);
+                            s[j] = v;
+                        }
+                    }
             }
-            // The sink joins the denominator (and the max) but has no value row.
-            double sum = sinks ? std::exp(double(sinks[h]) - mx) : 0.0;
-            for (int64_t j = 0; j < n; ++j) {
-                scores[j] = std::exp(scores[j] - mx);
-                sum += scores[j];
-            }
-            const float inv = float(1.0 / sum);
-            float* o = out.data + t * out.cols + int64_t(h) * d;
-            std::fill(o, o + d, 0.0f);
-            for (int64_t j = 0; j < n; ++j) {
-                const float pj = scores[j] * inv;
-                const float* vv = row_values(kv.v, kv.type_v, kv.width, kv.capacity, (j0 + j) % kv.capacity,
-                                             int64_t(kvh) * d, d, tmp.data());
-                for (int i = 0; i < d; ++i) o[i] += pj * vv[i];
+            for (int64_t t = t0; t < t1; ++t)
+                for (int g = 0; g < group; ++g) {
+                    const int h = kvh * group + g;
+                    const size_t r = static_cast<size_t>((t - t0) * group + g);
+                    float* s = scores.data() + static_cast<int64_t>(r) * n_keys;
+                    const int64_t j0 = first_key(t), j1 = pos0 + t + 1;
+                    float mx = sinks ? sinks[h] : -INFINITY;
+                    for (int64_t j = j0; j < j1; ++j) mx = std::max(mx, s[j - lo]);
+                    // The sink joins the denominator (and the max) but has no value row.
+                    double sum = sinks ? std::exp(double(sinks[h]) - mx) : 0.0;
+                    for (int64_t j = j0; j < j1; ++j) {
+                        s[j - lo] = std::exp(s[j - lo] - mx);
+                        sum += s[j - lo];
+                    }
+                    inv[r] = float(1.0 / sum);
+                    float* o = out.data + t * out.cols + int64_t(h) * d;
+                    std::fill(o, o + d, 0.0f);
+                }
+            for (int64_t kb = lo; kb < hi; kb += kKeys) {
+                const int64_t ke = std::min(hi, kb + kKeys);
+                load(kv.v, kv.type_v, kb, ke);
+                for (int64_t t = t0; t < t1; ++t)
+                    for (int g = 0; g < group; ++g) {
+                        const int h = kvh * group + g;
+                        const size_t r = static_cast<size_t>((t - t0) * group + g);
+                        const float* s = scores.data() + static_cast<int64_t>(r) * n_keys;
+                        float* o = out.data + t * out.cols + int64_t(h) * d;
+                        const int64_t jb = std::max(kb, first_key(t)), je = std::min(ke, pos0 + t + 1);
+                        for (int64_t j = jb; j < je; ++j) weight[static_cast<size_t>(j - jb)] = s[j - lo] * inv[r];
+                        if (jb < je) simd.axpys(weight.data(), rows.data() + (jb - kb), je - jb, d, o);
+                    }
             }
         }
     });
 }
 
-void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) {
-    const int64_t heads = x.cols / head_dim;
+bool RopeCache::Table::matches(std::span<const int32_t> positions, const RopeParams& q) const {
+    return p.n_rot == q.n_rot && p.neox == q.neox && p.freq_base == q.freq_base && p.freq_scale == q.freq_scale &&
+           p.freq_factors == q.freq_factors && (!q.freq_factors || factors == q.freq_factors->data) &&
+           p.ext_factor == q.ext_factor && p.yarn_low == q.yarn_low && p.yarn_high == q.yarn_high &&
+           p.mscale == q.mscale && pos.size() == positions.size() &&
+           std::equal(pos.begin(), pos.end(), positions.begin());
+}
+
+// The cos and sin of every position and pair: n_rot/2 cosines then n_rot/2 sines per row.
+const std::vector<float>& RopeCache::angles(ThreadPool& pool, std::span<const int32_t> pos, const RopeParams& p) {
+    for (size_t k = 0; k < kTables; ++k)
+        if (tables_[k].matches(pos, p)) {
+            if (k != 0) std::swap(tables_[0], tables_[k]);  // the most recent first
+            return tables_[0].cs;
+        }
+    std::rotate(tables_, tables_ + kTables - 1, tables_ + kTables);  // the least recent one is refilled
+    Table& tb = tables_[0];
+    tb.p = p;
+    tb.factors = p.freq_factors ? p.freq_factors->data : nullptr;
+    tb.pos.assign(pos.begin(), pos.end());
     const int half = p.n_rot / 2;
+    tb.cs.resize(pos.size() * 2 * static_cast<size_t>(half));
     const float* ff = p.freq_factors ? static_cast<const float*>(p.freq_factors->data) : nullptr;
     // Angles as ggml's CPU backend computes them: the position times theta_scale^i by repeated
     // multiplication, divided by the frequency factor, then YaRN's blend of the interpolated
@@ -135,28 +183,61 @@ void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, 
     // models on the same tokens as llama.cpp; against transformers' f32 forward it changes nothing
     // measurable (both are within 1e-6).
     const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
-    pool.parallel_for(x.rows, [&](int64_t b, int64_t e) {
+    const auto body = [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
+            float* c = tb.cs.data() + t * 2 * half;
+            float* s = c + half;
             float theta_i = float(pos[t]);
             for (int i = 0; i < half; ++i, theta_i *= theta_scale) {
                 const float th_ext = ff ? theta_i / ff[i] : theta_i;
                 float theta = p.freq_scale * th_ext;
                 if (p.ext_factor != 0.0f) {
                     const float y = (float(i) - p.yarn_low) / std::max(0.001f, p.yarn_high - p.yarn_low);
-                    const float r = p.ext_factor * (1.0f - std::clamp(y, 0.0f, 1.0f));  // 1: keep the extrapolated angle
+                    const float r = p.ext_factor * (1.0f - std::clamp(y, 0.0f, 1.0f));  // 1: the extrapolated angle
                     theta = theta * (1.0f - r) + th_ext * r;
                 }
-                const float c = std::cos(theta) * p.mscale, s = std::sin(theta) * p.mscale;
-                for (int64_t h = 0; h < heads; ++h) {
-                    float* v = x.data + t * x.cols + h * head_dim;
-                    const int i0 = p.neox ? i : 2 * i, i1 = p.neox ? i + half : 2 * i + 1;
-                    const float a = v[i0], d = v[i1];
-                    v[i0] = a * c - d * s;
-                    v[i1] = a * s + d * c;
+                c[i] = std::cos(theta) * p.mscale;
+                s[i] = std::sin(theta) * p.mscale;
+            }
+        }
+    };
+    if (pos.size() >= 8)
+        pool.parallel_for(static_cast<int64_t>(pos.size()), body);
+    else
+        body(0, static_cast<int64_t>(pos.size()));
+    return tb.cs;
+}
+
+// The angles depend on the positions and the parameters only, so the layers of a forward pass (and q and k) share
+// them through the cache.
+void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p,
+          RopeCache& cache) {
+    const int64_t heads = x.cols / head_dim;
+    const int half = p.n_rot / 2;
+    const std::vector<float>& cs = cache.angles(pool, pos, p);
+    const simd::Kernels& simd = simd::kernels();
+    const auto body = [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+            const float* c = cs.data() + t * 2 * half;
+            const float* s = c + half;
+            for (int64_t h = 0; h < heads; ++h) {
+                float* v = x.data + t * x.cols + h * head_dim;
+                if (p.neox) {
+                    simd.rotate_halves(v, c, s, half);
+                    continue;
+                }
+                for (int i = 0; i < half; ++i) {  // adjacent pairs
+                    const float a = v[2 * i], d = v[2 * i + 1];
+                    v[2 * i] = a * c[i] - d * s[i];
+                    v[2 * i + 1] = a * s[i] + d * c[i];
                 }
             }
         }
-    });
+    };
+    if (x.rows >= 4)
+        pool.parallel_for(x.rows, body);
+    else
+        body(0, x.rows);
 }
 
 }  // namespace zinc::backend::cpu

@@ -6,13 +6,33 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace zinc::backend::cpu {
 
-void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p);
+// The cos and sin of RoPE's angles for the last positions and parameters seen (two sets: Gemma 4's sliding and full
+// layers differ), so that the layers of a forward pass compute them once.
+class RopeCache {
+public:
+    const std::vector<float>& angles(ThreadPool& pool, std::span<const int32_t> pos, const RopeParams& p);
+
+private:
+    struct Table {
+        RopeParams p;
+        const void* factors = nullptr;  // p.freq_factors->data when set
+        std::vector<int32_t> pos;
+        std::vector<float> cs;
+        bool matches(std::span<const int32_t> positions, const RopeParams& q) const;
+    };
+    static constexpr size_t kTables = 2;
+    Table tables_[kTables];
+};
+
+void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p,
+          RopeCache& cache);
 void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0);
 void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out);
 

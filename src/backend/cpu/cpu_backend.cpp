@@ -1,6 +1,7 @@
 // The CPU backend: the numerical reference. Plain loops with f32 accumulation, split across threads by output rows;
 // the ops live in one file per kind (cpu_matmul, cpu_norm, cpu_elementwise, cpu_attention, cpu_delta_net, cpu_moe,
 // cpu_sampling) and this class holds the memory and hands each op its thread pool.
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,9 +10,11 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.h"
@@ -24,6 +27,7 @@
 #include "backend/cpu/cpu_sampling.h"
 #include "backend/cpu/thread_pool.h"
 #include "quant/dequantize.h"
+#include "quant/repack.h"
 
 namespace zinc::backend {
 namespace {
@@ -50,16 +54,31 @@ public:
     }
 
 protected:
-    // A view into the mapping when the tensor's bytes are aligned for its block structs. A valid file may set
-    // general.alignment to 1, so a tensor may start at any byte, and reading a block struct with a 2- or 4-byte field
-    // (BlockQ6_K's scale, an f32) from there is undefined behaviour: such a tensor is copied into an aligned buffer
-    // the backend owns. Only those files pay the memory.
+    // On a processor with AVX2 the matrices of the packed types are repacked into tiles (cpu_matmul.h): a copy of the
+    // same size that replaces the file's pages, which are handed back to the kernel (madvise MADV_PAGEOUT keeps their
+    // contents, so memory that is not a file mapping is left as it is). Other tensors are a view into the mapping when
+    // their bytes are aligned for their block structs. A valid file may set general.alignment to 1, so a tensor may
+    // start at any byte, and reading a block struct with a 2- or 4-byte field (BlockQ6_K's scale, an f32) from there is
+    // undefined behaviour: such a tensor is copied into an aligned buffer the backend owns. Only those files pay the
+    // memory.
     const void* do_load_weight(const gguf::TensorInfo& t) override {
         if (!quant::can_dequantize(t.type))
             throw std::runtime_error("tensor " + t.name + ": type " + std::string(gguf::type_name(t.type)) +
                                      " is not supported by the CPU backend");
-        if (reinterpret_cast<uintptr_t>(t.data) % alignof(std::max_align_t) == 0) return t.data;
         const size_t n = static_cast<size_t>(t.nbytes);
+        if (t.ne[1] > 1 && cpu::repacks(t.type, t.ne[1], t.ne[0])) {
+            // Not zero-filled first: every byte is written by the repacking.
+            auto& copy = packed_weights_.emplace_back(new std::max_align_t[(n + sizeof(std::max_align_t) - 1) /
+                                                                           sizeof(std::max_align_t)]);
+            const int64_t rows = t.ne[1] * t.ne[2] * t.ne[3];
+            pool_.parallel_for(rows / quant::kPackRows, [&](int64_t b, int64_t e) {
+                quant::repack_rows(t.type, t.data, copy.get(), t.ne[0], b * quant::kPackRows, e * quant::kPackRows);
+            });
+            hand_back_pages(t.data, n);
+            packed_.insert(copy.get());
+            return copy.get();
+        }
+        if (reinterpret_cast<uintptr_t>(t.data) % alignof(std::max_align_t) == 0) return t.data;
         auto& copy = aligned_weights_.emplace_back((n + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
         std::memcpy(copy.data(), t.data, n);
         return copy.data();
@@ -90,11 +109,25 @@ protected:
         std::memcpy(dst.data(), src.data, dst.size_bytes());
     }
 
-    // Products with weights: cpu_matmul.cpp
+    // Products with weights: cpu_matmul.cpp. The fused products share the quantized activation rows and one
+    // parallel loop; their element-wise steps are the ops' own.
     void do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) override {
-        cpu::get_rows(table, ids, out);
+        cpu::get_rows(held(table), ids, out);
     }
-    void do_matmul(const Weight& w, const Act& x, Act& out) override { cpu::matmul(pool_, w, x, out, act_q_); }
+    void do_matmul(const Weight& w, const Act& x, Act& out) override { cpu::matmul(pool_, held(w), x, out, scratch_); }
+    void do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
+                    std::span<const Weight* const> bias) override {
+        std::vector<cpu::CpuWeight> cw;
+        for (const Weight* wi : w) cw.push_back(held(*wi));
+        cpu::matmuls(pool_, cw, x, out, bias, scratch_);
+    }
+    void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
+                      Act& out) override {
+        cpu::ffn_gated(pool_, held(gate), held(up), x, act, up_tmp, out, scratch_);
+    }
+    void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) override {
+        cpu::matmul_add(pool_, held(w), x, tmp, out, bias, scratch_);
+    }
 
     // Normalizations: cpu_norm.cpp
     void do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override {
@@ -108,8 +141,8 @@ protected:
     }
 
     // Element-wise ops: cpu_elementwise.cpp
-    void do_add(const Act& a, const Act& b, Act& out) override { cpu::add(a, b, out); }
-    void do_swiglu(const Act& gate, const Act& up, Act& out) override { cpu::swiglu(gate, up, out); }
+    void do_add(const Act& a, const Act& b, Act& out) override { cpu::add(pool_, a, b, out); }
+    void do_swiglu(const Act& gate, const Act& up, Act& out) override { cpu::swiglu(pool_, gate, up, out); }
     void do_geglu(const Act& gate, const Act& up, Act& out) override { cpu::geglu(pool_, gate, up, out); }
     void do_add_bias(Act& x, const Weight& b) override { cpu::add_bias(pool_, x, b); }
     void do_scale(const Act& x, float s, Act& out) override { cpu::scale(pool_, x, s, out); }
@@ -117,7 +150,7 @@ protected:
 
     // Attention and RoPE: cpu_attention.cpp
     void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override {
-        cpu::rope(pool_, x, head_dim, pos, p);
+        cpu::rope(pool_, x, head_dim, pos, p, rope_cache_);
     }
     void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override { cpu::kv_write(kv, k, v, pos0); }
     void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
@@ -151,7 +184,7 @@ protected:
         cpu::moe_route(logits, k, renormalize, ids, weights);
     }
     void do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& w, Act& out) override {
-        cpu::moe_ffn(pool_, x, ids, weights, w, out);
+        cpu::moe_ffn(pool_, x, ids, weights, w, [this](const Weight& e) { return is_packed(e); }, moe_scratch_, out);
     }
 
     // Selection from logits: cpu_sampling.cpp
@@ -161,6 +194,17 @@ protected:
     }
 
 private:
+    bool is_packed(const Weight& w) const { return packed_.count(w.data) > 0; }
+    cpu::CpuWeight held(const Weight& w) const { return {w, is_packed(w)}; }
+
+    // Gives the whole pages of a tensor's bytes back to the kernel, keeping their contents.
+    static void hand_back_pages(const void* data, size_t n) {
+        const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+        const uintptr_t b = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+        const uintptr_t e = (reinterpret_cast<uintptr_t>(data) + n) / page * page;
+        if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_PAGEOUT);  // a hint: failure changes nothing
+    }
+
     // Allocations by the address of their first element: moving a vector into the map keeps its storage, and nothing
     // moves it afterwards. At least one element each, so that every allocation has its own address.
     template <class T>
@@ -175,10 +219,14 @@ private:
     }
 
     cpu::ThreadPool pool_;
-    std::vector<uint8_t> act_q_;  // the activation rows of the current matmul, in the vec-dot type
+    cpu::MatmulScratch scratch_;  // the activation rows of the current matmul in the forms its kernels read
+    cpu::RopeCache rope_cache_;
+    cpu::MoeScratch moe_scratch_;
     Buffers<float> buffers_;
     Buffers<int32_t> id_buffers_;
     std::deque<std::vector<std::max_align_t>> aligned_weights_;  // copies of misaligned tensors (do_load_weight)
+    std::deque<std::unique_ptr<std::max_align_t[]>> packed_weights_;  // repacked tensors (do_load_weight)
+    std::unordered_set<const void*> packed_;                          // their addresses
 };
 
 }  // namespace

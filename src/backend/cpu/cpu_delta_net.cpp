@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/simd.h"
+
 namespace zinc::backend::cpu {
 namespace {
 
@@ -73,20 +75,32 @@ void conv1d_causal(ThreadPool& pool, const Act& x, Act& state, const Weight& w, 
     const int64_t C = x.cols, T = x.rows;
     const int64_t K = w.cols;
     const float* wd = static_cast<const float*>(w.data);
-    // Channels are independent; each thread reads a channel's whole input column before writing its outputs,
-    // so out may alias x.
+    // Channels are independent: each thread takes a range of them and goes through time with the K inputs of each
+    // step in a window (the first K-1 from the state), vectorizing across its channels. A step's input is copied into
+    // the window before its output is written, so out may alias x.
     pool.parallel_for(C, [&](int64_t cb, int64_t ce) {
-        std::vector<float> seq(static_cast<size_t>(K - 1 + T));
-        for (int64_t c = cb; c < ce; ++c) {
-            for (int64_t j = 0; j < K - 1; ++j) seq[j] = state.data[j * C + c];
-            for (int64_t t = 0; t < T; ++t) seq[K - 1 + t] = x.data[t * C + c];
-            const float* wc = wd + c * K;
-            for (int64_t t = 0; t < T; ++t) {
-                float s = 0;
-                for (int64_t j = 0; j < K; ++j) s += wc[j] * seq[t + j];
-                out.data[t * C + c] = silu_out ? silu(s) : s;
+        const int64_t n = ce - cb;
+        std::vector<float> wt(static_cast<size_t>(K * n)), win(static_cast<size_t>(K * n));  // taps; window ring
+        for (int64_t j = 0; j < K; ++j)
+            for (int64_t c = 0; c < n; ++c) wt[j * n + c] = wd[(cb + c) * K + j];
+        for (int64_t j = 0; j < K - 1; ++j)
+            std::copy(state.data + j * C + cb, state.data + j * C + ce, win.begin() + j * n);
+        std::vector<float> s(static_cast<size_t>(n));
+        for (int64_t t = 0; t < T; ++t) {
+            // Ring slot of input t - K + 1 + j: (t + j) mod K; the new input goes into slot (t + K - 1) mod K.
+            std::copy(x.data + t * C + cb, x.data + t * C + ce, win.begin() + ((t + K - 1) % K) * n);
+            std::fill(s.begin(), s.end(), 0.0f);
+            for (int64_t j = 0; j < K; ++j) {
+                const float* wj = wt.data() + j * n;
+                const float* xj = win.data() + ((t + j) % K) * n;
+                for (int64_t c = 0; c < n; ++c) s[c] += wj[c] * xj[c];
             }
-            for (int64_t j = 0; j < K - 1; ++j) state.data[j * C + c] = seq[T + j];
+            float* o = out.data + t * C + cb;
+            for (int64_t c = 0; c < n; ++c) o[c] = silu_out ? silu(s[c]) : s[c];
+        }
+        for (int64_t j = 0; j < K - 1; ++j) {  // the last K - 1 inputs, oldest first
+            const float* src = win.data() + ((T + j) % K) * n;
+            std::copy(src, src + n, state.data + j * C + cb);
         }
     });
 }
@@ -140,9 +154,11 @@ void delta_net_chunked(ThreadPool& pool, const Act& q, const Act& k, const Act& 
                        Act& state, const DeltaNetParams& p, int chunk, Act& out) {
     const int dk = p.d_k, dv = p.d_v;
     const int64_t T = q.rows;
+    const simd::Kernels& simd = simd::kernels();
     pool.parallel_for(p.n_v, [&](int64_t hb, int64_t he) {
         const size_t C = static_cast<size_t>(chunk);
         std::vector<float> G(C), kk(C * C), qk(C * C), delta(C * dv), sk(C * dv), sq(C * dv);
+        std::vector<const float*> keys(C);
         for (int64_t h = hb; h < he; ++h) {
             const int kh = key_head(p, static_cast<int>(h));
             float* S = state.data + h * dk * dv;
@@ -152,18 +168,12 @@ void delta_net_chunked(ThreadPool& pool, const Act& q, const Act& k, const Act& 
                 const auto Q_ = [&](int t) { return q.data + (t0 + t) * q.cols + int64_t(kh) * dk; };
                 float acc = 0;
                 for (int t = 0; t < n; ++t) G[t] = acc += g.data[(t0 + t) * p.n_v + h];
-                // Gram matrices of the chunk: k_t.k_s (s < t), q_t.k_s (s <= t).
-                for (int t = 0; t < n; ++t)
-                    for (int s = 0; s <= t; ++s) {
-                        const float *kt = K_(t), *qt = Q_(t), *ks = K_(s);
-                        float a = 0, c = 0;
-                        for (int i = 0; i < dk; ++i) {
-                            a += kt[i] * ks[i];
-                            c += qt[i] * ks[i];
-                        }
-                        kk[t * C + s] = a;
-                        qk[t * C + s] = c;
-                    }
+                // Gram matrices of the chunk: k_t.k_s (s < t), q_t.k_s (s <= t), by the row kernels' dot products.
+                for (int t = 0; t < n; ++t) keys[static_cast<size_t>(t)] = K_(t);
+                for (int t = 0; t < n; ++t) {
+                    simd.dots(K_(t), keys.data(), t + 1, dk, kk.data() + t * C);
+                    simd.dots(Q_(t), keys.data(), t + 1, dk, qk.data() + t * C);
+                }
                 // S0^T k_t and S0^T q_t.
                 std::fill(sk.begin(), sk.begin() + int64_t(n) * dv, 0.0f);
                 std::fill(sq.begin(), sq.begin() + int64_t(n) * dv, 0.0f);

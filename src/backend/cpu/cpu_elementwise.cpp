@@ -18,26 +18,21 @@ void for_rows(ThreadPool& pool, const Act& a, Fn&& fn) {
 
 }  // namespace
 
-void add(const Act& a, const Act& b, Act& out) {
-    for (int64_t i = 0; i < a.size(); ++i) out.data[i] = a.data[i] + b.data[i];
+void add(ThreadPool& pool, const Act& a, const Act& b, Act& out) {
+    for_rows(pool, a, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0 * a.cols; i < r1 * a.cols; ++i) out.data[i] = a.data[i] + b.data[i];
+    });
 }
 
-void swiglu(const Act& gate, const Act& up, Act& out) {
-    for (int64_t i = 0; i < gate.size(); ++i) {
-        const float g = gate.data[i];
-        out.data[i] = g / (1.0f + std::exp(-g)) * up.data[i];
-    }
+void swiglu(ThreadPool& pool, const Act& gate, const Act& up, Act& out) {
+    for_rows(pool, gate, [&](int64_t b, int64_t e) {
+        for (int64_t i = b * gate.cols; i < e * gate.cols; ++i) out.data[i] = silu_mul(gate.data[i], up.data[i]);
+    });
 }
 
 void geglu(ThreadPool& pool, const Act& gate, const Act& up, Act& out) {
-    // transformers' gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in f32. (llama.cpp's CPU
-    // backend uses an FP16 table instead, docs/models.md §0.3; this follows the f32 formula.)
-    const float k = 0.7978845608028654f;  // sqrt(2/pi)
     for_rows(pool, gate, [&](int64_t b, int64_t e) {
-        for (int64_t i = b * gate.cols; i < e * gate.cols; ++i) {
-            const float x = gate.data[i];
-            out.data[i] = 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x))) * up.data[i];
-        }
+        for (int64_t i = b * gate.cols; i < e * gate.cols; ++i) out.data[i] = gelu_mul(gate.data[i], up.data[i]);
     });
 }
 

@@ -1,7 +1,9 @@
 // CPU ops of mixture-of-experts layers: routing (softmax -> top-k -> optional renormalization) and the expert FFN
 // over 3-D expert tensors {in, out, n_expert}. Matmuls compute as the dense matmul of cpu_matmul.cpp (and ggml's
-// mul_mat_id): activation rows are converted to the weight type's vec-dot type and dotted with the expert's rows.
-// Tokens are grouped by expert so that each expert's weights are read once per call.
+// mul_mat_id): activation rows are converted to the weight type's vec-dot type and dotted with the expert's rows, by
+// the gemm kernels where the dense matmul uses them (packed experts) and by vec_dot otherwise. The slots of a
+// call are grouped by expert so that each expert's weights are read once, and the products of all experts of a step
+// are handed to the threads together.
 #include "backend/cpu/cpu_moe.h"
 
 #include <algorithm>
@@ -11,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "quant/cpu_features.h"
+#include "quant/gemm.h"
+#include "quant/repack.h"
 #include "quant/vec_dot.h"
 
 namespace zinc::backend::cpu {
@@ -18,16 +23,17 @@ namespace {
 
 using gguf::TensorType;
 
-// One 3-D expert projection and the activation format its dot products need.
+// One 3-D expert projection and the activation format its products need.
 struct Proj {
     const Weight* w = nullptr;
+    bool packed = false;  // repacked at load: the gemm kernels
     int64_t in = 0, out = 0, n_exp = 0;
     size_t rb = 0;  // bytes per weight row
     TensorType at = TensorType::F32;
     quant::VecDotFn fn = nullptr;
-    size_t arb = 0;  // bytes per converted activation row
+    size_t arb = 0;  // bytes per vec-dot activation row
 
-    explicit Proj(const Weight* w_) : w(w_) {
+    Proj(const Weight* w_, bool packed_) : w(w_), packed(packed_) {
         in = w->ne[0];
         out = w->ne[1];
         n_exp = w->ne[2];
@@ -40,34 +46,78 @@ struct Proj {
         arb = at == TensorType::F32 ? static_cast<size_t>(in) * sizeof(float) : gguf::row_bytes(at, in);
     }
 
-    // Converts n rows of `in` floats (stride `in`) to the vec-dot type; returns the converted rows.
-    const uint8_t* convert(ThreadPool& pool, const float* x, int64_t n, std::vector<uint8_t>& buf) const {
-        if (at == TensorType::F32) return reinterpret_cast<const uint8_t*>(x);
-        buf.resize(arb * static_cast<size_t>(n));
-        const auto body = [&](int64_t b, int64_t e) {
-            for (int64_t t = b; t < e; ++t) quant::quantize_activation(at, x + t * in, buf.data() + t * arb, in);
-        };
-        if (n >= 8)
-            pool.parallel_for(n, body);
-        else
-            body(0, n);
-        return buf.data();
-    }
-
-    // res[r * ld + o] = (row o of expert e) . (activation row act_row[r]) for o < out, r < n_r.
-    void run(ThreadPool& pool, int64_t e, const uint8_t* act, const int64_t* act_row, int64_t n_r, float* res,
-             int64_t ld) const {
-        const uint8_t* base = static_cast<const uint8_t*>(w->data) + static_cast<size_t>(e * out) * rb;
-        pool.parallel_for(out, [&](int64_t ob, int64_t oe) {
-            for (int64_t o = ob; o < oe; ++o) {
-                const uint8_t* wr = base + static_cast<size_t>(o) * rb;
-                for (int64_t r = 0; r < n_r; ++r)
-                    res[r * ld + o] = fn(wr, act + static_cast<size_t>(act_row ? act_row[r] : r) * arb,
-                                         static_cast<size_t>(in));
-            }
-        });
-    }
+    // Output rows per piece of work are a multiple of this.
+    int64_t unit() const { return packed ? quant::kPackRows : 1; }
 };
+
+// Activation rows converted for one projection: vec-dot rows, or the gemm kernels' form.
+struct Acts {
+    const uint8_t* vec = nullptr;
+    const quant::PackedActs* packed = nullptr;
+};
+
+Acts convert(ThreadPool& pool, const Proj& p, const float* x, int64_t n, std::vector<uint8_t>& buf,
+             quant::PackedActs& pa) {
+    if (p.packed) {
+        pa.reset(p.w->type, n, p.in);
+        if (n >= 4)
+            pool.parallel_for(n, [&](int64_t b, int64_t e) { pa.quantize(x, b, e); });
+        else
+            pa.quantize(x, 0, n);
+        return {nullptr, &pa};
+    }
+    if (p.at == TensorType::F32) return {reinterpret_cast<const uint8_t*>(x), nullptr};
+    buf.resize(p.arb * static_cast<size_t>(n));
+    const auto body = [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) quant::quantize_activation(p.at, x + t * p.in, buf.data() + t * p.arb, p.in);
+    };
+    if (n >= 8)
+        pool.parallel_for(n, body);
+    else
+        body(0, n);
+    return {buf.data(), nullptr};
+}
+
+// Output rows [o0, o1) of expert e's projection for the activation rows `rows`: res[r * ld + o].
+struct Piece {
+    const Proj* p;
+    Acts a;
+    int64_t e, o0, o1;
+    quant::ActRows rows;
+    float* res;
+    int64_t ld;
+};
+
+void run_piece(const Piece& pc) {
+    const Proj& p = *pc.p;
+    const uint8_t* base = static_cast<const uint8_t*>(p.w->data) + static_cast<size_t>(pc.e * p.out) * p.rb;
+    if (p.packed) {  // expert e's rows are its own whole tiles (ne[1] is a multiple of the tile)
+        quant::gemm_packed(quant::cpu_isa(), p.w->type, base, p.in, pc.o0 / quant::kPackRows,
+                           pc.o1 / quant::kPackRows, *pc.a.packed, pc.rows, pc.res, pc.ld);
+        return;
+    }
+    for (int64_t o = pc.o0; o < pc.o1; ++o) {
+        const uint8_t* wr = base + static_cast<size_t>(o) * p.rb;
+        for (int64_t r = 0; r < pc.rows.n; ++r) {
+            const int64_t t = pc.rows.list ? pc.rows.list[pc.rows.first + r] : pc.rows.first + r;
+            pc.res[r * pc.ld + o] = p.fn(wr, pc.a.vec + static_cast<size_t>(t) * p.arb, static_cast<size_t>(p.in));
+        }
+    }
+}
+
+// Adds the pieces of expert e's projection: about eight per thread over the whole call.
+void add_pieces(std::vector<Piece>& v, const Proj& p, Acts a, int64_t e, quant::ActRows rows, float* res, int64_t ld,
+                int64_t rows_total, int threads) {
+    const int64_t unit = p.unit();
+    const int64_t step = unit * std::max<int64_t>(1, rows_total / (8 * threads * unit));
+    for (int64_t o = 0; o < p.out; o += step) v.push_back({&p, a, e, o, std::min(p.out, o + step), rows, res, ld});
+}
+
+void run_pieces(ThreadPool& pool, const std::vector<Piece>& v) {
+    pool.parallel_chunks(static_cast<int64_t>(v.size()), 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) run_piece(v[static_cast<size_t>(i)]);
+    });
+}
 
 const float* f32_data(const Weight* w) { return w ? static_cast<const float*>(w->data) : nullptr; }
 
@@ -125,17 +175,16 @@ void moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weig
     }
 }
 
-void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& mw, Act& out) {
+void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weights, const MoeWeights& mw,
+             const std::function<bool(const Weight&)>& packed, MoeScratch& sc, Act& out) {
     const bool merged = mw.gate_up != nullptr;
-    const Proj down(mw.down);
-    const Proj first(merged ? mw.gate_up : mw.gate);
-    const Proj* up = nullptr;
-    Proj up_storage = merged ? first : Proj(mw.up);
-    if (!merged) up = &up_storage;
+    const Proj down(mw.down, packed(*mw.down));
+    const Proj first(merged ? mw.gate_up : mw.gate, packed(merged ? *mw.gate_up : *mw.gate));
+    const Proj up = merged ? first : Proj(mw.up, packed(*mw.up));
     const int64_t n_exp = first.n_exp;
     const int64_t n_ff = merged ? first.out / 2 : first.out;
     const int64_t n_out = down.out;
-    const int64_t T = x.rows, K = ids.cols;
+    const int64_t T = x.rows, K = ids.cols, S = T * K;
     const float* gate_s = f32_data(mw.gate_scale);
     const float* up_s = f32_data(mw.up_scale);
     const float* down_s = f32_data(mw.down_scale);
@@ -144,62 +193,86 @@ void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weight
     const float* gate_up_b = f32_data(mw.gate_up_bias);
     const float* down_b = f32_data(mw.down_bias);
 
-    // Slots (t * K + s) grouped by expert.
-    std::vector<std::vector<int64_t>> slots(static_cast<size_t>(n_exp));
-    for (int64_t i = 0; i < T * K; ++i) {
+    // The slots (t * K + s) grouped by expert: expert e's are rows start[e] … start[e+1]−1 of the grouped order, and
+    // token[r] is the token of grouped row r, at[slot] the grouped row of a slot.
+    std::vector<int64_t>& start = sc.start;
+    std::vector<int64_t>& at = sc.at;
+    std::vector<int32_t>& token = sc.token;
+    start.assign(static_cast<size_t>(n_exp + 1), 0);
+    at.resize(static_cast<size_t>(S));
+    token.resize(static_cast<size_t>(S));
+    for (int64_t i = 0; i < S; ++i) {
         const int32_t e = ids.data[i];
         if (e < 0 || e >= n_exp) throw std::out_of_range("moe_ffn: expert id " + std::to_string(e) + " out of range");
-        slots[e].push_back(i);
+        ++start[static_cast<size_t>(e) + 1];
     }
-    std::vector<uint8_t> buf_first, buf_up, buf_down;
-    const uint8_t* act_first = first.convert(pool, x.data, T, buf_first);
-    const uint8_t* act_up = nullptr;
-    if (up) act_up = up->at == first.at ? act_first : up->convert(pool, x.data, T, buf_up);
+    std::partial_sum(start.begin(), start.end(), start.begin());
+    sc.fill.assign(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < S; ++i) {
+        const int64_t r = sc.fill[static_cast<size_t>(ids.data[i])]++;
+        token[static_cast<size_t>(r)] = static_cast<int32_t>(i / K);
+        at[static_cast<size_t>(i)] = r;
+    }
 
-    std::vector<float> y(static_cast<size_t>(T * K * n_out));  // expert outputs per slot
-    std::vector<float> h1, h2, ydown;
-    std::vector<int64_t> rows;
+    const Acts act_first = convert(pool, first, x.data, T, sc.vec[0], sc.packed[0]);
+    const Acts act_up = merged || (up.at == first.at && up.packed == first.packed)
+                            ? act_first
+                            : convert(pool, up, x.data, T, sc.vec[1], sc.packed[1]);
+
+    // Gate and up of every slot: h1 holds [gate | up] per grouped row (width 2 n_ff).
+    std::vector<float>& h1 = sc.h1;
+    std::vector<float>& h2 = sc.h2;
+    h1.resize(static_cast<size_t>(S * 2 * n_ff));
+    h2.resize(static_cast<size_t>(S * n_ff));
+    std::vector<Piece> pieces;
     for (int64_t e = 0; e < n_exp; ++e) {
-        const auto& sl = slots[e];
-        const int64_t n_r = static_cast<int64_t>(sl.size());
+        const int64_t n_r = start[e + 1] - start[e];
         if (n_r == 0) continue;
-        rows.resize(sl.size());
-        for (size_t r = 0; r < sl.size(); ++r) rows[r] = sl[r] / K;  // the token of each slot
-        // gate and up outputs: h1 holds [gate | up] per row (width 2 n_ff).
-        h1.resize(static_cast<size_t>(n_r * 2 * n_ff));
-        if (merged) {
-            first.run(pool, e, act_first, rows.data(), n_r, h1.data(), 2 * n_ff);
-            for (int64_t r = 0; r < n_r; ++r) scale_bias(h1.data() + r * 2 * n_ff, 2 * n_ff, e, up_s, gate_up_b);
-        } else {
-            first.run(pool, e, act_first, rows.data(), n_r, h1.data(), 2 * n_ff);
-            up->run(pool, e, act_up, rows.data(), n_r, h1.data() + n_ff, 2 * n_ff);
-            for (int64_t r = 0; r < n_r; ++r) {
-                scale_bias(h1.data() + r * 2 * n_ff, n_ff, e, gate_s, gate_b);
-                scale_bias(h1.data() + r * 2 * n_ff + n_ff, n_ff, e, up_s, up_b);
-            }
-        }
-        h2.resize(static_cast<size_t>(n_r * n_ff));
-        for (int64_t r = 0; r < n_r; ++r) {
-            const float* gr = h1.data() + r * 2 * n_ff;
-            float* a = h2.data() + r * n_ff;
-            for (int64_t i = 0; i < n_ff; ++i) a[i] = activate(mw.act, gr[i], gr[n_ff + i], mw.alpha, mw.limit);
-        }
-        const uint8_t* act_down = down.convert(pool, h2.data(), n_r, buf_down);
-        ydown.resize(static_cast<size_t>(n_r * n_out));
-        down.run(pool, e, act_down, nullptr, n_r, ydown.data(), n_out);
-        for (int64_t r = 0; r < n_r; ++r) {
-            float* yr = ydown.data() + r * n_out;
-            scale_bias(yr, n_out, e, down_s, down_b);
-            std::copy(yr, yr + n_out, y.data() + sl[r] * n_out);
-        }
+        const quant::ActRows rows{token.data(), start[e], n_r};
+        float* res = h1.data() + start[e] * 2 * n_ff;
+        add_pieces(pieces, first, act_first, e, rows, res, 2 * n_ff, first.out * K, pool.size());
+        if (!merged) add_pieces(pieces, up, act_up, e, rows, res + n_ff, 2 * n_ff, first.out * K, pool.size());
     }
+    run_pieces(pool, pieces);
+    pool.parallel_for(n_exp, [&](int64_t eb, int64_t ee) {
+        for (int64_t e = eb; e < ee; ++e)
+            for (int64_t r = start[e]; r < start[e + 1]; ++r) {
+                float* g = h1.data() + r * 2 * n_ff;
+                if (merged) {
+                    scale_bias(g, 2 * n_ff, e, up_s, gate_up_b);
+                } else {
+                    scale_bias(g, n_ff, e, gate_s, gate_b);
+                    scale_bias(g + n_ff, n_ff, e, up_s, up_b);
+                }
+                float* a = h2.data() + r * n_ff;
+                for (int64_t i = 0; i < n_ff; ++i) a[i] = activate(mw.act, g[i], g[n_ff + i], mw.alpha, mw.limit);
+            }
+    });
+
+    // Down of every slot, from its row of h2.
+    const Acts act_down = convert(pool, down, h2.data(), S, sc.vec[2], sc.packed[2]);
+    std::vector<float>& y = sc.y;
+    y.resize(static_cast<size_t>(S * n_out));
+    pieces.clear();
+    for (int64_t e = 0; e < n_exp; ++e) {
+        const int64_t n_r = start[e + 1] - start[e];
+        if (n_r == 0) continue;
+        add_pieces(pieces, down, act_down, e, {nullptr, start[e], n_r}, y.data() + start[e] * n_out, n_out, n_out * K,
+                   pool.size());
+    }
+    run_pieces(pool, pieces);
+    if (down_s || down_b)
+        for (int64_t e = 0; e < n_exp; ++e)
+            for (int64_t r = start[e]; r < start[e + 1]; ++r)
+                scale_bias(y.data() + r * n_out, n_out, e, down_s, down_b);
+
     // Weighted sum over the slots in slot order.
     pool.parallel_for(T, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
             float* o = out.data + t * n_out;
             for (int64_t s = 0; s < K; ++s) {
                 const float w = weights.data[t * K + s];
-                const float* ys = y.data() + (t * K + s) * n_out;
+                const float* ys = y.data() + at[static_cast<size_t>(t * K + s)] * n_out;
                 if (s == 0)
                     for (int64_t i = 0; i < n_out; ++i) o[i] = ys[i] * w;
                 else

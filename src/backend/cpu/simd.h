@@ -1,0 +1,40 @@
+// Row kernels of the CPU backend's attention, RoPE and element-wise ops: AVX2 where the processor has it
+// (simd_avx2.cpp, chosen at run time as quant/cpu_features.h says) and portable C++ otherwise, computing the same
+// values bit for bit: each float operation is the one the comments give, in their order (fma: one rounding).
+#pragma once
+
+#include <cstdint>
+
+namespace zinc::backend::cpu::simd {
+
+struct Kernels {
+    // y[i] = f16 x[i] as f32 (exact).
+    void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+    // y[i] = x[i] rounded to f16, to nearest even (quant::fp32_to_fp16, NaNs included).
+    void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
+    // Σ a[i]·b[i]: eight partial sums s_k = fma(a[i], b[i], s_k) (element i into sum i mod 8) over the first
+    // n − n mod 8 elements, added as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)), then r = fma(a[i], b[i], r)
+    // for the rest in order.
+    float (*dot)(const float* a, const float* b, int64_t n);
+    // y[i] = fma(a, x[i], y[i]).
+    void (*axpy)(float a, const float* x, float* y, int64_t n);
+    // out[j] = dot(q, rows[j], d) for j < n.
+    void (*dots)(const float* q, const float* const* rows, int64_t n, int64_t d, float* out);
+    // axpy(p[j], rows[j], o, d) for j = 0 … n−1 in turn.
+    void (*axpys)(const float* p, const float* const* rows, int64_t n, int64_t d, float* o);
+    // RoPE of one head, NeoX pairs (i, i + n): with a = v[i], b = v[i + n], v[i] = a·c[i] − b·s[i] and
+    // v[i + n] = a·s[i] + b·c[i].
+    void (*rotate_halves)(float* v, const float* c, const float* s, int64_t n);
+    // y[i] = d·q[i] for a q8_0 cache row: n (a multiple of 32) int8 values with one f16 scale per 32.
+    void (*q8_to_f32)(const int8_t* q, const uint16_t* scales, float* y, int64_t n);
+};
+
+// The kernels for this processor (cpu_isa() of quant/cpu_features.h).
+const Kernels& kernels();
+// The portable ones, for the tests.
+const Kernels& scalar_kernels();
+#if defined(__x86_64__)
+const Kernels& avx2_kernels();
+#endif
+
+}  // namespace zinc::backend::cpu::simd

@@ -1,0 +1,133 @@
+// The AVX2 + F16C row kernels of simd.h. This file is compiled for AVX2 (see src/CMakeLists.txt) and only called
+// where the processor has it; it uses intrinsics and functions of its own only.
+#include "backend/cpu/simd.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace zinc::backend::cpu::simd {
+namespace {
+
+void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+    for (; i < n; ++i) y[i] = _cvtsh_ss(x[i]);
+}
+
+// quant::fp32_to_fp16 gives a NaN as 0x7E00 with its sign; the hardware keeps part of the payload.
+uint16_t nan_to_f16(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7E00u);
+}
+
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        if (const int nan = _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+            for (int k = 0; k < 8; ++k)
+                if (nan & (1 << k)) y[i + k] = nan_to_f16(x[i + k]);
+    }
+    for (; i < n; ++i) y[i] = x[i] != x[i] ? nan_to_f16(x[i]) : _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+// ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)) of the eight lanes of s.
+float reduce(__m256 s) {
+    const __m128 pairs = _mm_hadd_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));  // s0+s1, s2+s3, ...
+    const __m128 quads = _mm_hadd_ps(pairs, pairs);  // (s0+s1)+(s2+s3), (s4+s5)+(s6+s7), ...
+    return _mm_cvtss_f32(_mm_add_ss(quads, _mm_movehdup_ps(quads)));
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+    __m256 s = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
+    float r = reduce(s);
+    for (; i < n; ++i) r = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a[i]), _mm_set_ss(b[i]), _mm_set_ss(r)));
+    return r;
+}
+
+// Four rows at a time, their lanes reduced together: the same sums as dot() for each.
+void dots(const float* q, const float* const* rows, int64_t n, int64_t d, float* out) {
+    int64_t j = 0;
+    if (d % 8 == 0) {
+        for (; j + 4 <= n; j += 4) {
+            __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+            for (int64_t i = 0; i < d; i += 8) {
+                const __m256 qv = _mm256_loadu_ps(q + i);
+                for (int k = 0; k < 4; ++k) s[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(rows[j + k] + i), s[k]);
+            }
+            // hadd twice gives each row's ((s0+s1)+(s2+s3)) in the low half and ((s4+s5)+(s6+s7)) in the high half.
+            const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
+            _mm_storeu_ps(out + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+        }
+    }
+    for (; j < n; ++j) out[j] = dot(q, rows[j], d);
+}
+
+void axpy(float a, const float* x, float* y, int64_t n) {
+    const __m256 av = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; ++i) y[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(x[i]), _mm_set_ss(y[i])));
+}
+
+// The output in registers, 64 values at a time, while every row adds to it.
+void axpys(const float* p, const float* const* rows, int64_t n, int64_t d, float* o) {
+    if (d % 64 != 0) {
+        for (int64_t j = 0; j < n; ++j) axpy(p[j], rows[j], o, d);
+        return;
+    }
+    for (int64_t i = 0; i < d; i += 64) {
+        __m256 acc[8];
+        for (int k = 0; k < 8; ++k) acc[k] = _mm256_loadu_ps(o + i + 8 * k);
+        for (int64_t j = 0; j < n; ++j) {
+            const __m256 pj = _mm256_set1_ps(p[j]);
+            for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(rows[j] + i + 8 * k), acc[k]);
+        }
+        for (int k = 0; k < 8; ++k) _mm256_storeu_ps(o + i + 8 * k, acc[k]);
+    }
+}
+
+void rotate_halves(float* v, const float* c, const float* s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + i + n);
+        const __m256 cv = _mm256_loadu_ps(c + i), sv = _mm256_loadu_ps(s + i);
+        _mm256_storeu_ps(v + i, _mm256_sub_ps(_mm256_mul_ps(a, cv), _mm256_mul_ps(b, sv)));
+        _mm256_storeu_ps(v + i + n, _mm256_add_ps(_mm256_mul_ps(a, sv), _mm256_mul_ps(b, cv)));
+    }
+    for (; i < n; ++i) {
+        const float a = v[i], b = v[i + n];
+        v[i] = a * c[i] - b * s[i];
+        v[i + n] = a * s[i] + b * c[i];
+    }
+}
+
+void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
+    for (int64_t b = 0; b < n; b += 32) {
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(scales[b / 32]));
+        for (int k = 0; k < 32; k += 8) {
+            const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + b + k));
+            _mm256_storeu_ps(y + b + k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8))));
+        }
+    }
+}
+
+}  // namespace
+
+const Kernels& avx2_kernels() {
+    static const Kernels k{f16_to_f32, f32_to_f16, dot, axpy, dots, axpys, rotate_halves, q8_to_f32};
+    return k;
+}
+
+}  // namespace zinc::backend::cpu::simd
+
+#endif

@@ -1,0 +1,91 @@
+// The CPU backend's row kernels (backend/cpu/simd.h): the AVX2 ones give the portable ones' values bit for bit, for
+// lengths with and without a tail, and the conversions are quant's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/simd.h"
+#include "quant/cpu_features.h"
+#include "quant/float_convert.h"
+
+namespace {
+
+namespace simd = zinc::backend::cpu::simd;
+
+std::vector<float> randn(size_t n, std::mt19937& rng) {
+    std::normal_distribution<float> d(0.0f, 3.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+TEST(CpuSimd, Avx2EqualsPortable) {
+    if (zinc::quant::cpu_isa_supported() < zinc::quant::Isa::avx2) GTEST_SKIP() << "no AVX2 here";
+    const simd::Kernels& s = simd::scalar_kernels();
+    const simd::Kernels& v = simd::avx2_kernels();
+    std::mt19937 rng(5);
+    for (int64_t n : {1, 7, 8, 64, 100, 128, 256}) {
+        SCOPED_TRACE("n " + std::to_string(n));
+        std::vector<float> a = randn(static_cast<size_t>(n), rng), b = randn(static_cast<size_t>(n), rng);
+        a[0] = 70000.0f;  // f16 overflow
+        if (n > 3) a[3] = std::numeric_limits<float>::quiet_NaN(), a[2] = 1e-6f;  // NaN, f16 subnormal
+        std::vector<uint16_t> h1(static_cast<size_t>(n)), h2(static_cast<size_t>(n));
+        s.f32_to_f16(a.data(), h1.data(), n);
+        v.f32_to_f16(a.data(), h2.data(), n);
+        EXPECT_EQ(h1, h2);
+        for (size_t i = 0; i < h1.size(); ++i) EXPECT_EQ(h1[i], zinc::quant::fp32_to_fp16(a[i])) << i;
+        std::vector<float> f1(static_cast<size_t>(n)), f2(static_cast<size_t>(n));
+        s.f16_to_f32(h1.data(), f1.data(), n);
+        v.f16_to_f32(h1.data(), f2.data(), n);
+        for (size_t i = 0; i < f1.size(); ++i) {
+            if (!std::isnan(f1[i])) {
+                EXPECT_EQ(f1[i], f2[i]) << i;
+            }
+        }
+        if (n > 3) a[3] = 0.5f;
+        EXPECT_EQ(s.dot(a.data(), b.data(), n), v.dot(a.data(), b.data(), n));
+        std::vector<float> y1 = b, y2 = b;
+        s.axpy(0.37f, a.data(), y1.data(), n);
+        v.axpy(0.37f, a.data(), y2.data(), n);
+        EXPECT_EQ(y1, y2);
+        // Several rows at once: as one call per row.
+        const int64_t rows = 11;
+        std::vector<std::vector<float>> r;
+        std::vector<const float*> p;
+        for (int64_t j = 0; j < rows; ++j) r.push_back(randn(static_cast<size_t>(n), rng));
+        for (const auto& row : r) p.push_back(row.data());
+        std::vector<float> d1(rows), d2(rows), w = randn(static_cast<size_t>(rows), rng);
+        s.dots(a.data(), p.data(), rows, n, d1.data());
+        v.dots(a.data(), p.data(), rows, n, d2.data());
+        EXPECT_EQ(d1, d2);
+        for (size_t j = 0; j < d1.size(); ++j) EXPECT_EQ(d1[j], s.dot(a.data(), p[j], n));
+        y1 = b, y2 = b;
+        s.axpys(w.data(), p.data(), rows, n, y1.data());
+        v.axpys(w.data(), p.data(), rows, n, y2.data());
+        EXPECT_EQ(y1, y2);
+    }
+    // RoPE's rotation of the two halves of a head
+    for (int64_t n : {4, 32, 64, 67}) {
+        const std::vector<float> x = randn(static_cast<size_t>(2 * n), rng), c = randn(static_cast<size_t>(n), rng),
+                                 sn = randn(static_cast<size_t>(n), rng);
+        std::vector<float> v1 = x, v2 = x;
+        s.rotate_halves(v1.data(), c.data(), sn.data(), n);
+        v.rotate_halves(v2.data(), c.data(), sn.data(), n);
+        EXPECT_EQ(v1, v2) << n;
+    }
+    // q8_0 cache rows
+    std::vector<int8_t> q(96);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = int8_t(int(rng() % 255) - 127);
+    const std::vector<uint16_t> scales{zinc::quant::fp32_to_fp16(0.01f), zinc::quant::fp32_to_fp16(-3.0f),
+                                       zinc::quant::fp32_to_fp16(1e-3f)};
+    std::vector<float> y1(96), y2(96);
+    s.q8_to_f32(q.data(), scales.data(), y1.data(), 96);
+    v.q8_to_f32(q.data(), scales.data(), y2.data(), 96);
+    EXPECT_EQ(y1, y2);
+}
+
+}  // namespace
