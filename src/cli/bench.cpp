@@ -124,19 +124,19 @@ public:
         return res;
     }
 
-    // The ops of one decode step after `depth` tokens, each timed on the backend (Backend::set_profiling), and the
-    // step's time as the host sees it in µs. Two steps first let the step's scratch buffers settle; the step timed
-    // is then the third since profiling began, so it runs as generation runs it (recorded steps replay from the
-    // third on).
-    std::vector<backend::Backend::OpTime> profile(backend::Backend& be, int depth, double& step_us) {
-        const int32_t id = 1;
+    // The ops of one step of `n` tokens after `depth` tokens (a decode step when n is 1, else a prompt in its
+    // micro-batches), each timed on the backend (Backend::set_profiling), and the step's time as the host sees it in
+    // µs. Two steps first let the step's scratch buffers settle; the step timed is then the third since profiling
+    // began, so it runs as generation runs it (recorded steps replay from the third on).
+    std::vector<backend::Backend::OpTime> profile(backend::Backend& be, int depth, int n, double& step_us) {
+        const std::vector<int32_t> ids = random_ids(n, static_cast<uint32_t>(n), f_.n_vocab());
         std::vector<backend::Backend::OpTime> ops;
         for (int i = 0; i < 5; ++i) {
             if (i == 2) be.set_profiling(true);
             fill(depth);
             be.take_profile();
             const auto t0 = std::chrono::steady_clock::now();
-            f_.forward_argmax(std::span<const int32_t>(&id, 1), depth);
+            f_.forward_argmax(ids, depth);
             step_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
             ops = be.take_profile();
         }
@@ -275,27 +275,33 @@ std::string markdown_text(const Report& r) {
     return s;
 }
 
-// --profile: the ops of one decode step at the largest depth, longest first, as a table (md) or records (csv and
-// json: one object or row per op).
-std::string profile_text(Runner& runner, backend::Backend& be, int depth, const std::string& output) {
+// --profile: the ops of one decode step at the largest depth and, when there are prompt tests, of the longest prompt
+// at depth 0, longest first, as a table (md) or records (csv and json: one object or row per op, n_prompt 0 for
+// the decode step).
+std::string profile_text(Runner& runner, backend::Backend& be, int depth, int n_prompt, const std::string& output) {
     double step_us = 0;
-    std::vector<backend::Backend::OpTime> ops = runner.profile(be, depth, step_us);
+    std::vector<backend::Backend::OpTime> ops = runner.profile(be, n_prompt > 0 ? 0 : depth, std::max(n_prompt, 1),
+                                                               step_us);
     std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.us > b.us; });
     double sum = 0;
     for (const auto& op : ops) sum += op.us;
+    if (n_prompt > 0) depth = 0;
     if (output == "json" || output == "csv") {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
         for (const auto& op : ops)
-            j.push_back({{"profile_op", op.label}, {"calls", op.calls}, {"us", op.us}, {"n_depth", depth}});
+            j.push_back({{"profile_op", op.label}, {"calls", op.calls}, {"us", op.us}, {"n_prompt", n_prompt},
+                         {"n_depth", depth}});
         if (output == "json") return j.dump(2) + "\n";
-        std::string s = "profile_op,calls,us,n_depth\n";
+        std::string s;
         for (const auto& op : ops)
             s += "\"" + op.label + "\"," + std::to_string(op.calls) + "," + format("%.2f", op.us) + "," +
-                 std::to_string(depth) + "\n";
+                 std::to_string(n_prompt) + "," + std::to_string(depth) + "\n";
         return s;
     }
-    std::string s = "\none decode step at position " + std::to_string(depth) + ": " + format("%.1f", step_us) +
-                    " µs on the host, " + format("%.1f", sum) + " µs in " + be.name() + " ops\n\n";
+    std::string s = (n_prompt > 0 ? "\none prompt of " + std::to_string(n_prompt) + " tokens: "
+                                  : "\none decode step at position " + std::to_string(depth) + ": ") +
+                    format("%.1f", step_us) + " µs on the host, " + format("%.1f", sum) + " µs in " + be.name() +
+                    " ops\n\n";
     s += "| op | calls | µs | % of ops |\n|---|---:|---:|---:|\n";
     for (const auto& op : ops)
         s += "| " + op.label + " | " + std::to_string(op.calls) + " | " + format("%.1f", op.us) + " | " +
@@ -333,7 +339,25 @@ void run(const Options& o) {
         progress.update(std::to_string(tests.size()) + (tests.size() == 1 ? " test" : " tests") + " done", true);
     }
     write_out(output == "json" ? json_text(report) : output == "csv" ? csv_text(report) : markdown_text(report));
-    if (o.profile) write_out(profile_text(runner, *om.backend, max_depth, output));
+    if (o.profile) {
+        int max_prompt = 0;
+        for (const Test& t : tests) max_prompt = std::max(max_prompt, t.n_prompt);
+        const bool records = output == "json" || output == "csv";
+        if (output == "csv") write_out("profile_op,calls,us,n_prompt,n_depth\n");
+        std::string decode = profile_text(runner, *om.backend, max_depth, 0, output);
+        if (max_prompt == 0 || !records) write_out(decode);
+        if (max_prompt > 0) {
+            std::string prompt = profile_text(runner, *om.backend, max_depth, max_prompt, output);
+            if (output == "json") {  // one array of both
+                auto a = nlohmann::ordered_json::parse(decode), b = nlohmann::ordered_json::parse(prompt);
+                for (auto& r : b) a.push_back(r);
+                prompt = a.dump(2) + "\n";
+            } else if (output == "csv") {
+                prompt = decode + prompt;
+            }
+            write_out(prompt);
+        }
+    }
 }
 
 }  // namespace
@@ -386,8 +410,8 @@ void register_bench(CLI::App& app) {
                     ->check(one_of("an output format", {"md", "csv", "json"}));
     cmd->add_flag("--json", o->json, "the same as -o json")->excludes(out);
     cmd->add_flag("--profile", o->profile,
-                  "after the tests, time every op of one decode step at the largest depth (on a GPU, on the device: "
-                  "kernel time without launch gaps) and print them, longest first");
+                  "after the tests, time every op of one decode step at the largest depth, and of the longest prompt (on a "
+                  "GPU, on the device: kernel time without launch gaps), and print them, longest first");
     cmd->callback([o] { run(*o); });
 }
 

@@ -172,10 +172,13 @@ TEST(CudaAttentionHostLogic, TensorCorePlans) {
         }
     EXPECT_FALSE(kern::plan_attention(1, 32, 8, 512, 5000, 0, KvType::f16, KvType::f16).mma);
     EXPECT_FALSE(kern::plan_attention(1, 4, 2, 48, 5000, 0, KvType::f16, KvType::f16).mma);
-    // Prefill chunks that fill the GPU take the row tiles, with one split.
+    // Prefill chunks that fill the GPU take it too, with one split; over other caches, the row tiles.
     const kern::AttentionPlan rows = kern::plan_attention(64, 32, 8, 128, 0, 0, KvType::f16, KvType::f16);
-    EXPECT_TRUE(rows.row_tiles);
+    EXPECT_TRUE(rows.mma);
+    EXPECT_FALSE(rows.row_tiles);
     EXPECT_EQ(rows.n_split, 1);
+    EXPECT_TRUE(kern::plan_attention(64, 32, 8, 128, 0, 0, KvType::f32, KvType::f32).row_tiles);
+    EXPECT_TRUE(kern::plan_attention(64, 32, 8, 512, 0, 0, KvType::f16, KvType::f16).row_tiles);
 }
 
 // A keys-kernel lane holds values_per_lane values of a head; a tile-kernel block serves G heads of one KV head: G

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "gguf/tensor_type.h"
 #include "cuda_test_util.h"
 #include "gpu_required.h"
@@ -116,8 +117,9 @@ void check_matmul(Backends& be, TensorType type, MatmulCase c) {
     const auto got = be.get(*be.gpu, og);
 
     const bool float_weights = type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
-    const bool quantized_act = c.rows == 1 && !float_weights;
-    const bool half_products = c.rows > 1 && !float_weights;
+    // Up to kMatvecMaxRows rows, the matvec with Q8_1 activations; beyond, f16 products (either way).
+    const bool quantized_act = c.rows <= zinc::backend::cuda::kMatvecMaxRows && !float_weights;
+    const bool half_products = !quantized_act && !float_weights;
     // Per-32-block activation step d_b/2.
     std::vector<double> half_step(size_t(c.rows * (c.cols / 32 + 1)), 0.0);
     const int64_t nb = (c.cols + 31) / 32;
@@ -182,6 +184,24 @@ TEST_P(CudaMatmul, Qwen3_8BShapes) {
         check_matmul(be, GetParam(), {4096, 1024, rows});   // attn_k / attn_v
         check_matmul(be, GetParam(), {4096, 12288, rows});  // ffn_gate / ffn_up
         check_matmul(be, GetParam(), {12288, 4096, rows});  // ffn_down
+    }
+}
+
+// Prefill batches both ways: zinc's tensor-core kernel, and the weights dequantized to f16 for cuBLAS in steps of
+// kGemmChunkBytes: here 2048 rows of 4096 values, so two steps, the second a partial one.
+// The same bound for each.
+TEST_P(CudaMatmul, PrefillKernelAndCublas) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be.gpu);
+    for (bool blas : {false, true}) {
+        SCOPED_TRACE(blas ? "cuBLAS" : "zinc's kernel");
+        cuda.set_matmul_ways(1, blas);
+        if (blas) {
+            ASSERT_TRUE(cuda.cublas_available()) << "the CUDA tests need the toolkit's libcublas";
+        }
+        check_matmul(be, GetParam(), {4096, 2560, 67});
+        check_matmul(be, GetParam(), {512, 203, 300});
     }
 }
 

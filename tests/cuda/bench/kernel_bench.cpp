@@ -139,28 +139,43 @@ void bench_matvecs(CudaBackend& be, const Options& o, double copy) {
         }
 }
 
-// Prefill products: 512 activation rows, the tensor-core kernel for quantized weights (the tiled f32 one for float
-// weights), in TFLOP/s and as a share of 790 TFLOP/s, the bf16 matrix product rate measured on the H200 (KINDS).
+// Prefill products at several batch sizes, for quantized weights each way the backend has (the matvec per row for
+// up to 16 rows, zinc's tensor-core kernel, and the weights dequantized to f16 for cuBLAS; matmul_kernels.h says
+// which it takes), for float weights the tiled f32 kernel; in TFLOP/s and as a share of 790 TFLOP/s, the bf16 matrix
+// product rate measured on the H200.
 void bench_prefill(CudaBackend& be, const Options& o) {
-    constexpr int64_t kRows = 512;
     constexpr double kPeakTflops = 790.0;
+    enum Way { kMatvec, kKernel, kCublas };
     const TensorType types[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::MXFP4,
                                 TensorType::F16};
     for (TensorType t : types)
         for (const Shape& s : kShapes) {
             if (s.rows > 12288) continue;  // the LM head takes the last row only in prefill
-            const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
-            if (("prefill " + what).find(o.filter) == std::string::npos) continue;
+            const bool quantized = zinc::backend::cuda::has_mma_matmul(int(t));
             auto host = zinc::cuda_test::random_tensor(t, s.cols, s.rows, "w");
-            const Weight w = be.load_weight(host->info);
-            Act x = be.alloc(kRows, s.cols), y = be.alloc(kRows, s.rows);
-            be.upload(x, zinc::cuda_test::random_floats(size_t(kRows * s.cols)));
-            const double us = time_us(be, std::max(1, o.reps / 10), [&](int) { be.matmul(w, x, y); });
-            const double tflops = 2.0 * double(kRows) * double(s.cols) * double(s.rows) / (us * 1e-6) / 1e12;
-            std::printf("| %-14s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", "matmul (512)", what.c_str(), us,
-                        tflops, 100.0 * tflops / kPeakTflops);
-            be.free(x);
-            be.free(y);
+            // Copies as for the matvecs, so a few rows do not find the weights in L2 as no model's layer would.
+            const int copies = int(std::max<size_t>(1, (kColdBytes + host->info.nbytes - 1) / host->info.nbytes));
+            std::vector<Weight> w;
+            for (int c = 0; c < copies; ++c) w.push_back(be.load_weight(host->info));
+            for (int64_t rows : {2, 4, 8, 16, 32, 64, 128, 256, 512})
+                for (Way way : {kMatvec, kKernel, kCublas}) {
+                    if (way != kKernel && (!quantized || (way == kMatvec && rows > 16))) continue;
+                    const std::string kernel = "matmul (" + std::to_string(rows) +
+                                               (way == kMatvec ? ", matvec)" : way == kCublas ? ", cuBLAS)" : ")");
+                    const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
+                    if (("prefill " + kernel + " " + what).find(o.filter) == std::string::npos) continue;
+                    be.set_matmul_ways(way == kMatvec ? rows : 1, way == kCublas);
+                    Act x = be.alloc(rows, s.cols), y = be.alloc(rows, s.rows);
+                    be.upload(x, zinc::cuda_test::random_floats(size_t(rows * s.cols)));
+                    const double us = time_us(be, std::max(copies, o.reps / 10),
+                                              [&](int i) { be.matmul(w[size_t(i % copies)], x, y); });
+                    const double tflops = 2.0 * double(rows) * double(s.cols) * double(s.rows) / (us * 1e-6) / 1e12;
+                    std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", kernel.c_str(), what.c_str(),
+                                us, tflops, 100.0 * tflops / kPeakTflops);
+                    be.free(x);
+                    be.free(y);
+                }
+            be.set_matmul_ways();
         }
 }
 
