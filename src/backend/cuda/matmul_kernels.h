@@ -70,6 +70,25 @@ cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t exper
                          const float* x, int x_div, const int32_t* ids, int64_t n_pairs, float* out,
                          int64_t out_stride, cudaStream_t s);
 
+// The (token, slot) pairs of a batch sorted by expert (moe.cu's moe_group_pairs): pairs[first .. first + count) of
+// each group are pairs of one expert, at most kPairsPerGroup of them; *n_groups (device) groups are filled, of at
+// most max_groups = n_pairs / kPairsPerGroup + n_expert.
+constexpr int kPairsPerGroup = 8;
+struct PairGroup {
+    int32_t expert, first, count;
+};
+struct PairGroups {
+    const int32_t* pairs = nullptr;
+    const PairGroup* groups = nullptr;
+    const int32_t* n_groups = nullptr;
+    int64_t max_groups = 0;
+};
+// matvec_q_ids for pairs in groups: out[p * out_stride + o] = W_e[o] . x[p / x_div] for every pair p of each group
+// (e its expert), each weight row read once per group; the same values as matvec_q_ids. max_groups <= 65535.
+cudaError_t matvec_q_grouped(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out,
+                             int64_t cols, const BlockQ8_1f* xq, int x_div, const PairGroups& groups, float* out,
+                             int64_t out_stride, cudaStream_t s);
+
 // Prefill of quantized weights (has_mma_matmul) is on tensor cores, with f16 operands and f32 accumulation, in two
 // ways: zinc's own kernel (matmul_mma.cu) for small batches, and for large ones the weights dequantized to f16 a few
 // thousand rows at a time and handed to cuBLAS (matmul_gemm.cu, cublas.h), whichever is faster for the batch. Both

@@ -74,6 +74,27 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     if (lane == 0) out[p * out_stride + o] = sum;
 }
 
+// The expert matvecs of pairs sorted by expert (moe_group_pairs): blockIdx.y is a group of up to kPairsPerGroup pairs of
+// one expert, each warp one output row of that expert's matrix, dotted with every pair of the group in turn, so the
+// row is read from memory once per group and from L1 after. The sums are those of matvec_kernel, bit for bit.
+template <int T>
+__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
+    matvec_grouped_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const PairGroups g, int64_t n_out,
+                          int64_t cols, const BlockQ8_1f* xq, int x_div, float* out, int64_t out_stride) {
+    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (o >= n_out) return;
+    begin_kernel();  // before the groups are read
+    if (int(blockIdx.y) >= *g.n_groups) return;
+    const PairGroup grp = g.groups[blockIdx.y];
+    const uint8_t* row = w + size_t(grp.expert) * expert_bytes + o * row_bytes;
+    for (int j = 0; j < grp.count; ++j) {
+        const int32_t p = g.pairs[grp.first + j];
+        const float sum = warp_row_dot<T>(row, xq + int64_t(p / x_div) * (cols / 32), nullptr, cols, lane, false);
+        if (lane == 0) out[int64_t(p) * out_stride + o] = sum;
+    }
+}
+
 // The launch shared by the plain and the expert matvecs: n_rows activation rows (grid y, at most 65535).
 template <int kSet>
 cudaError_t launch_matvec(int type, const void* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
@@ -124,6 +145,19 @@ cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t exper
                          int64_t out_stride, cudaStream_t s) {
     return launch_matvec<kFloatTypes>(type, w, row_bytes, expert_bytes, ids, n_out, cols, nullptr, x, x_div, n_pairs,
                                       out, out_stride, s);
+}
+
+cudaError_t matvec_q_grouped(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out,
+                             int64_t cols, const BlockQ8_1f* xq, int x_div, const PairGroups& groups, float* out,
+                             int64_t out_stride, cudaStream_t s) {
+    if (n_out <= 0 || groups.max_groups <= 0) return cudaGetLastError();
+    if (groups.max_groups > 65535 || x_div <= 0) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((n_out + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(groups.max_groups));
+    const auto* wb = static_cast<const uint8_t*>(w);
+    return for_weight_type<kQuantTypes>(type, [&](auto t) {
+        return launch(matvec_grouped_kernel<decltype(t)::value>, grid, kRowsPerBlock * 32, 0, s, wb, row_bytes,
+                      expert_bytes, groups, n_out, cols, xq, x_div, out, out_stride);
+    });
 }
 
 }  // namespace zinc::backend::cuda

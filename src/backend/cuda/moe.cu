@@ -193,6 +193,32 @@ void launch_act(unsigned grid, const float* h, int64_t n_warps, int64_t n_ff, in
                a_f32, a_q);
 }
 
+// One block: counts per expert in shared memory, the groups by thread 0 (experts in order, kPairsPerGroup pairs at a
+// time), then each pair into its expert's range. The order of the pairs within an expert's range depends on the
+// atomics, but no pair's output depends on it.
+__global__ void __launch_bounds__(1024) group_pairs_kernel(const int32_t* ids, int n_pairs, int n_exp, int32_t* pairs,
+                                                           PairGroup* groups, int32_t* n_groups) {
+    extern __shared__ int32_t counts[];  // n_exp counts, then n_exp fill positions
+    int32_t* fill = counts + n_exp;
+    begin_kernel();
+    for (int e = threadIdx.x; e < n_exp; e += blockDim.x) counts[e] = 0;
+    __syncthreads();
+    for (int p = threadIdx.x; p < n_pairs; p += blockDim.x) atomicAdd(&counts[ids[p]], 1);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int32_t first = 0, n = 0;
+        for (int e = 0; e < n_exp; ++e) {
+            fill[e] = first;
+            for (int32_t c = 0; c < counts[e]; c += kPairsPerGroup)
+                groups[n++] = {e, first + c, counts[e] - c < kPairsPerGroup ? counts[e] - c : kPairsPerGroup};
+            first += counts[e];
+        }
+        *n_groups = n;
+    }
+    __syncthreads();
+    for (int p = threadIdx.x; p < n_pairs; p += blockDim.x) pairs[atomicAdd(&fill[ids[p]], 1)] = p;
+}
+
 }  // namespace
 
 cudaError_t moe_route(const float* logits, int64_t rows, int n_exp, int k, bool renormalize, int32_t* ids,
@@ -251,6 +277,15 @@ cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t exper
         return launch(moe_down_sum_kernel<T>, grid, kStageWarps * 32, 0, s, wb, row_bytes, expert_bytes, n_out, cols,
                       a_q, a_f32, ids, k, weights, down, out);
     });
+}
+
+int64_t max_pair_groups(int64_t n_pairs, int n_exp) { return n_pairs / kPairsPerGroup + n_exp; }
+
+cudaError_t moe_group_pairs(const int32_t* ids, int64_t n_pairs, int n_exp, int32_t* pairs, PairGroup* groups,
+                            int32_t* n_groups, cudaStream_t s) {
+    if (n_pairs > 65535 || n_exp <= 0 || n_exp > kMaxGroupExperts) return cudaErrorInvalidValue;
+    return launch(group_pairs_kernel, 1, 1024, size_t(2 * n_exp) * sizeof(int32_t), s, ids, int(n_pairs), n_exp,
+                  pairs, groups, n_groups);
 }
 
 }  // namespace zinc::backend::cuda

@@ -90,6 +90,14 @@ cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t exper
                          const BlockQ8_1f* a_q, const float* a_f32, const int32_t* ids, int64_t n_tokens, int k,
                          const float* weights, MoeAffine down, float* out, cudaStream_t s);
 
+// The pairs of a pass sorted by expert into groups of at most kPairsPerGroup (matmul_kernels.h' PairGroups): pairs
+// (n_pairs ints), groups (max_pair_groups of them) and n_groups (one int) in device memory; n_pairs <= 65535, n_exp
+// <= kMaxGroupExperts, every id in [0, n_exp).
+constexpr int kMaxGroupExperts = 4096;
+int64_t max_pair_groups(int64_t n_pairs, int n_exp);
+cudaError_t moe_group_pairs(const int32_t* ids, int64_t n_pairs, int n_exp, int32_t* pairs, PairGroup* groups,
+                            int32_t* n_groups, cudaStream_t s);
+
 // Tokens per pass of moe_ffn: whole tokens (all k slots), at most 65535 (token, slot) pairs (the expert matvecs'
 // grid limit) and no more than `budget` bytes of per-pair scratch unless one token alone needs more. 1 <= k <= 65535.
 inline int64_t moe_chunk_tokens(int64_t n_tokens, int64_t k, size_t bytes_per_pair, size_t budget) {

@@ -5,7 +5,8 @@
 // moe_activate applies the per-expert scale/bias and the activation (and, for a quantized down projection,
 // quantizes the result to Q8_1), and moe_down_sum computes the down expert rows and adds the slots of each token
 // with their routing weights in one launch (for more than kMaxDownSlots slots: the down expert matvec writes one row
-// per pair and moe_combine adds them). Weight types with a dp4a matvec read Q8_1 activations (x quantized
+// per pair and moe_combine adds them). A batch of at least as many pairs as experts sorts its pairs by expert first
+// (moe_group_pairs), and its dp4a expert matvecs read each weight row once per group of pairs of one expert. Weight types with a dp4a matvec read Q8_1 activations (x quantized
 // once for all tokens); F32/F16/BF16 weights read the f32 activations. The ids cannot be checked on the host; the
 // expert matvecs trust them, and moe_route only writes ids in [0, n_expert).
 #include <algorithm>
@@ -47,6 +48,14 @@ struct Proj {
                                         " values are not whole 32-value blocks");
         rb = gguf::row_bytes(w->type, static_cast<size_t>(in));
         expert_bytes = rb * static_cast<size_t>(out);
+    }
+
+    // The same for pairs sorted into groups by expert (dp4a projections only): each weight row read once a group.
+    void run_grouped(const cuda::BlockQ8_1f* xq, int x_div, const cuda::PairGroups& g, float* res, int64_t out_stride,
+                     cudaStream_t s) const {
+        ZINC_CUDA_CHECK(cuda::matvec_q_grouped(int(w->type), w->data, rb, expert_bytes, out, in, xq, x_div, g, res,
+                                               out_stride, s),
+                        "moe_ffn: matvec_q_grouped", w->name);
     }
 
     // out[p * out_stride + o] = W_{ids[p]}[o] . x[p / x_div] for the n_pairs pairs of one pass.
@@ -133,11 +142,47 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
     auto* a_f32 = down.dp4a ? nullptr : static_cast<float*>(a);
     auto* a_q = down.dp4a ? static_cast<cuda::BlockQ8_1f*>(a) : nullptr;
 
+    // A batch with as many pairs as experts or more (prefill) sorts its pairs by expert, so that the dp4a projections
+    // read each expert's rows once for up to kPairsPerGroup of its pairs instead of once for each.
+    const int n_exp = int(first.n_exp);
+    const bool grouped = T * K >= n_exp && n_exp <= cuda::kMaxGroupExperts && first.dp4a && (!up || up->dp4a);
+    int32_t* group_pairs = nullptr;
+    cuda::PairGroup* group_list = nullptr;
+    int32_t* group_count = nullptr;
+    cuda::PairGroups groups;
+    if (grouped) {
+        groups.max_groups = cuda::max_pair_groups(int64_t(max_pairs), n_exp);
+        const size_t list_at = max_pairs * sizeof(int32_t);
+        const size_t count_at = list_at + size_t(groups.max_groups) * sizeof(cuda::PairGroup);
+        auto* g = static_cast<uint8_t*>(scratch("moe pair groups", count_at + sizeof(int32_t), "moe_ffn"));
+        group_pairs = reinterpret_cast<int32_t*>(g);
+        group_list = reinterpret_cast<cuda::PairGroup*>(g + list_at);
+        group_count = reinterpret_cast<int32_t*>(g + count_at);
+        groups = {group_pairs, group_list, group_count, groups.max_groups};
+    }
+
     for (int64_t t0 = 0; t0 < T; t0 += Tc) {
         const int64_t nt = std::min(Tc, T - t0), np = nt * K;
         const int32_t* id = ids.data + t0 * K;
         const cuda::BlockQ8_1f* xq_c = xq ? xq + t0 * (in / 32) : nullptr;
         const float* x_c = x.data + t0 * in;
+        if (grouped) {
+            ZINC_CUDA_CHECK(cuda::moe_group_pairs(id, np, n_exp, group_pairs, group_list, group_count, stream_),
+                            "moe_ffn: moe_group_pairs", first.w->name);
+            first.run_grouped(xq_c, int(K), groups, h, 2 * n_ff, stream_);
+            if (up) up->run_grouped(xq_c, int(K), groups, h + n_ff, 2 * n_ff, stream_);
+            ZINC_CUDA_CHECK(cuda::moe_activate(h, np, n_ff, id, gate_aff, up_aff, act, mw.alpha, mw.limit, a_f32,
+                                               a_q, stream_),
+                            "moe_ffn: moe_activate", first.w->name);
+            if (down.dp4a)
+                down.run_grouped(a_q, 1, groups, y, n_out, stream_);
+            else
+                down.run(a_q, a_f32, 1, id, np, y, n_out, stream_);
+            ZINC_CUDA_CHECK(cuda::moe_combine(y, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
+                                              out.data + t0 * n_out, stream_),
+                            "moe_ffn: moe_combine", down.w->name);
+            continue;
+        }
         first.run(xq_c, x_c, int(K), id, np, h, 2 * n_ff, stream_);
         if (up) up->run(xq_c, x_c, int(K), id, np, h + n_ff, 2 * n_ff, stream_);
         ZINC_CUDA_CHECK(cuda::moe_activate(h, np, n_ff, id, gate_aff, up_aff, act, mw.alpha, mw.limit, a_f32, a_q,
