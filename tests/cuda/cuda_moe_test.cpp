@@ -671,13 +671,15 @@ TEST_P(CudaMoeFfn, SmallShapes) {
     auto small = [&](TensorType gate, TensorType down, bool merged, MoeActivation act) {
         return FfnCase{"small", 16, 4, 512, 256, 256, gate, down, merged, act};
     };
-    run_case(small(t, t, false, MoeActivation::swiglu), {1, 37});
+    // 1 row: a matvec per pair; 37: the pairs grouped by expert; 160 (40 pairs an expert): quantized experts as
+    // cuBLAS GEMMs.
+    run_case(small(t, t, false, MoeActivation::swiglu), {1, 37, 160});
     FfnCase gemma_like = small(t, t, true, MoeActivation::geglu);
     gemma_like.up_scale = gemma_like.down_scale = gemma_like.biases = true;
-    run_case(gemma_like, {1, 37});
+    run_case(gemma_like, {1, 37, 160});
     FfnCase oai = small(t, t, false, MoeActivation::swiglu_oai);
     oai.gate_scale = oai.up_scale = oai.down_scale = oai.biases = true;
-    run_case(oai, {1, 37});
+    run_case(oai, {1, 37, 160});
     // f32 activations into a quantized down projection and the other way round.
     run_case(small(TensorType::F32, t, false, MoeActivation::swiglu), {3});
     run_case(small(t, TensorType::F32, true, MoeActivation::swiglu_oai), {3});
@@ -724,7 +726,8 @@ TEST(CudaMoe, FfnGptOssShapes) {
     run_case(oss(TensorType::F32), {1, 37});
 }
 
-// More (token, slot) pairs than one expert matvec launch takes (65535): the op runs in passes of whole tokens.
+// More (token, slot) pairs than one expert matvec launch takes (65535): the op runs in passes of whole tokens (Q8_0:
+// each pass with its experts as GEMMs).
 TEST(CudaMoe, FfnLargeBatchRunsInPasses) {
     ZINC_REQUIRE_GPU();
     for (TensorType t : {TensorType::Q8_0, TensorType::F32}) {

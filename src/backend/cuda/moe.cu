@@ -130,8 +130,8 @@ __global__ void moe_act_kernel(const float* h, int64_t n_warps, int64_t n_ff, in
     }
 }
 
-__global__ void moe_combine_kernel(const float* y, int64_t n, int k, int64_t n_out, const int32_t* ids,
-                                   const float* weights, MoeAffine da, float* out) {
+__global__ void moe_combine_kernel(const float* y, const int32_t* y_rows, int64_t n, int k, int64_t n_out,
+                                   const int32_t* ids, const float* weights, MoeAffine da, float* out) {
     begin_kernel();
     const bool affine = da.scale || da.bias;
     const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -140,7 +140,7 @@ __global__ void moe_combine_kernel(const float* y, int64_t n, int k, int64_t n_o
         float acc = 0.0f;
         for (int s = 0; s < k; ++s) {
             const int64_t p = t * k + s;
-            float v = y[p * n_out + i];
+            float v = y[(y_rows ? int64_t(y_rows[p]) : p) * n_out + i];
             if (affine) v = apply_affine(v, da, ids[p], i);
             const float wv = __fmul_rn(v, weights[p]);
             acc = s == 0 ? wv : __fadd_rn(acc, wv);  // the CPU's o = y w, then o += y w per slot
@@ -197,7 +197,8 @@ void launch_act(unsigned grid, const float* h, int64_t n_warps, int64_t n_ff, in
 // time), then each pair into its expert's range. The order of the pairs within an expert's range depends on the
 // atomics, but no pair's output depends on it.
 __global__ void __launch_bounds__(1024) group_pairs_kernel(const int32_t* ids, int n_pairs, int n_exp, int32_t* pairs,
-                                                           PairGroup* groups, int32_t* n_groups) {
+                                                           PairGroup* groups, int32_t* n_groups, int32_t* expert_first,
+                                                           int32_t* slot_of) {
     extern __shared__ int32_t counts[];  // n_exp counts, then n_exp fill positions
     int32_t* fill = counts + n_exp;
     begin_kernel();
@@ -209,14 +210,36 @@ __global__ void __launch_bounds__(1024) group_pairs_kernel(const int32_t* ids, i
         int32_t first = 0, n = 0;
         for (int e = 0; e < n_exp; ++e) {
             fill[e] = first;
+            if (expert_first) expert_first[e] = first;
             for (int32_t c = 0; c < counts[e]; c += kPairsPerGroup)
                 groups[n++] = {e, first + c, counts[e] - c < kPairsPerGroup ? counts[e] - c : kPairsPerGroup};
             first += counts[e];
         }
         *n_groups = n;
+        if (expert_first) expert_first[n_exp] = first;
     }
     __syncthreads();
-    for (int p = threadIdx.x; p < n_pairs; p += blockDim.x) pairs[atomicAdd(&fill[ids[p]], 1)] = p;
+    for (int p = threadIdx.x; p < n_pairs; p += blockDim.x) {
+        const int32_t slot = atomicAdd(&fill[ids[p]], 1);
+        pairs[slot] = p;
+        if (slot_of) slot_of[p] = slot;
+    }
+}
+
+// Block i: sorted row i = the f16 row of pair pairs[i]'s token (pairs[i] / x_div) and its scale, and that pair's
+// expert id.
+__global__ void __launch_bounds__(256) gather_f16_rows_kernel(const uint4* rows16, const float* scale,
+                                                              const int32_t* pairs, const int32_t* ids, int x_div,
+                                                              int64_t chunks, uint4* out16, float* out_scale,
+                                                              int32_t* out_ids) {
+    begin_kernel();
+    const int32_t p = pairs[blockIdx.x];
+    const int64_t a = p / x_div;
+    for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) out16[blockIdx.x * chunks + c] = rows16[a * chunks + c];
+    if (threadIdx.x == 0) {
+        out_scale[blockIdx.x] = scale[a];
+        out_ids[blockIdx.x] = ids[p];
+    }
 }
 
 }  // namespace
@@ -252,14 +275,14 @@ cudaError_t moe_activate(const float* h, int64_t n_pairs, int64_t n_ff, const in
     return cudaGetLastError();
 }
 
-cudaError_t moe_combine(const float* y, int64_t n_tokens, int k, int64_t n_out, const int32_t* ids,
-                        const float* weights, MoeAffine down, float* out, cudaStream_t s) {
+cudaError_t moe_combine(const float* y, const int32_t* y_rows, int64_t n_tokens, int k, int64_t n_out,
+                        const int32_t* ids, const float* weights, MoeAffine down, float* out, cudaStream_t s) {
     if (k <= 0) return cudaErrorInvalidValue;
     const int64_t n = n_tokens * n_out;
     if (n > 0) {
         const int64_t blocks = (n + 255) / 256;
-        launch(moe_combine_kernel, unsigned(blocks < 65535 ? blocks : 65535), 256, 0, s, y, n, k, n_out, ids, weights,
-               down, out);
+        launch(moe_combine_kernel, unsigned(blocks < 65535 ? blocks : 65535), 256, 0, s, y, y_rows, n, k, n_out, ids,
+               weights, down, out);
     }
     return cudaGetLastError();
 }
@@ -282,10 +305,22 @@ cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t exper
 int64_t max_pair_groups(int64_t n_pairs, int n_exp) { return n_pairs / kPairsPerGroup + n_exp; }
 
 cudaError_t moe_group_pairs(const int32_t* ids, int64_t n_pairs, int n_exp, int32_t* pairs, PairGroup* groups,
-                            int32_t* n_groups, cudaStream_t s) {
+                            int32_t* n_groups, int32_t* expert_first, int32_t* slot_of, cudaStream_t s) {
     if (n_pairs > 65535 || n_exp <= 0 || n_exp > kMaxGroupExperts) return cudaErrorInvalidValue;
     return launch(group_pairs_kernel, 1, 1024, size_t(2 * n_exp) * sizeof(int32_t), s, ids, int(n_pairs), n_exp,
-                  pairs, groups, n_groups);
+                  pairs, groups, n_groups, expert_first, slot_of);
+}
+
+cudaError_t gather_f16_rows(const void* rows, int64_t n_rows, int64_t cols, const int32_t* pairs, const int32_t* ids,
+                            int x_div, int64_t n_pairs, void* out, int32_t* out_ids, cudaStream_t s) {
+    if (cols % 8 != 0 || n_pairs > INT32_MAX || x_div <= 0) return cudaErrorInvalidValue;
+    if (n_pairs == 0) return cudaGetLastError();
+    const auto* src = static_cast<const uint8_t*>(rows);
+    auto* dst = static_cast<uint8_t*>(out);
+    const auto* scale = reinterpret_cast<const float*>(src + f16_rows_scale_offset(n_rows, cols));
+    auto* out_scale = reinterpret_cast<float*>(dst + f16_rows_scale_offset(n_pairs, cols));
+    return launch(gather_f16_rows_kernel, unsigned(n_pairs), 256, 0, s, reinterpret_cast<const uint4*>(src), scale,
+                  pairs, ids, x_div, cols / 8, reinterpret_cast<uint4*>(dst), out_scale, out_ids);
 }
 
 }  // namespace zinc::backend::cuda

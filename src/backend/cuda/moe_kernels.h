@@ -76,10 +76,10 @@ cudaError_t moe_activate(const float* h, int64_t n_pairs, int64_t n_ff, const in
                          MoeAffine up, int act, float alpha, float limit, float* a_f32, BlockQ8_1f* a_q,
                          cudaStream_t s);
 
-// out[t][i] = sum over s < k, in slot order, of weights[t][s] * down_affine(y[t * k + s][i]) (expert ids[t][s])
-// for t < n_tokens, i < n_out; y has rows of n_out values.
-cudaError_t moe_combine(const float* y, int64_t n_tokens, int k, int64_t n_out, const int32_t* ids,
-                        const float* weights, MoeAffine down, float* out, cudaStream_t s);
+// out[t][i] = sum over s < k, in slot order, of weights[t][s] * down_affine(y[r][i]) (expert ids[t][s]) for
+// t < n_tokens, i < n_out, r = y_rows[t * k + s] (or t * k + s when y_rows is null); y has rows of n_out values.
+cudaError_t moe_combine(const float* y, const int32_t* y_rows, int64_t n_tokens, int k, int64_t n_out,
+                        const int32_t* ids, const float* weights, MoeAffine down, float* out, cudaStream_t s);
 
 // The down projection and moe_combine in one launch, for k <= kMaxDownSlots: out[t][i] as moe_combine computes it
 // from y[t * k + s][i] = W_{ids[t * k + s]}[i] . a[t * k + s] (what matvec_q_ids / matvec_f_ids would write, bit for
@@ -92,11 +92,16 @@ cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t exper
 
 // The pairs of a pass sorted by expert into groups of at most kPairsPerGroup (matmul_kernels.h' PairGroups): pairs
 // (n_pairs ints), groups (max_pair_groups of them) and n_groups (one int) in device memory; n_pairs <= 65535, n_exp
-// <= kMaxGroupExperts, every id in [0, n_exp).
+// <= kMaxGroupExperts, every id in [0, n_exp). When not null, expert_first (n_exp + 1 ints) gets where each
+// expert's pairs begin in `pairs` (and n_pairs last), and slot_of (n_pairs ints) the place of each pair there.
 constexpr int kMaxGroupExperts = 4096;
 int64_t max_pair_groups(int64_t n_pairs, int n_exp);
 cudaError_t moe_group_pairs(const int32_t* ids, int64_t n_pairs, int n_exp, int32_t* pairs, PairGroup* groups,
-                            int32_t* n_groups, cudaStream_t s);
+                            int32_t* n_groups, int32_t* expert_first, int32_t* slot_of, cudaStream_t s);
+// For the expert GEMMs: out (f16 rows, matmul_kernels.h' layout, n_pairs of them) row i = row pairs[i] / x_div of
+// `rows` (n_rows f16 rows of cols values, cols % 8 == 0) with its scale, and out_ids[i] = ids[pairs[i]].
+cudaError_t gather_f16_rows(const void* rows, int64_t n_rows, int64_t cols, const int32_t* pairs, const int32_t* ids,
+                            int x_div, int64_t n_pairs, void* out, int32_t* out_ids, cudaStream_t s);
 
 // Tokens per pass of moe_ffn: whole tokens (all k slots), at most 65535 (token, slot) pairs (the expert matvecs'
 // grid limit) and no more than `budget` bytes of per-pair scratch unless one token alone needs more. 1 <= k <= 65535.

@@ -11,9 +11,11 @@
 // expert matvecs trust them, and moe_route only writes ids in [0, n_expert).
 #include <algorithm>
 #include <optional>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
+#include "backend/cuda/cublas.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/matmul_kernels.h"
 #include "backend/cuda/moe_kernels.h"
@@ -84,6 +86,38 @@ int activation_id(MoeActivation a) {
     throw std::invalid_argument("moe_ffn: unknown activation");
 }
 
+// A batch with this many pairs per expert or more takes the experts' products as cuBLAS GEMMs (prefill of the models
+// with fewer, larger experts: gpt-oss, Gemma 4), each step dequantizing at most kMoeGemmExpertBytes of f16 experts.
+constexpr int64_t kMoeGemmPairsPerExpert = 32;
+constexpr size_t kMoeGemmExpertBytes = size_t(64) << 20;
+
+// out row i (stride ldo) = W_e . xs row i times the row's scale, for every expert e and each i in its range
+// [first[e], first[e + 1]) of the sorted f16 rows xs (matmul_kernels.h' layout, np rows of P.in values).
+void experts_gemm(CudaBackend& be, cuda::Cublas& blas, const Proj& P, const std::vector<int32_t>& first,
+                  const void* xs, int64_t np, float* out, int64_t ldo) {
+    const cudaStream_t s = be.stream();
+    const size_t expert16 = size_t(P.out) * size_t(P.in) * 2;
+    const int64_t per = std::max<int64_t>(1, int64_t(kMoeGemmExpertBytes / expert16));
+    auto* w16 = static_cast<uint8_t*>(be.scratch("moe f16 experts", size_t(std::min(per, P.n_exp)) * expert16,
+                                                 "moe_ffn"));
+    const auto* x16 = static_cast<const uint8_t*>(xs);
+    for (int64_t e0 = 0; e0 < P.n_exp; e0 += per) {
+        const int64_t e1 = std::min(P.n_exp, e0 + per);
+        if (first[size_t(e1)] == first[size_t(e0)]) continue;  // no pair of these experts
+        ZINC_CUDA_CHECK(cuda::dequant_f16_rows(int(P.w->type),
+                                               static_cast<const uint8_t*>(P.w->data) + size_t(e0) * P.expert_bytes,
+                                               P.rb, (e1 - e0) * P.out, P.in, w16, s),
+                        "moe_ffn: dequant_f16_rows", P.w->name);
+        for (int64_t e = e0; e < e1; ++e) {
+            const int64_t i0 = first[size_t(e)], c = first[size_t(e) + 1] - i0;
+            if (c > 0 && !blas.gemm_f16(w16 + size_t(e - e0) * expert16, P.out, P.in, x16 + size_t(i0 * P.in) * 2, c,
+                                        out + i0 * ldo, ldo, s))
+                throw std::runtime_error("moe_ffn " + P.w->name + ": " + blas.why());
+        }
+    }
+    ZINC_CUDA_CHECK(cuda::scale_rows(out, ldo, np, P.out, xs, P.in, s), "moe_ffn: scale_rows", P.w->name);
+}
+
 }  // namespace
 
 void CudaBackend::do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) {
@@ -133,7 +167,18 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
     }
     const size_t act_bytes = down.dp4a ? static_cast<size_t>(n_ff / 32) * sizeof(cuda::BlockQ8_1f)
                                        : static_cast<size_t>(n_ff) * sizeof(float);
-    const size_t pair_bytes = static_cast<size_t>(2 * n_ff + n_out) * sizeof(float) + act_bytes;
+    // The GEMM way (experts_gemm) when the batch has the pairs for it and every projection is quantized.
+    const int n_exp = int(first.n_exp);
+    cuda::Cublas* blas = T * K >= kMoeGemmPairsPerExpert * n_exp && n_exp <= cuda::kMaxGroupExperts && first.dp4a &&
+                                 (!up || up->dp4a) && down.dp4a && n_ff % 32 == 0
+                             ? gemm()
+                             : nullptr;
+    // Its per-pair scratch: the sorted f16 rows of x and of the activations, these in f32 first, the expert id and
+    // place of the pair.
+    const size_t gemm_pair_bytes = blas ? cuda::f16_rows_bytes(1, in) + cuda::f16_rows_bytes(1, n_ff) +
+                                              static_cast<size_t>(n_ff) * sizeof(float) + 2 * sizeof(int32_t)
+                                        : 0;
+    const size_t pair_bytes = static_cast<size_t>(2 * n_ff + n_out) * sizeof(float) + act_bytes + gemm_pair_bytes;
     const int64_t Tc = cuda::moe_chunk_tokens(T, K, pair_bytes, kMoeScratchBudget);
     const size_t max_pairs = static_cast<size_t>(Tc * K);
     auto* h = static_cast<float*>(scratch("moe gate_up out", max_pairs * 2 * n_ff * sizeof(float), "moe_ffn"));
@@ -144,7 +189,6 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
 
     // A batch with as many pairs as experts or more (prefill) sorts its pairs by expert, so that the dp4a projections
     // read each expert's rows once for up to kPairsPerGroup of its pairs instead of once for each.
-    const int n_exp = int(first.n_exp);
     const bool grouped = T * K >= n_exp && n_exp <= cuda::kMaxGroupExperts && first.dp4a && (!up || up->dp4a);
     int32_t* group_pairs = nullptr;
     cuda::PairGroup* group_list = nullptr;
@@ -161,13 +205,55 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
         groups = {group_pairs, group_list, group_count, groups.max_groups};
     }
 
+    int32_t *expert_first = nullptr, *slot_of = nullptr, *sorted_ids = nullptr;
+    void *x16 = nullptr, *xs = nullptr, *as = nullptr;
+    float* a_sorted = nullptr;
+    std::vector<int32_t> first_of(size_t(n_exp) + 1);
+    if (blas) {
+        auto* g = static_cast<int32_t*>(
+            scratch("moe pair places", (2 * max_pairs + size_t(n_exp) + 1) * sizeof(int32_t), "moe_ffn"));
+        slot_of = g;
+        sorted_ids = g + max_pairs;
+        expert_first = g + 2 * max_pairs;
+        x16 = scratch("moe x f16", cuda::f16_rows_bytes(Tc, in), "moe_ffn");
+        xs = scratch("moe sorted x f16", cuda::f16_rows_bytes(int64_t(max_pairs), in), "moe_ffn");
+        as = scratch("moe sorted activations f16", cuda::f16_rows_bytes(int64_t(max_pairs), n_ff), "moe_ffn");
+        a_sorted = static_cast<float*>(scratch("moe sorted activations", max_pairs * n_ff * sizeof(float), "moe_ffn"));
+    }
+
     for (int64_t t0 = 0; t0 < T; t0 += Tc) {
         const int64_t nt = std::min(Tc, T - t0), np = nt * K;
         const int32_t* id = ids.data + t0 * K;
         const cuda::BlockQ8_1f* xq_c = xq ? xq + t0 * (in / 32) : nullptr;
         const float* x_c = x.data + t0 * in;
+        if (blas) {
+            // The pairs sorted by expert and each expert's range of them, read back to size its GEMMs (a prefill
+            // batch, never a recorded step); the token rows in f16 gathered into that order.
+            ZINC_CUDA_CHECK(cuda::moe_group_pairs(id, np, n_exp, group_pairs, group_list, group_count, expert_first,
+                                                  slot_of, stream_),
+                            "moe_ffn: moe_group_pairs", first.w->name);
+            ZINC_CUDA_CHECK(cudaMemcpyAsync(first_of.data(), expert_first, first_of.size() * sizeof(int32_t),
+                                            cudaMemcpyDeviceToHost, stream_),
+                            "moe_ffn: the experts' pair counts", first.w->name);
+            synchronize();
+            ZINC_CUDA_CHECK(cuda::to_f16_rows(x_c, nt, in, x16, stream_), "moe_ffn: to_f16_rows", first.w->name);
+            ZINC_CUDA_CHECK(cuda::gather_f16_rows(x16, nt, in, group_pairs, id, int(K), np, xs, sorted_ids, stream_),
+                            "moe_ffn: gather_f16_rows", first.w->name);
+            experts_gemm(*this, *blas, first, first_of, xs, np, h, 2 * n_ff);
+            if (up) experts_gemm(*this, *blas, *up, first_of, xs, np, h + n_ff, 2 * n_ff);
+            ZINC_CUDA_CHECK(cuda::moe_activate(h, np, n_ff, sorted_ids, gate_aff, up_aff, act, mw.alpha, mw.limit,
+                                               a_sorted, nullptr, stream_),
+                            "moe_ffn: moe_activate", first.w->name);
+            ZINC_CUDA_CHECK(cuda::to_f16_rows(a_sorted, np, n_ff, as, stream_), "moe_ffn: to_f16_rows", down.w->name);
+            experts_gemm(*this, *blas, down, first_of, as, np, y, n_out);
+            ZINC_CUDA_CHECK(cuda::moe_combine(y, slot_of, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
+                                              out.data + t0 * n_out, stream_),
+                            "moe_ffn: moe_combine", down.w->name);
+            continue;
+        }
         if (grouped) {
-            ZINC_CUDA_CHECK(cuda::moe_group_pairs(id, np, n_exp, group_pairs, group_list, group_count, stream_),
+            ZINC_CUDA_CHECK(cuda::moe_group_pairs(id, np, n_exp, group_pairs, group_list, group_count, nullptr, nullptr,
+                                                  stream_),
                             "moe_ffn: moe_group_pairs", first.w->name);
             first.run_grouped(xq_c, int(K), groups, h, 2 * n_ff, stream_);
             if (up) up->run_grouped(xq_c, int(K), groups, h + n_ff, 2 * n_ff, stream_);
@@ -178,7 +264,7 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
                 down.run_grouped(a_q, 1, groups, y, n_out, stream_);
             else
                 down.run(a_q, a_f32, 1, id, np, y, n_out, stream_);
-            ZINC_CUDA_CHECK(cuda::moe_combine(y, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
+            ZINC_CUDA_CHECK(cuda::moe_combine(y, nullptr, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
                                               out.data + t0 * n_out, stream_),
                             "moe_ffn: moe_combine", down.w->name);
             continue;
@@ -196,7 +282,7 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
             continue;
         }
         down.run(a_q, a_f32, 1, id, np, y, n_out, stream_);
-        ZINC_CUDA_CHECK(cuda::moe_combine(y, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
+        ZINC_CUDA_CHECK(cuda::moe_combine(y, nullptr, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
                                           out.data + t0 * n_out, stream_),
                         "moe_ffn: moe_combine", down.w->name);
     }
