@@ -276,36 +276,46 @@ std::string markdown_text(const Report& r) {
 }
 
 // --profile: the ops of one decode step at the largest depth and, when there are prompt tests, of the longest prompt
-// at depth 0, longest first, as a table (md) or records (csv and json: one object or row per op, n_prompt 0 for
-// the decode step).
-std::string profile_text(Runner& runner, backend::Backend& be, int depth, int n_prompt, const std::string& output) {
-    double step_us = 0;
-    std::vector<backend::Backend::OpTime> ops = runner.profile(be, n_prompt > 0 ? 0 : depth, std::max(n_prompt, 1),
-                                                               step_us);
-    std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.us > b.us; });
-    double sum = 0;
-    for (const auto& op : ops) sum += op.us;
-    if (n_prompt > 0) depth = 0;
+// at depth 0, each timed on the backend, longest first.
+struct Profile {
+    int n_prompt = 0, n_depth = 0;  // n_prompt 0: the decode step
+    double step_us = 0;             // as the host saw it
+    std::vector<backend::Backend::OpTime> ops;
+};
+
+Profile profile_of(Runner& runner, backend::Backend& be, int depth, int n_prompt) {
+    Profile p{n_prompt, n_prompt > 0 ? 0 : depth, 0.0, {}};
+    p.ops = runner.profile(be, p.n_depth, std::max(n_prompt, 1), p.step_us);
+    std::stable_sort(p.ops.begin(), p.ops.end(), [](const auto& a, const auto& b) { return a.us > b.us; });
+    return p;
+}
+
+// A table per profile (md), or one record per op of every profile (csv and json).
+std::string profile_text(const std::vector<Profile>& profiles, const std::string& backend, const std::string& output) {
     if (output == "json" || output == "csv") {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
-        for (const auto& op : ops)
-            j.push_back({{"profile_op", op.label}, {"calls", op.calls}, {"us", op.us}, {"n_prompt", n_prompt},
-                         {"n_depth", depth}});
-        if (output == "json") return j.dump(2) + "\n";
-        std::string s;
-        for (const auto& op : ops)
-            s += "\"" + op.label + "\"," + std::to_string(op.calls) + "," + format("%.2f", op.us) + "," +
-                 std::to_string(n_prompt) + "," + std::to_string(depth) + "\n";
-        return s;
+        std::string csv = "profile_op,calls,us,n_prompt,n_depth\n";
+        for (const Profile& p : profiles)
+            for (const auto& op : p.ops) {
+                j.push_back({{"profile_op", op.label}, {"calls", op.calls}, {"us", op.us}, {"n_prompt", p.n_prompt},
+                             {"n_depth", p.n_depth}});
+                csv += "\"" + op.label + "\"," + std::to_string(op.calls) + "," + format("%.2f", op.us) + "," +
+                       std::to_string(p.n_prompt) + "," + std::to_string(p.n_depth) + "\n";
+            }
+        return output == "json" ? j.dump(2) + "\n" : csv;
     }
-    std::string s = (n_prompt > 0 ? "\none prompt of " + std::to_string(n_prompt) + " tokens: "
-                                  : "\none decode step at position " + std::to_string(depth) + ": ") +
-                    format("%.1f", step_us) + " µs on the host, " + format("%.1f", sum) + " µs in " + be.name() +
-                    " ops\n\n";
-    s += "| op | calls | µs | % of ops |\n|---|---:|---:|---:|\n";
-    for (const auto& op : ops)
-        s += "| " + op.label + " | " + std::to_string(op.calls) + " | " + format("%.1f", op.us) + " | " +
-             format("%.1f", sum > 0 ? 100.0 * op.us / sum : 0.0) + " |\n";
+    std::string s;
+    for (const Profile& p : profiles) {
+        double sum = 0;
+        for (const auto& op : p.ops) sum += op.us;
+        s += (p.n_prompt > 0 ? "\none prompt of " + std::to_string(p.n_prompt) + " tokens: "
+                             : "\none decode step at position " + std::to_string(p.n_depth) + ": ") +
+             format("%.1f", p.step_us) + " µs on the host, " + format("%.1f", sum) + " µs in " + backend + " ops\n\n";
+        s += "| op | calls | µs | % of ops |\n|---|---:|---:|---:|\n";
+        for (const auto& op : p.ops)
+            s += "| " + op.label + " | " + std::to_string(op.calls) + " | " + format("%.1f", op.us) + " | " +
+                 format("%.1f", sum > 0 ? 100.0 * op.us / sum : 0.0) + " |\n";
+    }
     return s;
 }
 
@@ -342,21 +352,9 @@ void run(const Options& o) {
     if (o.profile) {
         int max_prompt = 0;
         for (const Test& t : tests) max_prompt = std::max(max_prompt, t.n_prompt);
-        const bool records = output == "json" || output == "csv";
-        if (output == "csv") write_out("profile_op,calls,us,n_prompt,n_depth\n");
-        std::string decode = profile_text(runner, *om.backend, max_depth, 0, output);
-        if (max_prompt == 0 || !records) write_out(decode);
-        if (max_prompt > 0) {
-            std::string prompt = profile_text(runner, *om.backend, max_depth, max_prompt, output);
-            if (output == "json") {  // one array of both
-                auto a = nlohmann::ordered_json::parse(decode), b = nlohmann::ordered_json::parse(prompt);
-                for (auto& r : b) a.push_back(r);
-                prompt = a.dump(2) + "\n";
-            } else if (output == "csv") {
-                prompt = decode + prompt;
-            }
-            write_out(prompt);
-        }
+        std::vector<Profile> profiles = {profile_of(runner, *om.backend, max_depth, 0)};
+        if (max_prompt > 0) profiles.push_back(profile_of(runner, *om.backend, max_depth, max_prompt));
+        write_out(profile_text(profiles, om.backend->name(), output));
     }
 }
 
@@ -410,8 +408,8 @@ void register_bench(CLI::App& app) {
                     ->check(one_of("an output format", {"md", "csv", "json"}));
     cmd->add_flag("--json", o->json, "the same as -o json")->excludes(out);
     cmd->add_flag("--profile", o->profile,
-                  "after the tests, time every op of one decode step at the largest depth, and of the longest prompt (on a "
-                  "GPU, on the device: kernel time without launch gaps), and print them, longest first");
+                  "after the tests, time every op of one decode step at the largest depth, and of the longest prompt "
+                  "(on a GPU, on the device: kernel time without launch gaps), and print them, longest first");
     cmd->callback([o] { run(*o); });
 }
 

@@ -90,9 +90,9 @@ cudaError_t matvec_q_grouped(int type, const void* w, size_t row_bytes, size_t e
                              int64_t out_stride, cudaStream_t s);
 
 // Prefill of quantized weights (has_mma_matmul) is on tensor cores, with f16 operands and f32 accumulation, in two
-// ways: zinc's own kernel (matmul_mma.cu) for small batches, and for large ones the weights dequantized to f16 a few
-// thousand rows at a time and handed to cuBLAS (matmul_gemm.cu, cublas.h), whichever is faster for the batch. Both
-// start from the same f16 activation rows, so each value is within about 2^-10 sum_i |w_i x_i| of the exact.
+// ways: the weights dequantized to f16 a few thousand rows at a time and handed to cuBLAS (matmul_gemm.cu, cublas.h),
+// and zinc's own kernel (matmul_mma.cu) where cuBLAS cannot be opened. Both start from the same f16 activation rows,
+// so each value is within about 2^-10 sum_i |w_i x_i| of the exact.
 bool has_mma_matmul(int type);
 
 // matmul_gemm.cu: the activation rows in f16, row t divided by its scale s_t = max |x_t| / 256 so no row can overflow

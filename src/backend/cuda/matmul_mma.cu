@@ -2,9 +2,9 @@
 // mma.sync m16n8k16 (f16 operands, f32 accumulation).
 //
 // The activations come in f16, each row divided by its own scale s_t (to_f16_rows, matmul_gemm.cu); the product is
-// multiplied by s_t again in the epilogue. The weights are dequantized tile by tile inside the kernel (dequant.cuh's dequant8, the values
-// get_rows and the CPU produce) and rounded to f16 on their way into shared memory, so a weight's quantized bytes
-// are read once per tile of 64 tokens and no dequantized copy of the matrix is ever written. Each value of the
+// multiplied by s_t again in the epilogue. The weights are dequantized tile by tile inside the kernel (dequant.cuh's
+// dequant8, the values get_rows and the CPU produce) and rounded to f16 on their way into shared memory, so a
+// weight's quantized bytes are read once per tile of 64 tokens and no dequantized copy of the matrix is ever written. Each value of the
 // product is therefore within about 2^-10 of sum_i |w_i x_i| of the exact one.
 //
 // Tiles: 128 weight rows x 64 tokens per block of 256 threads (8 warps, 4 along the weight rows x 2 along the

@@ -1,6 +1,7 @@
 // The CUDA backend's products with weights: the embedding gather and the matmul (a dp4a or float matvec for one
 // row, and the dp4a one for a few; for more, tensor cores for quantized weights, through cuBLAS or zinc's kernel,
-// and the tiled f32 matmul for float ones). Kernels: get_rows.cu, matvec_q.cu, matmul_gemm.cu, matmul_mma.cu, matmul.cu (matmul_kernels.h).
+// and the tiled f32 matmul for float ones). Kernels: get_rows.cu, matvec_q.cu, matmul_gemm.cu, matmul_mma.cu,
+// matmul.cu (matmul_kernels.h).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -60,8 +61,8 @@ void CudaBackend::do_matmul(const Weight& w, const Act& x, Act& out) {
         ZINC_CUDA_CHECK(cuda::to_f16_rows(x.data, x.rows, x.cols, rows, stream_), "matmul: to_f16_rows", w.name);
         if (cuda::Cublas* blas = gemm()) {
             // A few thousand weight rows at a time to f16, then one cuBLAS GEMM for them against every token.
-            const int64_t chunk = std::max<int64_t>(128, int64_t(cuda::kGemmChunkBytes / size_t(w.cols * 2)) / 128 * 128);
-            const int64_t step_rows = std::min(chunk, w.rows);
+            const int64_t chunk = int64_t(cuda::kGemmChunkBytes / size_t(w.cols * 2)) / 128 * 128;
+            const int64_t step_rows = std::min(std::max<int64_t>(128, chunk), w.rows);
             void* w16 = scratch("f16 weights", size_t(step_rows * w.cols) * 2, "matmul");
             for (int64_t o0 = 0; o0 < w.rows; o0 += step_rows) {
                 const int64_t n = std::min(step_rows, w.rows - o0);

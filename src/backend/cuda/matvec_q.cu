@@ -74,9 +74,9 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     if (lane == 0) out[p * out_stride + o] = sum;
 }
 
-// The expert matvecs of pairs sorted by expert (moe_group_pairs): blockIdx.y is a group of up to kPairsPerGroup pairs of
-// one expert, each warp one output row of that expert's matrix, dotted with every pair of the group in turn, so the
-// row is read from memory once per group and from L1 after. The sums are those of matvec_kernel, bit for bit.
+// The expert matvecs of pairs sorted by expert (moe_group_pairs): blockIdx.y is a group of up to kPairsPerGroup pairs
+// of one expert, each warp one output row of that expert's matrix, dotted with every pair of the group in turn, so
+// the row is read from memory once per group and from L1 after. The sums are those of matvec_kernel, bit for bit.
 template <int T>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     matvec_grouped_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const PairGroups g, int64_t n_out,

@@ -1,19 +1,22 @@
 // The CUDA backend's mixture-of-experts ops. Kernels: moe.cu (moe_kernels.h) and the expert matvecs of matvec_q.cu.
 //
-// moe_ffn works on (token, slot) pairs without a host round trip, since the expert ids exist only on the device:
+// moe_ffn works on (token, slot) pairs without a host round trip (but for the GEMM way below, which reads each
+// expert's pair count back), since the expert ids exist only on the device:
 // per pass over whole tokens, the gate and up (or merged gate_up) expert matvecs write [gate | up] rows per pair,
 // moe_activate applies the per-expert scale/bias and the activation (and, for a quantized down projection,
 // quantizes the result to Q8_1), and moe_down_sum computes the down expert rows and adds the slots of each token
 // with their routing weights in one launch (for more than kMaxDownSlots slots: the down expert matvec writes one row
-// per pair and moe_combine adds them). A batch of at least as many pairs as experts sorts its pairs by expert first
-// (moe_group_pairs), and its dp4a expert matvecs read each weight row once per group of pairs of one expert. Weight types with a dp4a matvec read Q8_1 activations (x quantized
-// once for all tokens); F32/F16/BF16 weights read the f32 activations. The ids cannot be checked on the host; the
-// expert matvecs trust them, and moe_route only writes ids in [0, n_expert).
+// per pair and moe_combine adds them). Weight types with a dp4a matvec read Q8_1 activations (x quantized once for
+// all tokens); F32/F16/BF16 weights read the f32 activations. A batch of at least as many pairs as experts sorts its
+// pairs by expert first (moe_group_pairs), and its dp4a expert matvecs read each weight row once per group of pairs of
+// one expert; with kMoeGemmPairsPerExpert pairs per expert or more, its quantized experts are cuBLAS GEMMs instead
+// (experts_gemm). The ids cannot be checked on the host; the expert matvecs trust them, and moe_route only writes ids
+// in [0, n_expert).
 #include <algorithm>
 #include <optional>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cublas.h"
 #include "backend/cuda/cuda_backend.h"
