@@ -19,7 +19,8 @@
 #
 # ZINC is the zinc binary (default: build/zinc of this checkout); LLAMA_BUILD names llama.cpp's build where its JSON
 # cannot (a build from a source tree without git). Each model runs pp512 and tg128, and Qwen3-8B also
-# tg128 after 8192 tokens of context (-d 8192), with
+# tg128 after 8192 tokens of context (-d 8192) and an 8192-token prompt (pp8192, whose time is the time to the first
+# token), with
 #   zinc bench -m F --backend cuda -p 512 -n 128 -r N -o json
 #   llama-bench -m F -ngl 99 -fa 1 -p 512 -n 128 -r N -o json
 # and with --cpu
@@ -142,10 +143,15 @@ def name(p, g, d):
     return s + (f" @ d{d}" if d else "")
 
 z, l = rates(zinc_files), rates(llama_files)
+
+def first_token(key):  # an 8192-token prompt: the seconds before the first token, zinc / llama.cpp
+    secs = lambda r: f"{key[0] / r[0]:.2f} s" if r and r[0] > 0 else "—"
+    return f" (first token after {secs(z.get(key))} / {secs(l.get(key))})" if key[0] >= 8192 and key[1] == 0 else ""
+
 for key in sorted(set(z) | set(l), key=lambda k: (k[2], k[1] > 0, k)):
     cell = lambda r: f"{r[0]:,.2f} ± {r[1]:.2f}" if r else "—"
     ratio = f"{z[key][0] / l[key][0]:.2f}" if key in z and key in l and l[key][0] > 0 else "—"
-    print(f"| {label} | {name(*key)} | {cell(z.get(key))} | {cell(l.get(key))} | {ratio} |")
+    print(f"| {label} | {name(*key)}{first_token(key)} | {cell(z.get(key))} | {cell(l.get(key))} | {ratio} |")
 PY
 }
 
@@ -210,14 +216,14 @@ for entry in "${presets[@]}"; do
     echo "side_by_side.sh: making $file" >&2
     "$zinc" synth --preset "$preset" --type "$type" "${synth[@]}" -o "$file"
   fi
-  # The tests: pp512 and tg128, for depth also tg128 at 8192; on the CPU pp128 and tg32.
+  # The tests: pp512 and tg128, for depth also tg128 at 8192 and pp8192; on the CPU pp128 and tg32.
   if [ "$cpu" = 1 ]; then
     tests=("-p 128 -n 32")
     zinc_args=(--backend cpu -t "$threads")
     llama_args=(-t "$threads")
   else
     tests=("-p 512 -n 128")
-    if [ "${extra:-}" = depth ]; then tests+=("-p 0 -n 128 -d 8192"); fi
+    if [ "${extra:-}" = depth ]; then tests+=("-p 0 -n 128 -d 8192" "-p 8192 -n 0"); fi
     zinc_args=(--backend cuda)
     llama_args=(-ngl 99 -fa 1)
   fi
