@@ -148,33 +148,44 @@ void bench_prefill(CudaBackend& be, const Options& o) {
     enum Way { kMatvec, kKernel, kCublas };
     const TensorType types[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::MXFP4,
                                 TensorType::F16};
+    struct Run {
+        int64_t rows;
+        Way way;
+        std::string kernel;
+    };
     for (TensorType t : types)
         for (const Shape& s : kShapes) {
             if (s.rows > 12288) continue;  // the LM head takes the last row only in prefill
             const bool quantized = zinc::backend::cuda::has_mma_matmul(int(t));
+            const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
+            // The runs the filter keeps, before any weight is made for them.
+            std::vector<Run> runs;
+            for (int64_t rows : {2, 4, 8, 16, 32, 64, 128, 256, 512})
+                for (Way way : {kMatvec, kKernel, kCublas}) {
+                    if (way != kKernel && (!quantized || (way == kMatvec && rows > 16))) continue;
+                    std::string kernel = "matmul (" + std::to_string(rows) +
+                                         (way == kMatvec ? ", matvec)" : way == kCublas ? ", cuBLAS)" : ")");
+                    if (("prefill " + kernel + " " + what).find(o.filter) != std::string::npos)
+                        runs.push_back({rows, way, std::move(kernel)});
+                }
+            if (runs.empty()) continue;
             auto host = zinc::cuda_test::random_tensor(t, s.cols, s.rows, "w");
             // Copies as for the matvecs, so a few rows do not find the weights in L2 as no model's layer would.
             const int copies = int(std::max<size_t>(1, (kColdBytes + host->info.nbytes - 1) / host->info.nbytes));
             std::vector<Weight> w;
             for (int c = 0; c < copies; ++c) w.push_back(be.load_weight(host->info));
-            for (int64_t rows : {2, 4, 8, 16, 32, 64, 128, 256, 512})
-                for (Way way : {kMatvec, kKernel, kCublas}) {
-                    if (way != kKernel && (!quantized || (way == kMatvec && rows > 16))) continue;
-                    const std::string kernel = "matmul (" + std::to_string(rows) +
-                                               (way == kMatvec ? ", matvec)" : way == kCublas ? ", cuBLAS)" : ")");
-                    const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
-                    if (("prefill " + kernel + " " + what).find(o.filter) == std::string::npos) continue;
-                    be.set_matmul_ways(way == kMatvec ? rows : 1, way == kCublas);
-                    Act x = be.alloc(rows, s.cols), y = be.alloc(rows, s.rows);
-                    be.upload(x, zinc::cuda_test::random_floats(size_t(rows * s.cols)));
-                    const double us = time_us(be, std::max(copies, o.reps / 10),
-                                              [&](int i) { be.matmul(w[size_t(i % copies)], x, y); });
-                    const double tflops = 2.0 * double(rows) * double(s.cols) * double(s.rows) / (us * 1e-6) / 1e12;
-                    std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", kernel.c_str(), what.c_str(),
-                                us, tflops, 100.0 * tflops / kPeakTflops);
-                    be.free(x);
-                    be.free(y);
-                }
+            for (const Run& r : runs) {
+                be.set_matmul_ways(r.way == kMatvec ? r.rows : 1, r.way == kCublas);
+                Act x = be.alloc(r.rows, s.cols), y = be.alloc(r.rows, s.rows);
+                be.upload(x, zinc::cuda_test::random_floats(size_t(r.rows * s.cols)));
+                const double us = time_us(be, std::max(copies, o.reps / 10),
+                                          [&](int i) { be.matmul(w[size_t(i % copies)], x, y); });
+                const double tflops = 2.0 * double(r.rows) * double(s.cols) * double(s.rows) / (us * 1e-6) / 1e12;
+                std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", r.kernel.c_str(), what.c_str(), us,
+                            tflops, 100.0 * tflops / kPeakTflops);
+                be.free(x);
+                be.free(y);
+            }
             be.set_matmul_ways();
         }
 }
