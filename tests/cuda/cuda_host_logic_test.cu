@@ -242,7 +242,8 @@ float chunk_dot_of(TensorType t, const uint8_t* row, int64_t c, const BlockQ8_1f
     }
 }
 
-// Q8_1 activation blocks as the GPU quantizes them: d = amax/127, q = round(x/d), s = the sum of the inputs. Block
+// Q8_1 activation blocks as the GPU quantizes them: d = amax/127, q = round(x/d), s = the sum of the inputs, the sums
+// of each half of the quants. Block
 // kinds: uniform in [-1, 1), scaled by 1e-6 or 1e4, all zero, one nonzero value, all at +-amax (every q = +-127).
 std::vector<BlockQ8_1f> random_activations(int64_t cols, std::mt19937& rng) {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -265,6 +266,14 @@ std::vector<BlockQ8_1f> random_activations(int64_t cols, std::mt19937& rng) {
         b.d = amax / 127.0f;
         b.s = sum;
         for (int i = 0; i < 32; ++i) b.qs[i] = int8_t(amax == 0 ? 0 : std::nearbyint(x[i] / b.d));
+        int lo = 0, hi = 0;
+        for (int i = 0; i < 16; ++i) {
+            lo += b.qs[i];
+            hi += b.qs[16 + i];
+        }
+        b.sum_lo = int16_t(lo);
+        b.sum_hi = int16_t(hi);
+        b.unused = 0;
     }
     return y;
 }

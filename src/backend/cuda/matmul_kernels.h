@@ -38,13 +38,17 @@ bool can_dequantize(int type);
 // (not F32/F16/BF16, which use the float matvec).
 bool has_dp4a_matvec(int type);
 
-// The GPU's Q8_1 activation block: 32 int8 values with f32 d and f32 s (sum of the unquantized inputs);
-// f32 rather than ggml's half2 so no extra rounding enters through the scale.
-struct BlockQ8_1f {
-    float d, s;
+// The GPU's Q8_1 activation block: 32 int8 values with f32 d and f32 s (sum of the unquantized inputs), f32 rather
+// than ggml's half2 so no extra rounding enters through the scale, and the integer sums of the first and the last 16
+// values, which the dot products of the offset formats need (vec_dot_q8_1.cuh) and would otherwise add up again for
+// every weight row. 48 bytes, 16-byte aligned, so that a lane reads a block in three 16-byte loads.
+struct alignas(16) BlockQ8_1f {
     int8_t qs[32];
+    float d, s;
+    int16_t sum_lo, sum_hi;  // qs[0] + ... + qs[15], qs[16] + ... + qs[31]
+    int32_t unused;          // 0
 };
-static_assert(sizeof(BlockQ8_1f) == 40, "BlockQ8_1f layout");
+static_assert(sizeof(BlockQ8_1f) == 48, "BlockQ8_1f layout");
 
 // get_rows.cu: out[t] = dequantized row ids[t] of table (ids in device memory).
 cudaError_t get_rows(int type, const void* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n,

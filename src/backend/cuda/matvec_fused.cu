@@ -68,9 +68,16 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm - 2)  // t
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
     const int lane = int(threadIdx.x % 32);
     if (o >= n_out) return;  // whole warps leave together
-    float g, u;
-    warp_row_dot2<T>(gate + o * row_bytes, up + o * row_bytes, xq, x, cols, lane, true, g, u);
-    if (lane == 0) out[o] = act == 0 ? silu_times(g, u) : gelu_tanh_times(g, u);
+    // Row 0 is the gate's row o, row 1 the up's, whose copies run ahead while the gate's row is computed.
+    float g = 0.0f;
+    lane_rows_dot<T>([&](int k) { return (k == 0 ? gate : up) + o * row_bytes; }, 2, xq, x, cols, lane, true,
+                     [&](int k, float s) {
+                         s = warp_sum(s);
+                         if (k == 0)
+                             g = s;
+                         else if (lane == 0)
+                             out[o] = act == 0 ? silu_times(g, s) : gelu_tanh_times(g, s);
+                     });
 }
 
 // Whether `type` reads the f32 row (float types) or the Q8_1 blocks, and that the one it reads is there.

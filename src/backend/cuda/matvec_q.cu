@@ -35,19 +35,7 @@ __global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1
     const int64_t b = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     if (b >= n_blocks) return;  // whole warps leave together
-    const float v = x[b * 32 + lane];
-    float amax = fabsf(v), sum = v;
-    for (int off = 16; off > 0; off >>= 1) {
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-        sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    }
-    const float d = amax / 127.0f;
-    const int q = amax == 0.0f ? 0 : __float2int_rn(v / d);
-    dst[b].qs[lane] = int8_t(q);
-    if (lane == 0) {
-        dst[b].d = d;
-        dst[b].s = sum;
-    }
+    quantize_q8_1_warp(x[b * 32 + lane], dst[b], lane);
 }
 
 // One warp per output row o of the weights; blockIdx.y is the activation row p. With ids (MoE experts) row p reads

@@ -121,76 +121,76 @@ __device__ __forceinline__ void copies_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// Each lane's partial sums of rows[r] . x for the NR rows (of one weight type and width), in sum[r]: quantized types
-// read xq, the cols / 32 Q8_1 blocks of x; float types read x. Every lane adds its chunks (values) in ascending
-// order, each row on its own, wherever the bytes come from. With early_weights the first segments of the rows are
-// asked for before begin_kernel(); without (rows found through ids another kernel wrote), after it.
-template <int T, int NR>
-__device__ __forceinline__ void lane_rows_dot(const uint8_t* const (&rows)[NR], const BlockQ8_1f* xq, const float* x,
-                                              int64_t cols, int lane, bool early_weights, float (&sum)[NR]) {
-#pragma unroll
-    for (int r = 0; r < NR; ++r) sum[r] = 0.0f;
+// Each lane's partial sums of the dot products with x of the n_rows rows row_of(0), row_of(1), ... (of one weight type
+// and width): done(k, s) is called in every lane with its partial sum s of row k as soon as the row's last chunk is
+// added, for k in order. Quantized types read xq, the cols / 32 Q8_1 blocks of x; float types read x. Every lane adds
+// its chunks (values) of a row in ascending order, from 0, whatever the rows around it and wherever the bytes come
+// from. The staged copies run ahead across the rows' boundaries, so a warp given several rows keeps loads in flight
+// while it computes, from its first segment to its last. With early_weights the first segments are asked for before
+// begin_kernel() (row_of reads no memory another kernel writes); without (rows found through ids another kernel wrote),
+// after it.
+template <int T, typename RowOf, typename Done>
+__device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, const BlockQ8_1f* xq, const float* x,
+                                              int64_t cols, int lane, bool early_weights, const Done& done) {
     if constexpr (is_float_weight(T)) {
         begin_kernel();
         // Consecutive lanes read consecutive values: already coalesced. Unrolled so several loads are in flight.
-#pragma unroll
-        for (int r = 0; r < NR; ++r)
+        for (int k = 0; k < n_rows; ++k) {
+            const uint8_t* row = row_of(k);
+            float sum = 0.0f;
 #pragma unroll 8
-            for (int64_t i = lane; i < cols; i += 32) sum[r] = __fadd_rn(sum[r], float_weight<T>(rows[r], i) * x[i]);
+            for (int64_t i = lane; i < cols; i += 32) sum = __fadd_rn(sum, float_weight<T>(row, i) * x[i]);
+            done(k, sum);
+        }
     } else {
         const int64_t n_chunks = cols / 32;
+        if (!early_weights) begin_kernel();
         bool aligned = chunks_bytes<T>(n_chunks) % 16 == 0;
-#pragma unroll
-        for (int r = 0; r < NR; ++r) aligned = aligned && reinterpret_cast<uintptr_t>(rows[r]) % 16 == 0;
+        for (int k = 0; k < n_rows; ++k) aligned = aligned && reinterpret_cast<uintptr_t>(row_of(k)) % 16 == 0;
         if (!aligned) {
             begin_kernel();
-#pragma unroll
-            for (int r = 0; r < NR; ++r)
+            for (int k = 0; k < n_rows; ++k) {
+                const uint8_t* row = row_of(k);
+                float sum = 0.0f;
 #pragma unroll 4
-                for (int64_t c = lane; c < n_chunks; c += 32)
-                    sum[r] = __fadd_rn(sum[r], chunk_dot<T>(rows[r], c, xq[c]));
+                for (int64_t c = lane; c < n_chunks; c += 32) sum = __fadd_rn(sum, chunk_dot<T>(row, c, xq[c]));
+                done(k, sum);
+            }
             return;
         }
         __shared__ __align__(16) uint8_t stage[kStageWarps][kStages][kSegmentBytes<T>];
         uint8_t(*buf)[kSegmentBytes<T>] = stage[(threadIdx.x / 32) % kStageWarps];
-        const int n_seg = int((n_chunks + kStageChunks - 1) / kStageChunks), total = NR * n_seg;
+        const int n_seg = int((n_chunks + kStageChunks - 1) / kStageChunks), total = n_rows * n_seg;
         // Segment q: segment q % n_seg of row q / n_seg, into buffer q % kStages. A group is committed for every q,
         // one past the last included, so that the count of groups in flight says which segment has landed.
         auto ask = [&](int q) {
             if (q < total) {
                 const int64_t c0 = int64_t(q % n_seg) * kStageChunks;
                 const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
-                const uint8_t* src = rows[0];
-#pragma unroll
-                for (int k = 1; k < NR; ++k)  // constant indices keep rows in registers
-                    if (q / n_seg == k) src = rows[k];
-                src += chunks_bytes<T>(c0);
+                const uint8_t* src = row_of(q / n_seg) + chunks_bytes<T>(c0);
                 for (int off = lane * 16; off < int(chunks_bytes<T>(seg)); off += 32 * 16)
                     copy_16_async(buf[q % kStages] + off, src + off);
             }
             copies_commit();
         };
-        if (!early_weights) begin_kernel();
 #pragma unroll
         for (int q = 0; q < kStages - 1; ++q) ask(q);
         if (early_weights) begin_kernel();
-        for (int q = 0; q < total; ++q) {
+        float acc = 0.0f;
+        for (int q = 0, i = 0; q < total; ++q) {  // i: q's segment within its row
             copies_wait<kStages - 2>();  // segment q has landed (this lane's copies) ...
             __syncwarp();                // ... and every lane's; every lane is done with segment q - 1
             ask(q + kStages - 1);        // into segment q - 1's buffer
-            const int r = q / n_seg;
-            const int64_t c0 = int64_t(q % n_seg) * kStageChunks;
+            const int64_t c0 = int64_t(i) * kStageChunks;
             const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
             const uint8_t* b = buf[q % kStages];
-            float acc = 0.0f;
-#pragma unroll
-            for (int k = 0; k < NR; ++k)
-                if (k == r) acc = sum[k];
 #pragma unroll 2
             for (int c = lane; c < seg; c += 32) acc = __fadd_rn(acc, chunk_dot<T>(b, c, xq[c0 + c]));
-#pragma unroll
-            for (int k = 0; k < NR; ++k)
-                if (k == r) sum[k] = acc;
+            if (++i == n_seg) {
+                done(q / n_seg, acc);
+                acc = 0.0f;
+                i = 0;
+            }
         }
     }
 }
@@ -199,23 +199,10 @@ __device__ __forceinline__ void lane_rows_dot(const uint8_t* const (&rows)[NR], 
 template <int T>
 __device__ __forceinline__ float warp_row_dot(const uint8_t* row, const BlockQ8_1f* xq, const float* x, int64_t cols,
                                               int lane, bool early_weights) {
-    const uint8_t* const rows[1] = {row};
-    float sum[1];
-    lane_rows_dot<T, 1>(rows, xq, x, cols, lane, early_weights, sum);
-    return warp_sum(sum[0]);
-}
-
-// row_a . x and row_b . x in every lane, each summed exactly as warp_row_dot sums it, with the copies of row_b's
-// segments running ahead while row_a's are computed.
-template <int T>
-__device__ __forceinline__ void warp_row_dot2(const uint8_t* row_a, const uint8_t* row_b, const BlockQ8_1f* xq,
-                                              const float* x, int64_t cols, int lane, bool early_weights, float& a,
-                                              float& b) {
-    const uint8_t* const rows[2] = {row_a, row_b};
-    float sum[2];
-    lane_rows_dot<T, 2>(rows, xq, x, cols, lane, early_weights, sum);
-    a = warp_sum(sum[0]);
-    b = warp_sum(sum[1]);
+    float sum = 0.0f;
+    lane_rows_dot<T>([&](int) { return row; }, 1, xq, x, cols, lane, early_weights,
+                     [&](int, float s) { sum = warp_sum(s); });
+    return sum;
 }
 
 }  // namespace zinc::backend::cuda

@@ -114,19 +114,7 @@ __global__ void moe_act_kernel(const float* h, int64_t n_warps, int64_t n_ff, in
     if constexpr (!QUANT) {
         if (i < n_ff) a_f32[p * n_ff + i] = v;
     } else {
-        float amax = fabsf(v), sum = v;
-        for (int off = 16; off > 0; off >>= 1) {
-            amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
-            sum += __shfl_xor_sync(kFullMask, sum, off);
-        }
-        const float d = amax / 127.0f;
-        const int q = amax == 0.0f ? 0 : __float2int_rn(v / d);
-        BlockQ8_1f& b = a_q[wi];  // row_chunks = n_ff / 32 blocks per pair, so block p * row_chunks + c
-        b.qs[lane] = int8_t(q);
-        if (lane == 0) {
-            b.d = d;
-            b.s = sum;
-        }
+        quantize_q8_1_warp(v, a_q[wi], lane);  // row_chunks = n_ff / 32 blocks per pair, so block p * row_chunks + c
     }
 }
 

@@ -66,16 +66,23 @@ __device__ __forceinline__ void quantize_8_lanes(float4 v, BlockQ8_1f* b, int j,
     const float d = amax / 127.0f;
     const float vals[4] = {v.x, v.y, v.z, v.w};
     uint32_t packed = 0;
+    int half = 0;  // the sum of the quants of this lane's half of the block (lanes j = 0-3: values 0-15; 4-7: 16-31)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int q = amax == 0.0f ? 0 : __float2int_rn(vals[i] / d);
         packed |= uint32_t(uint8_t(int8_t(q))) << (8 * i);
+        half += q;
     }
+    for (int off = 2; off > 0; off >>= 1) half += __shfl_xor_sync(0xffffffffu, half, off);
+    const int other = __shfl_xor_sync(0xffffffffu, half, 4);
     if (!store) return;
     reinterpret_cast<uint32_t*>(b->qs)[j] = packed;
     if (j == 0) {
         b->d = d;
         b->s = sum;
+        b->sum_lo = int16_t(half);
+        b->sum_hi = int16_t(other);
+        b->unused = 0;
     }
 }
 

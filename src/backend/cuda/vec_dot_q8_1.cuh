@@ -2,7 +2,8 @@
 // (docs/formats.md §3.3, §3.7-§3.8). A chunk is one block of a 32-value type or one 32-value slice of a K-quant or IQ4_XS
 // super-block (two 16-value sub-blocks for Q2_K/Q3_K/Q6_K). Signed formats subtract their offset exactly
 // (Q4_0/Q5_0 with the integer sum of the activations, Q3_K/Q6_K per byte); Q4_1/Q5_1 add their min times the
-// activation block's float sum s, as ggml does; the table formats map nibbles to int8 values first.
+// activation block's float sum s, as ggml does; the table formats map nibbles to int8 values first. Also the warp
+// quantizer that writes the blocks (quantize_q8_1_warp), with the integer sums the offset formats read.
 // __host__ __device__: tests check the bit logic on the host with an emulated dp4a.
 #pragma once
 
@@ -25,26 +26,49 @@ ZINC_HD int load_b2(const uint8_t* p, int i) {
     return int(uint32_t(h[2 * i]) | (uint32_t(h[2 * i + 1]) << 16));
 }
 ZINC_HD int load_b1(const uint8_t* p, int i) { return int(load_u32_bytes(p + 4 * i)); }
+// 32 bytes at p (16-byte aligned: inside the 144- and 176-byte blocks of 16-byte aligned rows) as eight ints, in two
+// 16-byte loads.
+ZINC_HD void load_32_bytes(const uint8_t* p, int (&v)[8]) {
+    check_aligned(p, 16);
+    const int4 a = reinterpret_cast<const int4*>(p)[0], b = reinterpret_cast<const int4*>(p)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
 
 // Bits 0-3 of x moved to bit 4 of bytes 0-3: the fifth bits of four Q5_0/Q5_1 quants.
 ZINC_HD int bit4_of_bytes(uint32_t x) {
     return int((x & 1) << 4 | (x & 2) << 11 | (x & 4) << 18 | (x & 8) << 25);
 }
 
-// Sums of the int8 activations of y: bytes 0-15 and 16-31.
-ZINC_HD void activation_sums(const int* yq, int& lo, int& hi) {
-    lo = hi = 0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        lo = dp4a(0x01010101, yq[k], lo);
-        hi = dp4a(0x01010101, yq[k + 4], hi);
+#ifdef __CUDACC__
+// Quantizes the warp's 32 values (v: lane `lane`'s) to the Q8_1 block b: d = amax / 127, q = round(v / d), s = the
+// sum of the values by a butterfly over the lanes, and the integer sums of each half. Every lane takes part.
+__device__ __forceinline__ void quantize_q8_1_warp(float v, BlockQ8_1f& b, int lane) {
+    float amax = fabsf(v), sum = v;
+    for (int off = 16; off > 0; off >>= 1) {
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    }
+    const float d = amax / 127.0f;
+    const int q = amax == 0.0f ? 0 : __float2int_rn(v / d);
+    int half = q;  // the sum of this lane's half of the warp
+    for (int off = 8; off > 0; off >>= 1) half += __shfl_xor_sync(0xffffffffu, half, off);
+    const int other = __shfl_xor_sync(0xffffffffu, half, 16);
+    b.qs[lane] = int8_t(q);
+    if (lane == 0) {
+        b.d = d;
+        b.s = sum;
+        b.sum_lo = int16_t(half);
+        b.sum_hi = int16_t(other);
+        b.unused = 0;
     }
 }
+#endif
 
 // Dot product of chunk c of a weight row with the Q8_1 block y (the matching 32 activations).
 template <int T>
 ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
-    const int* yq = reinterpret_cast<const int*>(y.qs);
+    int yq[8];  // the 32 int8 activations, four to an int
+    load_32_bytes(reinterpret_cast<const uint8_t*>(y.qs), yq);
     if constexpr (T == kQ8_0) {
         const uint8_t* b = row + c * 34;
         int sumi = 0;
@@ -64,9 +88,7 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         }
         const float d = f16_to_f32(load_u16(b));
         if constexpr (q4_1) return d * y.d * float(sumi) + f16_to_f32(load_u16(b + 2)) * y.s;
-        int sum_lo, sum_hi;
-        activation_sums(yq, sum_lo, sum_hi);
-        return d * y.d * float(sumi - 8 * (sum_lo + sum_hi));
+        return d * y.d * float(sumi - 8 * (y.sum_lo + y.sum_hi));
     } else if constexpr (T == kQ5_0 || T == kQ5_1) {
         // As Q4_0/Q4_1 with u in 0..31 and offset 16: the fifth bits come from the 32-bit qh.
         constexpr bool q5_1 = T == kQ5_1;
@@ -81,9 +103,7 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         }
         const float d = f16_to_f32(load_u16(b));
         if constexpr (q5_1) return d * y.d * float(sumi) + f16_to_f32(load_u16(b + 2)) * y.s;
-        int sum_lo, sum_hi;
-        activation_sums(yq, sum_lo, sum_hi);
-        return d * y.d * float(sumi - 16 * (sum_lo + sum_hi));
+        return d * y.d * float(sumi - 16 * (y.sum_lo + y.sum_hi));
     } else if constexpr (T == kIQ4_NL || T == kMXFP4) {
         // Symmetric table formats: int8 table values times the int8 activations.
         constexpr bool mx = T == kMXFP4;
@@ -125,8 +145,7 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
             else
                 sumi1 = dp4a(v, yq[k], sumi1);
         }
-        int sum_lo, sum_hi;
-        activation_sums(yq, sum_lo, sum_hi);
+        const int sum_lo = y.sum_lo, sum_hi = y.sum_hi;
         const int s0 = b[2 * j], s1 = b[2 * j + 1];  // low nibble scale, high nibble min
         const float d = f16_to_f32(load_u16(b + 80)), dmin = f16_to_f32(load_u16(b + 82));
         return y.d * (d * float((s0 & 0xF) * sumi0 + (s1 & 0xF) * sumi1) -
@@ -155,13 +174,16 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         const uint8_t* b = row + (c / 8) * (q5 ? 176 : 144);
         const int j = int(c % 8), grp = j / 2, hi = j & 1;
         const uint8_t* qs = b + (q5 ? 48 : 16);
-        int sumi = 0, sumq = 0;
+        const int sumq = y.sum_lo + y.sum_hi;
+        int w[8], h[8];
+        load_32_bytes(qs + 32 * grp, w);
+        if constexpr (q5) load_32_bytes(b + 16, h);
+        int sumi = 0;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            int v = (load_b4(qs, 8 * grp + k) >> (4 * hi)) & 0x0F0F0F0F;
-            if constexpr (q5) v |= ((load_b4(b + 16, k) >> j) & 0x01010101) << 4;
+            int v = (w[k] >> (4 * hi)) & 0x0F0F0F0F;
+            if constexpr (q5) v |= ((h[k] >> j) & 0x01010101) << 4;
             sumi = dp4a(v, yq[k], sumi);
-            sumq = dp4a(0x01010101, yq[k], sumq);
         }
         int sc, m;
         scale_min_k4(j, b + 4, sc, m);

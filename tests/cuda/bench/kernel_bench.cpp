@@ -4,6 +4,9 @@
 //
 //   zinc_cuda_kernel_bench [--filter SUBSTRING] [--reps N] [--splits N,N,...]
 //
+// --filter keeps the runs whose name contains SUBSTRING: "decode <type> <shape>" for the one-row matvecs (types as
+// ggml names them: "decode q4_K ffn_gate"), "prefill matmul (<rows>[, way]) <type> <shape>" for the batched matmuls,
+// "rms_norm 1x<cols>", and the attention runs by cache type and depth.
 // --splits times the decode attention kernels at the given key-split counts as well as at the planned one (for
 // tuning plan_attention).
 //
@@ -124,7 +127,7 @@ void bench_matvecs(CudaBackend& be, const Options& o, double copy) {
     for (TensorType t : types)
         for (const Shape& s : kShapes) {
             const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
-            if (what.find(o.filter) == std::string::npos) continue;
+            if (("decode " + what).find(o.filter) == std::string::npos) continue;
             auto host = zinc::cuda_test::random_tensor(t, s.cols, s.rows, "w");
             const double bytes = double(host->info.nbytes);
             const int copies = int(std::max<size_t>(1, (kColdBytes + host->info.nbytes - 1) / host->info.nbytes));
