@@ -25,6 +25,7 @@
 #include "backend/cuda/attention_split.cuh"
 #include "backend/cuda/kv_store.cuh"
 #include "backend/cuda/launch.cuh"
+#include "backend/cuda/mma.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -43,31 +44,6 @@ struct MmaShape {
     // The warps' merge reuses the stages: per warp 8 maxima, 8 denominators and 8 heads' outputs.
     static_assert(kWarps * kRows * (2 + D) * 4 <= kSmem, "the merge fits in the staging memory");
 };
-
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Four 8x8 f16 matrices from shared memory, transposed: lanes 8i .. 8i + 7 give the row addresses of matrix i.
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const char* p) {
-    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-// x0, x1 as two f16 pairs: their roundings (hi) and the roundings of what those leave (lo); the lower index in the
-// lower half, as fragments hold them.
-__device__ __forceinline__ void split_pair(float x0, float x1, uint32_t& hi, uint32_t& lo) {
-    const __half2 h = __floats2half2_rn(x0, x1);
-    const float2 back = __half22float2(h);
-    const __half2 l = __floats2half2_rn(x0 - back.x, x1 - back.y);
-    hi = *reinterpret_cast<const uint32_t*>(&h);
-    lo = *reinterpret_cast<const uint32_t*>(&l);
-}
 
 // Starts copying the K and V rows of keys [j0, j0 + 16) of KV head kvh into a stage; rows at or past `end` are
 // zero-filled (their probabilities are 0, and 0 times a stale NaN would not be).
@@ -151,7 +127,7 @@ __global__ void __launch_bounds__(MmaShape<D>::kWarps * 32) mma_kernel(Attention
             const char* krow = ks_rows + (8 * nb + g) * S::kStride + 4 * tq;
 #pragma unroll
             for (int ks = 0; ks < D / 16; ++ks)
-                mma16816(acc, qa[ks], *reinterpret_cast<const uint32_t*>(krow + 32 * ks),
+                mma_16816(acc, qa[ks], *reinterpret_cast<const uint32_t*>(krow + 32 * ks),
                          *reinterpret_cast<const uint32_t*>(krow + 32 * ks + 16));
             s[nb][0] = acc[0] + acc[2];
             s[nb][1] = acc[1] + acc[3];
@@ -192,8 +168,8 @@ __global__ void __launch_bounds__(MmaShape<D>::kWarps * 32) mma_kernel(Attention
             o[mb][3] *= c_odd;
             uint32_t va[4];
             ldmatrix_x4_trans(va, vs_rows + v_row * S::kStride + 32 * mb + v_col);
-            mma16816(o[mb], va, ph[0], ph[1]);
-            mma16816(o[mb], va, pl[0], pl[1]);
+            mma_16816(o[mb], va, ph[0], ph[1]);
+            mma_16816(o[mb], va, pl[0], pl[1]);
         }
         __syncwarp();  // the stage is refilled two steps on
     }

@@ -20,6 +20,7 @@
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_kernels.h"
 #include "backend/cuda/matvec_row.cuh"
+#include "backend/cuda/mma.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -27,28 +28,6 @@ namespace {
 constexpr int BM = 128, BN = 64, BK = 32;
 constexpr int kThreads = 256;
 constexpr int kPad = 8;  // halves of padding per shared row: rows 80 bytes apart, so ldmatrix's 8 rows hit 32 banks
-
-// ---- the product ----
-
-__device__ __forceinline__ uint32_t pack_half2(float a, float b) {
-    const __half2 h = __floats2half2_rn(a, b);
-    return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
-    const unsigned a = unsigned(__cvta_generic_to_shared(p));
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // One step's tile data in a thread's registers: 16 weight values (row tid / 2, values 16 (tid % 2) ..) as f16 pairs,
 // and 8 activation values (token tid / 4, values 8 (tid % 4) ..).
