@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/moe_kernels.h"
 #include "cuda_test_util.h"
 #include "gguf/tensor_type.h"
@@ -597,8 +598,20 @@ std::string act_name(MoeActivation a) {
     return a == MoeActivation::swiglu ? "swiglu" : a == MoeActivation::geglu ? "geglu" : "swiglu_oai";
 }
 
+// The ways moe_ffn can take for a batch (moe_ops.cpp), each forced by its MoeWays.
+struct WayCase {
+    const char* name;
+    kc::MoeWays ways;
+};
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 65536;
+const WayCase kWays[] = {
+    {"dp4a matvecs", {kNever, kNever}},
+    {"tensor cores 32", {1, kNever}},
+    {"tensor cores 64", {1, 1}},
+};
+
 // Runs the case's FFN on both backends for `rows` tokens (routed by spaced logits) and checks the GPU against the
-// reference and against the CPU.
+// reference and against the CPU, each way the batch can take (one when it has fewer pairs than experts).
 void check_ffn(Backends& be, const FfnCase& c, const FfnWeights& w, int64_t rows) {
     const std::string what = c.name + " " + std::string(zinc::gguf::type_name(c.gate_type)) + "/" +
                              std::string(zinc::gguf::type_name(c.down_type)) + (c.merged ? " gate_up " : " gate+up ") +
@@ -614,42 +627,53 @@ void check_ffn(Backends& be, const FfnCase& c, const FfnWeights& w, int64_t rows
     auto [xc, xg] = be.act(x, rows, c.in);
     auto [oc, og] = be.out(rows, c.n_out);
     be.cpu->moe_ffn(xc, r.ids_c, r.w_c, w.mw_c, oc);
-    be.gpu->moe_ffn(xg, r.ids_g, r.w_g, w.mw_g, og);
-    const auto got = be.get(*be.gpu, og), cpu = be.get(*be.cpu, oc);
+    const auto cpu = be.get(*be.cpu, oc);
     const Reference ref = reference(c, w, x, rows, r.ids, r.w);
-
     const bool quantized = kc::has_dp4a_matvec(int(c.gate_type)) || kc::has_dp4a_matvec(int(c.down_type));
-    int64_t bad = 0;
-    double worst = 0, err2 = 0, ref2 = 0, cpu2 = 0, noise2 = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double g = got[i], d = g - ref.ref[i], e = std::isfinite(g) ? std::fabs(d) : INFINITY;
-        worst = std::max(worst, e / ref.bound[i]);
-        err2 += d * d;
-        ref2 += ref.ref[i] * ref.ref[i];
-        cpu2 += (g - cpu[i]) * (g - cpu[i]);
-        if (quantized) noise2 += d * d / std::max(ref.sigma[i] * ref.sigma[i], 1e-300);
-        if (!(e <= ref.bound[i]) && bad++ < 5)
-            ADD_FAILURE() << "out[" << i / c.n_out << "][" << i % c.n_out << "] = " << g << ", reference "
-                          << ref.ref[i] << ", bound " << ref.bound[i];
+
+    auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be.gpu);
+    const bool one_way = rows * c.k < c.n_exp || !kc::has_dp4a_matvec(int(c.gate_type));
+    for (const WayCase& way : kWays) {
+        SCOPED_TRACE(way.name);
+        cuda.set_moe_ways(way.ways);
+        be.gpu->upload(og, std::vector<float>(size_t(rows * c.n_out), std::numeric_limits<float>::quiet_NaN()));
+        be.gpu->moe_ffn(xg, r.ids_g, r.w_g, w.mw_g, og);
+        cuda.set_moe_ways();
+        const auto got = be.get(*be.gpu, og);
+        int64_t bad = 0;
+        double worst = 0, err2 = 0, ref2 = 0, cpu2 = 0, noise2 = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+            const double g = got[i], d = g - ref.ref[i], e = std::isfinite(g) ? std::fabs(d) : INFINITY;
+            worst = std::max(worst, e / ref.bound[i]);
+            err2 += d * d;
+            ref2 += ref.ref[i] * ref.ref[i];
+            cpu2 += (g - cpu[i]) * (g - cpu[i]);
+            if (quantized) noise2 += d * d / std::max(ref.sigma[i] * ref.sigma[i], 1e-300);
+            if (!(e <= ref.bound[i]) && bad++ < 5)
+                ADD_FAILURE() << "out[" << i / c.n_out << "][" << i % c.n_out << "] = " << g << ", reference "
+                              << ref.ref[i] << ", bound " << ref.bound[i];
+        }
+        const double rel = std::sqrt(err2 / ref2), rel_cpu = std::sqrt(cpu2 / ref2);
+        const double noise = std::sqrt(noise2 / double(got.size()));
+        // Every value within its worst-case bound.
+        EXPECT_EQ(bad, 0);
+        if (quantized) {
+            // The error in units of its expected size: ~1 when the GPU's only departure from the reference is the
+            // rounding of its Q8_1 activations (0.8-1.05 in a host emulation of the GPU's arithmetic on these cases;
+            // the f16 activations of the tensor-core ways round less); a misplaced scale, bias, weight or expert
+            // shows as many times that. The relative L2 error is ~1e-2.
+            EXPECT_LE(noise, 2.0) << "RMS of error / expected quantization error";
+            EXPECT_LE(rel, 3e-2) << "relative L2 error against the reference";
+        } else {
+            // Float paths only differ by the f32 accumulation order (~1e-7).
+            EXPECT_LE(rel, 1e-5) << "relative L2 error against the reference";
+        }
+        EXPECT_LE(rel_cpu, std::max(cpu_rel_tolerance(c.gate_type), cpu_rel_tolerance(c.down_type)))
+            << "relative L2 difference from the CPU backend";
+        std::printf("  %-58s %-15s rel_l2 %.3g (cpu %.3g), err/expected %.3g, worst err/bound %.3g\n", what.c_str(),
+                    one_way ? "" : way.name, rel, rel_cpu, noise, worst);
+        if (one_way) break;
     }
-    const double rel = std::sqrt(err2 / ref2), rel_cpu = std::sqrt(cpu2 / ref2);
-    const double noise = std::sqrt(noise2 / double(got.size()));
-    // Every value within its worst-case bound.
-    EXPECT_EQ(bad, 0);
-    if (quantized) {
-        // The error in units of its expected size: ~1 when the GPU's only departure from the reference is the
-        // rounding of its Q8_1 activations (0.8-1.05 in a host emulation of the GPU's arithmetic on these cases); a
-        // misplaced scale, bias, weight or expert shows as many times that. The relative L2 error is ~1e-2.
-        EXPECT_LE(noise, 2.0) << "RMS of error / expected quantization error";
-        EXPECT_LE(rel, 3e-2) << "relative L2 error against the reference";
-    } else {
-        // Float paths only differ by the f32 accumulation order (~1e-7).
-        EXPECT_LE(rel, 1e-5) << "relative L2 error against the reference";
-    }
-    EXPECT_LE(rel_cpu, std::max(cpu_rel_tolerance(c.gate_type), cpu_rel_tolerance(c.down_type)))
-        << "relative L2 difference from the CPU backend";
-    std::printf("  %-58s rel_l2 %.3g (cpu %.3g), err/expected %.3g, worst err/bound %.3g\n", what.c_str(), rel,
-                rel_cpu, noise, worst);
 }
 
 void run_case(const FfnCase& c, std::initializer_list<int64_t> rows) {
@@ -659,8 +683,10 @@ void run_case(const FfnCase& c, std::initializer_list<int64_t> rows) {
     for (int64_t T : rows) check_ffn(be, c, w, T);
 }
 
-const std::vector<TensorType> kFfnTypes = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                                           TensorType::Q4_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const std::vector<TensorType> kFfnTypes = {TensorType::F32,  TensorType::F16,  TensorType::BF16,
+                                           TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0,
+                                           TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
+                                           TensorType::MXFP4, TensorType::IQ4_XS};
 
 class CudaMoeFfn : public ::testing::TestWithParam<TensorType> {};
 
@@ -671,8 +697,7 @@ TEST_P(CudaMoeFfn, SmallShapes) {
     auto small = [&](TensorType gate, TensorType down, bool merged, MoeActivation act) {
         return FfnCase{"small", 16, 4, 512, 256, 256, gate, down, merged, act};
     };
-    // 1 row: a matvec per pair; 37: the pairs grouped by expert; 160 (40 pairs an expert): quantized experts as
-    // cuBLAS GEMMs.
+    // 1 row: a matvec per pair; 37 and 160 (9.25 and 40 pairs an expert): each way of a batch sorted by expert.
     run_case(small(t, t, false, MoeActivation::swiglu), {1, 37, 160});
     FfnCase gemma_like = small(t, t, true, MoeActivation::geglu);
     gemma_like.up_scale = gemma_like.down_scale = gemma_like.biases = true;
@@ -726,12 +751,12 @@ TEST(CudaMoe, FfnGptOssShapes) {
     run_case(oss(TensorType::F32), {1, 37});
 }
 
-// More (token, slot) pairs than one expert matvec launch takes (65535): the op runs in passes of whole tokens (Q8_0:
-// each pass with its experts as GEMMs).
+// More (token, slot) pairs than one expert matvec launch takes (65535): the op runs in passes of whole tokens, each
+// way.
 TEST(CudaMoe, FfnLargeBatchRunsInPasses) {
     ZINC_REQUIRE_GPU();
     for (TensorType t : {TensorType::Q8_0, TensorType::F32}) {
-        FfnCase c{"many tokens", 16, 8, 64, 32, 64, t, t, false, MoeActivation::swiglu};
+        FfnCase c{"many tokens", 16, 8, 64, 64, 64, t, t, false, MoeActivation::swiglu};
         c.down_scale = c.biases = true;
         run_case(c, {8200});
     }

@@ -113,6 +113,16 @@ Cublas::~Cublas() {
 
 bool Cublas::gemm_f16(const void* w16, int64_t n_out, int64_t cols, const void* x16, int64_t n_act, float* out,
                       int64_t out_stride, cudaStream_t s) {
+    return gemm(w16, x16, CUDA_R_16F, n_out, cols, n_act, out, out_stride, s);
+}
+
+bool Cublas::gemm_f32(const float* w, int64_t n_out, int64_t cols, const float* x, int64_t n_act, float* out,
+                      int64_t out_stride, cudaStream_t s) {
+    return gemm(w, x, CUDA_R_32F, n_out, cols, n_act, out, out_stride, s);
+}
+
+bool Cublas::gemm(const void* w, const void* x, int type, int64_t n_out, int64_t cols, int64_t n_act, float* out,
+                  int64_t out_stride, cudaStream_t s) {
     if (!handle_ || n_out > INT32_MAX || cols > INT32_MAX || n_act > INT32_MAX || out_stride > INT32_MAX) {
         why_ = handle_ ? "a dimension over 2^31" : "no cuBLAS handle";
         return false;
@@ -120,13 +130,14 @@ bool Cublas::gemm_f16(const void* w16, int64_t n_out, int64_t cols, const void* 
     const Api& a = api();
     auto* h = static_cast<cublasHandle_t>(handle_);
     cublasStatus_t st = a.set_stream(h, s);
-    // Column-major, as cuBLAS sees it: out is n_out x n_act with leading dimension out_stride, w16 the transpose of a
-    // cols x n_out matrix, x16 a cols x n_act one.
+    // Column-major, as cuBLAS sees it: out is n_out x n_act with leading dimension out_stride, w the transpose of a
+    // cols x n_out matrix, x a cols x n_act one. CUBLAS_COMPUTE_32F with the handle's default math mode keeps f32
+    // operands in f32 (TF32 needs the _FAST_TF32 compute type or a math mode zinc never sets).
+    const auto t = static_cast<cudaDataType_t>(type);
     const float alpha = 1.0f, beta = 0.0f;
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = a.gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_act), int(cols), &alpha, w16, CUDA_R_16F,
-                       int(cols), x16, CUDA_R_16F, int(cols), &beta, out, CUDA_R_32F, int(out_stride),
-                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        st = a.gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, int(n_out), int(n_act), int(cols), &alpha, w, t, int(cols), x, t,
+                       int(cols), &beta, out, CUDA_R_32F, int(out_stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (st == CUBLAS_STATUS_SUCCESS) return true;
     why_ = std::string("cublasGemmEx failed: ") + (a.status_string ? a.status_string(st) : std::to_string(st));
     return false;

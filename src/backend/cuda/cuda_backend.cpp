@@ -90,7 +90,9 @@ const void* CudaBackend::do_load_weight(const gguf::TensorInfo& t) {
                                  " is not supported by the CUDA backend yet");
     const size_t n = static_cast<size_t>(t.nbytes);
     if (n == 0) return nullptr;
-    void* dev = device_alloc(n, "load_weight", t.name);
+    void* dev = device_alloc(n + cuda::kWeightSlack, "load_weight", t.name);
+    ZINC_CUDA_CHECK(cudaMemsetAsync(static_cast<uint8_t*>(dev) + n, 0, cuda::kWeightSlack, stream_), "load_weight",
+                    t.name);
     // The staging buffers also carry small uploads (upload_ints): let those copies finish before reusing them.
     ZINC_CUDA_CHECK(cuda_stream_synchronize(), "load_weight", t.name);
     ring_offset_ = 0;

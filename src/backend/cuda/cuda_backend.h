@@ -56,6 +56,8 @@ public:
         cublas_on_ = cublas && !cublas_disabled_;
     }
     bool cublas_available() { return gemm() != nullptr; }
+    // The ways of a MoE batch (MoeWays): tests and benchmarks take each in turn.
+    void set_moe_ways(cuda::MoeWays ways = {}) { moe_ways_ = ways; }
     // How many steps were recorded as graphs, and how many were replayed from one, so far.
     uint64_t graphs_recorded() const { return graphs_recorded_; }
     uint64_t graphs_replayed() const { return graphs_replayed_; }
@@ -183,6 +185,7 @@ private:
     std::unique_ptr<cuda::Cublas> cublas_;
     bool cublas_on_ = true, cublas_disabled_ = false;  // the latter: by ZINC_CUBLAS=0
     int64_t matvec_max_rows_ = cuda::kMatvecMaxRows;
+    cuda::MoeWays moe_ways_;
     std::vector<int32_t> last_ids_, last_pos_;  // what device_ids and device_positions last uploaded
     // The row an rms_norm wrote in f32 and, in the Q8_1 scratch buffer, quantized; `op` is its ops_begun().
     struct NormRow {

@@ -50,6 +50,10 @@ struct alignas(16) BlockQ8_1f {
 };
 static_assert(sizeof(BlockQ8_1f) == 48, "BlockQ8_1f layout");
 
+// Bytes load_weight allocates past the end of every weight (zeros), so that kernels may read whole aligned words
+// around a block of a row whose blocks are not word-aligned (moe_mma.cu).
+constexpr size_t kWeightSlack = 16;
+
 // get_rows.cu: out[t] = dequantized row ids[t] of table (ids in device memory).
 cudaError_t get_rows(int type, const void* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n,
                      float* out, cudaStream_t s);
@@ -75,8 +79,8 @@ cudaError_t matvec_f_ids(int type, const void* w, size_t row_bytes, size_t exper
                          int64_t out_stride, cudaStream_t s);
 
 // The (token, slot) pairs of a batch sorted by expert (moe.cu's moe_group_pairs): pairs[first .. first + count) of
-// each group are pairs of one expert, at most kPairsPerGroup of them; *n_groups (device) groups are filled, of at
-// most max_groups = n_pairs / kPairsPerGroup + n_expert.
+// each group are pairs of one expert, at most a group size of them (kPairsPerGroup for the matvecs below); *n_groups
+// (device) groups are filled, of at most max_groups = n_pairs / group size + n_expert.
 constexpr int kPairsPerGroup = 8;
 struct PairGroup {
     int32_t expert, first, count;
@@ -87,6 +91,17 @@ struct PairGroups {
     const int32_t* n_groups = nullptr;
     int64_t max_groups = 0;
 };
+// Which way a MoE batch of quantized experts takes (moe_ops.cpp), by its (token, expert) pairs per expert, measured on
+// the H200 with the kernel benchmark's MoE layers: from `mma` on, products on tensor cores reading the quantized
+// experts (moe_kernels.h' moe_mma), in groups of 64 pairs of an expert from `wide` on, else 32; below, the dp4a
+// matvecs (once a batch has as many pairs as experts, per group of kPairsPerGroup pairs of one expert). The 35B-A3B's
+// layer at 64 tokens (2 pairs an expert): 760 us on the matvecs, 531 on the tensor cores; at 512 tokens, 4798 and 701
+// (32-pair groups; 881 with 64); gpt-oss's at 512 (64 pairs an expert): 1798 with 32-pair groups, 1411 with 64.
+struct MoeWays {
+    int64_t mma = 2;
+    int64_t wide = 32;
+};
+
 // matvec_q_ids for pairs in groups: out[p * out_stride + o] = W_e[o] . x[p / x_div] for every pair p of each group
 // (e its expert), each weight row read once per group; the same values as matvec_q_ids. max_groups <= 65535.
 cudaError_t matvec_q_grouped(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out,
@@ -118,6 +133,10 @@ cudaError_t scale_rows(float* out, int64_t out_stride, int64_t n_act, int64_t n_
 // weights, small enough to stay in L2 between its dequantization and its GEMM (Q4_K 4096 x 12288 with 512 rows:
 // 197 us, against 1697 us for zinc's own kernel, which serves where cuBLAS cannot be opened).
 constexpr int64_t kMatvecMaxRows = 8;
+// Float weights of at most this many rows (the MoE routers, the shared experts' gates) take the matvec for each
+// activation row in prefill too: the tiled f32 kernel has a block per 64 x 64 outputs, so its grid for such a weight is
+// a handful of blocks (gpt-oss's router, 32 rows, at 512 tokens: 170 us a layer).
+constexpr int64_t kFloatMatvecMaxOut = 256;
 constexpr size_t kGemmChunkBytes = size_t(16) << 20;
 
 // matmul_mma.cu: out[t][o] = W[o] . x[t], the f16 rows made by to_f16_rows; weight tiles dequantized to f16 in shared

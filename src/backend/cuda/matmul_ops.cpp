@@ -43,7 +43,13 @@ void CudaBackend::do_matmul(const Weight& w, const Act& x, Act& out) {
         const cuda::BlockQ8_1f* xq = quantized_row(x, "matmul", w.name);
         ZINC_CUDA_CHECK(cuda::matvec_q(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols, stream_),
                         "matmul: matvec_q", w.name);
-    } else if (x.rows == 1) {
+    } else if (cuda::Cublas* blas = x.rows > 1 && type == int(gguf::TensorType::F32) ? gemm() : nullptr) {
+        // F32 weights (the MoE routers, the shared experts' gates): cuBLAS in f32, as exact as the CPU's.
+        if (!blas->gemm_f32(static_cast<const float*>(w.data), w.rows, w.cols, x.data, x.rows, out.data, out.cols,
+                            stream_))
+            throw std::runtime_error("matmul " + w.name + ": " + blas->why());
+    } else if (x.rows == 1 || (!cuda::has_dp4a_matvec(type) && w.rows <= cuda::kFloatMatvecMaxOut && x.rows <= 65535)) {
+        // Float weights: one row, or a weight of few rows (kFloatMatvecMaxOut), f32 as the CPU's.
         ZINC_CUDA_CHECK(
             cuda::matvec_f(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),
             "matmul: matvec_f", w.name);

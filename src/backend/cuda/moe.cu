@@ -181,11 +181,11 @@ void launch_act(unsigned grid, const float* h, int64_t n_warps, int64_t n_ff, in
                a_f32, a_q);
 }
 
-// One block: counts per expert in shared memory, the groups by thread 0 (experts in order, kPairsPerGroup pairs at a
+// One block: counts per expert in shared memory, the groups by thread 0 (experts in order, group_size pairs at a
 // time), then each pair into its expert's range. The order of the pairs within an expert's range depends on the
 // atomics, but no pair's output depends on it.
-__global__ void __launch_bounds__(1024) group_pairs_kernel(const int32_t* ids, int n_pairs, int n_exp, int32_t* pairs,
-                                                           PairGroup* groups, int32_t* n_groups, int32_t* expert_first,
+__global__ void __launch_bounds__(1024) group_pairs_kernel(const int32_t* ids, int n_pairs, int n_exp, int group_size,
+                                                           int32_t* pairs, PairGroup* groups, int32_t* n_groups,
                                                            int32_t* slot_of) {
     extern __shared__ int32_t counts[];  // n_exp counts, then n_exp fill positions
     int32_t* fill = counts + n_exp;
@@ -198,13 +198,11 @@ __global__ void __launch_bounds__(1024) group_pairs_kernel(const int32_t* ids, i
         int32_t first = 0, n = 0;
         for (int e = 0; e < n_exp; ++e) {
             fill[e] = first;
-            if (expert_first) expert_first[e] = first;
-            for (int32_t c = 0; c < counts[e]; c += kPairsPerGroup)
-                groups[n++] = {e, first + c, counts[e] - c < kPairsPerGroup ? counts[e] - c : kPairsPerGroup};
+            for (int32_t c = 0; c < counts[e]; c += group_size)
+                groups[n++] = {e, first + c, counts[e] - c < group_size ? counts[e] - c : group_size};
             first += counts[e];
         }
         *n_groups = n;
-        if (expert_first) expert_first[n_exp] = first;
     }
     __syncthreads();
     for (int p = threadIdx.x; p < n_pairs; p += blockDim.x) {
@@ -290,13 +288,13 @@ cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t exper
     });
 }
 
-int64_t max_pair_groups(int64_t n_pairs, int n_exp) { return n_pairs / kPairsPerGroup + n_exp; }
+int64_t max_pair_groups(int64_t n_pairs, int n_exp, int group_size) { return n_pairs / group_size + n_exp; }
 
-cudaError_t moe_group_pairs(const int32_t* ids, int64_t n_pairs, int n_exp, int32_t* pairs, PairGroup* groups,
-                            int32_t* n_groups, int32_t* expert_first, int32_t* slot_of, cudaStream_t s) {
-    if (n_pairs > 65535 || n_exp <= 0 || n_exp > kMaxGroupExperts) return cudaErrorInvalidValue;
+cudaError_t moe_group_pairs(const int32_t* ids, int64_t n_pairs, int n_exp, int group_size, int32_t* pairs,
+                            PairGroup* groups, int32_t* n_groups, int32_t* slot_of, cudaStream_t s) {
+    if (n_pairs > 65535 || n_exp <= 0 || n_exp > kMaxGroupExperts || group_size <= 0) return cudaErrorInvalidValue;
     return launch(group_pairs_kernel, 1, 1024, size_t(2 * n_exp) * sizeof(int32_t), s, ids, int(n_pairs), n_exp,
-                  pairs, groups, n_groups, expert_first, slot_of);
+                  group_size, pairs, groups, n_groups, slot_of);
 }
 
 cudaError_t gather_f16_rows(const void* rows, int64_t n_rows, int64_t cols, const int32_t* pairs, const int32_t* ids,

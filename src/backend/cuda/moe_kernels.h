@@ -90,18 +90,31 @@ cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t exper
                          const BlockQ8_1f* a_q, const float* a_f32, const int32_t* ids, int64_t n_tokens, int k,
                          const float* weights, MoeAffine down, float* out, cudaStream_t s);
 
-// The pairs of a pass sorted by expert into groups of at most kPairsPerGroup (matmul_kernels.h' PairGroups): pairs
-// (n_pairs ints), groups (max_pair_groups of them) and n_groups (one int) in device memory; n_pairs <= 65535, n_exp
-// <= kMaxGroupExperts, every id in [0, n_exp). When not null, expert_first (n_exp + 1 ints) gets where each
-// expert's pairs begin in `pairs` (and n_pairs last), and slot_of (n_pairs ints) the place of each pair there.
+// The pairs of a pass sorted by expert into groups of at most group_size pairs (matmul_kernels.h' PairGroups: the dp4a
+// matvecs take kPairsPerGroup, moe_mma 32 or 64): pairs (n_pairs ints), groups (max_pair_groups of them) and
+// n_groups (one int) in device memory; n_pairs <= 65535, n_exp <= kMaxGroupExperts, every id in [0, n_exp). When not
+// null, slot_of (n_pairs ints) gets the place of each pair in `pairs`.
 constexpr int kMaxGroupExperts = 4096;
-int64_t max_pair_groups(int64_t n_pairs, int n_exp);
-cudaError_t moe_group_pairs(const int32_t* ids, int64_t n_pairs, int n_exp, int32_t* pairs, PairGroup* groups,
-                            int32_t* n_groups, int32_t* expert_first, int32_t* slot_of, cudaStream_t s);
-// For the expert GEMMs: out (f16 rows, matmul_kernels.h' layout, n_pairs of them) row i = row pairs[i] / x_div of
-// `rows` (n_rows f16 rows of cols values, cols % 8 == 0) with its scale, and out_ids[i] = ids[pairs[i]].
+int64_t max_pair_groups(int64_t n_pairs, int n_exp, int group_size);
+cudaError_t moe_group_pairs(const int32_t* ids, int64_t n_pairs, int n_exp, int group_size, int32_t* pairs,
+                            PairGroup* groups, int32_t* n_groups, int32_t* slot_of, cudaStream_t s);
+// For the experts' products on tensor cores: out (f16 rows, matmul_kernels.h' layout, n_pairs of them) row i = row
+// pairs[i] / x_div of `rows` (n_rows f16 rows of cols values, cols % 8 == 0) with its scale, and out_ids[i] =
+// ids[pairs[i]].
 cudaError_t gather_f16_rows(const void* rows, int64_t n_rows, int64_t cols, const int32_t* pairs, const int32_t* ids,
                             int x_div, int64_t n_pairs, void* out, int32_t* out_ids, cudaStream_t s);
+
+// moe_mma.cu: the expert products of sorted pairs on tensor cores, the weights read quantized. For each group g <
+// *groups.n_groups (made with group_size 32 or 64) of expert e and each of its pairs i in [first, first + count):
+// out[i * out_stride + o] = (W_e[o] . rows[i]) * s_i for o < n_out, rows the n_rows sorted f16 rows made by
+// gather_f16_rows and s_i their scales; W_e starts expert_bytes after W_{e-1}. Weight tiles are dequantized (the values
+// of dequant8) to f16 in shared memory, once per group, and multiplied with mma.sync (f32 accumulation), so a value is
+// within about 2^-10 sum_j |w_j x_j| of the exact one, as for the dense prefill. Every quantized type
+// (has_mma_matmul); cols a multiple of kMmaCols; max_groups <= 65535.
+constexpr int64_t kMmaCols = 64;
+cudaError_t moe_mma(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
+                    const void* rows, int64_t n_rows, const PairGroups& groups, int group_size, float* out,
+                    int64_t out_stride, cudaStream_t s);
 
 // Tokens per pass of moe_ffn: whole tokens (all k slots), at most 65535 (token, slot) pairs (the expert matvecs'
 // grid limit) and no more than `budget` bytes of per-pair scratch unless one token alone needs more. 1 <= k <= 65535.

@@ -1,24 +1,27 @@
-// The CUDA backend's mixture-of-experts ops. Kernels: moe.cu (moe_kernels.h) and the expert matvecs of matvec_q.cu.
+// The CUDA backend's mixture-of-experts ops. Kernels: moe.cu (moe_kernels.h), moe_mma.cu and the expert matvecs of
+// matvec_q.cu.
 //
-// moe_ffn works on (token, slot) pairs without a host round trip (but for the GEMM way below, which reads each
-// expert's pair count back), since the expert ids exist only on the device:
-// per pass over whole tokens, the gate and up (or merged gate_up) expert matvecs write [gate | up] rows per pair,
-// moe_activate applies the per-expert scale/bias and the activation (and, for a quantized down projection,
-// quantizes the result to Q8_1), and moe_down_sum computes the down expert rows and adds the slots of each token
-// with their routing weights in one launch (for more than kMaxDownSlots slots: the down expert matvec writes one row
-// per pair and moe_combine adds them). Weight types with a dp4a matvec read Q8_1 activations (x quantized once for
-// all tokens); F32/F16/BF16 weights read the f32 activations. A batch of at least as many pairs as experts sorts its
-// pairs by expert first (moe_group_pairs), and its dp4a expert matvecs read each weight row once per group of pairs of
-// one expert; with kMoeGemmPairsPerExpert pairs per expert or more, its quantized experts are cuBLAS GEMMs instead
-// (experts_gemm). The ids cannot be checked on the host; the expert matvecs trust them, and moe_route only writes ids
-// in [0, n_expert).
+// moe_ffn works on (token, slot) pairs without a host round trip, since the expert ids exist only on the device. A
+// pass over whole tokens takes one of three ways, by how many pairs the batch has per expert (MoeWays,
+// matmul_kernels.h):
+//  - fewer pairs than experts (decode): the gate and up (or merged gate_up) expert matvecs write [gate | up] rows per
+//    pair, moe_activate applies the per-expert scale/bias and the activation (and, for a quantized down projection,
+//    quantizes the result to Q8_1), and moe_down_sum computes the down expert rows and adds the slots of each token
+//    with their routing weights in one launch (for more than kMaxDownSlots slots: the down expert matvec writes one row
+//    per pair and moe_combine adds them). Weight types with a dp4a matvec read Q8_1 activations (x quantized once for
+//    all tokens); F32/F16/BF16 weights read the f32 activations.
+//  - at least as many pairs as experts: the pairs sorted by expert first (moe_group_pairs), and the dp4a expert
+//    matvecs read each weight row once per group of up to kPairsPerGroup pairs of one expert.
+//  - from MoeWays::mma pairs per expert on, with every projection quantized: the sorted pairs' rows gathered in f16 and
+//    multiplied on tensor cores, the experts' weights dequantized in the kernel once per group of up to 32 pairs (64
+//    from MoeWays::wide pairs per expert on) (moe_mma); the activations go to f16 for the down projection, and
+//    moe_combine adds the sorted rows of each token.
+// The ids cannot be checked on the host; the expert kernels trust them, and moe_route only writes ids in [0, n_expert).
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
-#include "backend/cuda/cublas.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/matmul_kernels.h"
 #include "backend/cuda/moe_kernels.h"
@@ -89,38 +92,6 @@ int activation_id(MoeActivation a) {
     throw std::invalid_argument("moe_ffn: unknown activation");
 }
 
-// A batch with this many pairs per expert or more takes the experts' products as cuBLAS GEMMs (prefill of the models
-// with fewer, larger experts: gpt-oss, Gemma 4), each step dequantizing at most kMoeGemmExpertBytes of f16 experts.
-constexpr int64_t kMoeGemmPairsPerExpert = 32;
-constexpr size_t kMoeGemmExpertBytes = size_t(64) << 20;
-
-// out row i (stride ldo) = W_e . xs row i times the row's scale, for every expert e and each i in its range
-// [first[e], first[e + 1]) of the sorted f16 rows xs (matmul_kernels.h' layout, np rows of P.in values).
-void experts_gemm(CudaBackend& be, cuda::Cublas& blas, const Proj& P, const std::vector<int32_t>& first,
-                  const void* xs, int64_t np, float* out, int64_t ldo) {
-    const cudaStream_t s = be.stream();
-    const size_t expert16 = size_t(P.out) * size_t(P.in) * 2;
-    const int64_t per = std::max<int64_t>(1, int64_t(kMoeGemmExpertBytes / expert16));
-    auto* w16 = static_cast<uint8_t*>(be.scratch("moe f16 experts", size_t(std::min(per, P.n_exp)) * expert16,
-                                                 "moe_ffn"));
-    const auto* x16 = static_cast<const uint8_t*>(xs);
-    for (int64_t e0 = 0; e0 < P.n_exp; e0 += per) {
-        const int64_t e1 = std::min(P.n_exp, e0 + per);
-        if (first[size_t(e1)] == first[size_t(e0)]) continue;  // no pair of these experts
-        ZINC_CUDA_CHECK(cuda::dequant_f16_rows(int(P.w->type),
-                                               static_cast<const uint8_t*>(P.w->data) + size_t(e0) * P.expert_bytes,
-                                               P.rb, (e1 - e0) * P.out, P.in, w16, s),
-                        "moe_ffn: dequant_f16_rows", P.w->name);
-        for (int64_t e = e0; e < e1; ++e) {
-            const int64_t i0 = first[size_t(e)], c = first[size_t(e) + 1] - i0;
-            if (c > 0 && !blas.gemm_f16(w16 + size_t(e - e0) * expert16, P.out, P.in, x16 + size_t(i0 * P.in) * 2, c,
-                                        out + i0 * ldo, ldo, s))
-                throw std::runtime_error("moe_ffn " + P.w->name + ": " + blas.why());
-        }
-    }
-    ZINC_CUDA_CHECK(cuda::scale_rows(out, ldo, np, P.out, xs, P.in, s), "moe_ffn: scale_rows", P.w->name);
-}
-
 }  // namespace
 
 void CudaBackend::do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) {
@@ -161,44 +132,59 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
     }
     const cuda::MoeAffine down_aff{down_s, down_b, n_out};
 
-    // x in Q8_1 once for every token, when a gate/up projection reads it that way.
+    // The way, by the pairs per expert (see the top of the file).
+    enum class Way { pairs, grouped, mma };
+    const int n_exp = int(first.n_exp);
+    const int64_t n_pairs = T * K;
+    const bool gate_up_q = first.dp4a && (!up || up->dp4a);
+    const bool all_q = gate_up_q && down.dp4a;
+    Way way = Way::pairs;
+    if (gate_up_q && n_pairs >= n_exp && n_exp <= cuda::kMaxGroupExperts) {
+        way = Way::grouped;
+        if (all_q && n_pairs >= moe_ways_.mma * n_exp && in % cuda::kMmaCols == 0 && n_ff % cuda::kMmaCols == 0)
+            way = Way::mma;
+    }
+    const bool sorted = way == Way::mma;
+
+    // x in Q8_1 once for every token, when the matvecs of the first two ways read it that way.
     cuda::BlockQ8_1f* xq = nullptr;
-    if (first.dp4a || (up && up->dp4a)) {
+    if (!sorted && gate_up_q) {
         xq = static_cast<cuda::BlockQ8_1f*>(
             scratch("moe x q8_1", static_cast<size_t>(T * (in / 32)) * sizeof(cuda::BlockQ8_1f), "moe_ffn"));
         ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, T, in, xq, stream_), "moe_ffn: quantize_q8_1", first.w->name);
     }
-    const size_t act_bytes = down.dp4a ? static_cast<size_t>(n_ff / 32) * sizeof(cuda::BlockQ8_1f)
-                                       : static_cast<size_t>(n_ff) * sizeof(float);
-    // The GEMM way (experts_gemm) when the batch has the pairs for it and every projection is quantized.
-    const int n_exp = int(first.n_exp);
-    cuda::Cublas* blas = T * K >= kMoeGemmPairsPerExpert * n_exp && n_exp <= cuda::kMaxGroupExperts && first.dp4a &&
-                                 (!up || up->dp4a) && down.dp4a && n_ff % 32 == 0
-                             ? gemm()
-                             : nullptr;
-    // Its per-pair scratch: the sorted f16 rows of x and of the activations, these in f32 first, the expert id and
-    // place of the pair.
-    const size_t gemm_pair_bytes = blas ? cuda::f16_rows_bytes(1, in) + cuda::f16_rows_bytes(1, n_ff) +
-                                              static_cast<size_t>(n_ff) * sizeof(float) + 2 * sizeof(int32_t)
-                                        : 0;
-    const size_t pair_bytes = static_cast<size_t>(2 * n_ff + n_out) * sizeof(float) + act_bytes + gemm_pair_bytes;
+    // Per-pair scratch: [gate | up] and down outputs in f32, and the activations (the sorted ways: in f32, then as f16
+    // rows, beside the sorted f16 rows of x and each pair's place and expert id).
+    const size_t act_bytes = sorted      ? cuda::f16_rows_bytes(1, n_ff) + size_t(n_ff) * sizeof(float) +
+                                               cuda::f16_rows_bytes(1, in) + 2 * sizeof(int32_t)
+                             : down.dp4a ? static_cast<size_t>(n_ff / 32) * sizeof(cuda::BlockQ8_1f)
+                                         : static_cast<size_t>(n_ff) * sizeof(float);
+    const size_t pair_bytes = static_cast<size_t>(2 * n_ff + n_out) * sizeof(float) + act_bytes;
     const int64_t Tc = cuda::moe_chunk_tokens(T, K, pair_bytes, kMoeScratchBudget);
     const size_t max_pairs = static_cast<size_t>(Tc * K);
     auto* h = static_cast<float*>(scratch("moe gate_up out", max_pairs * 2 * n_ff * sizeof(float), "moe_ffn"));
-    void* a = scratch("moe activations", max_pairs * act_bytes, "moe_ffn");
     auto* y = static_cast<float*>(scratch("moe down out", max_pairs * n_out * sizeof(float), "moe_ffn"));
-    auto* a_f32 = down.dp4a ? nullptr : static_cast<float*>(a);
-    auto* a_q = down.dp4a ? static_cast<cuda::BlockQ8_1f*>(a) : nullptr;
+    float* a_f32 = nullptr;
+    cuda::BlockQ8_1f* a_q = nullptr;
+    if (!sorted) {
+        void* a = scratch("moe activations", max_pairs * act_bytes, "moe_ffn");
+        if (down.dp4a)
+            a_q = static_cast<cuda::BlockQ8_1f*>(a);
+        else
+            a_f32 = static_cast<float*>(a);
+    }
 
-    // A batch with as many pairs as experts or more (prefill) sorts its pairs by expert, so that the dp4a projections
-    // read each expert's rows once for up to kPairsPerGroup of its pairs instead of once for each.
-    const bool grouped = T * K >= n_exp && n_exp <= cuda::kMaxGroupExperts && first.dp4a && (!up || up->dp4a);
+    // The pairs sorted by expert, for every way but the first: groups of kPairsPerGroup pairs for the matvecs, 32 or
+    // 64 for the tensor cores.
+    const int group_size = way == Way::grouped                   ? cuda::kPairsPerGroup
+                           : n_pairs >= moe_ways_.wide * n_exp ? 64
+                                                                 : 32;
+    cuda::PairGroups groups;
     int32_t* group_pairs = nullptr;
     cuda::PairGroup* group_list = nullptr;
     int32_t* group_count = nullptr;
-    cuda::PairGroups groups;
-    if (grouped) {
-        groups.max_groups = cuda::max_pair_groups(int64_t(max_pairs), n_exp);
+    if (way != Way::pairs) {
+        groups.max_groups = cuda::max_pair_groups(int64_t(max_pairs), n_exp, group_size);
         const size_t list_at = max_pairs * sizeof(int32_t);
         const size_t count_at = list_at + size_t(groups.max_groups) * sizeof(cuda::PairGroup);
         auto* g = static_cast<uint8_t*>(scratch("moe pair groups", count_at + sizeof(int32_t), "moe_ffn"));
@@ -208,85 +194,74 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
         groups = {group_pairs, group_list, group_count, groups.max_groups};
     }
 
-    int32_t *expert_first = nullptr, *slot_of = nullptr, *sorted_ids = nullptr;
+    // The tensor cores' buffers: each pair's place in the sorted order and the sorted pairs' expert ids, the f16 rows
+    // of x, then sorted, and the activations of the sorted pairs in f32 and in f16.
+    int32_t *slot_of = nullptr, *sorted_ids = nullptr;
     void *x16 = nullptr, *xs = nullptr, *as = nullptr;
     float* a_sorted = nullptr;
-    std::vector<int32_t> first_of(size_t(n_exp) + 1);
-    if (blas) {
-        auto* g = static_cast<int32_t*>(
-            scratch("moe pair places", (2 * max_pairs + size_t(n_exp) + 1) * sizeof(int32_t), "moe_ffn"));
+    if (sorted) {
+        auto* g = static_cast<int32_t*>(scratch("moe pair places", 2 * max_pairs * sizeof(int32_t), "moe_ffn"));
         slot_of = g;
         sorted_ids = g + max_pairs;
-        expert_first = g + 2 * max_pairs;
         x16 = scratch("moe x f16", cuda::f16_rows_bytes(Tc, in), "moe_ffn");
         xs = scratch("moe sorted x f16", cuda::f16_rows_bytes(int64_t(max_pairs), in), "moe_ffn");
         as = scratch("moe sorted activations f16", cuda::f16_rows_bytes(int64_t(max_pairs), n_ff), "moe_ffn");
         a_sorted = static_cast<float*>(scratch("moe sorted activations", max_pairs * n_ff * sizeof(float), "moe_ffn"));
     }
+    // res rows (stride ldo) = P's products with the np sorted f16 rows `rows`.
+    auto project = [&](const Proj& P, const void* rows, int64_t np, float* res, int64_t ldo) {
+        ZINC_CUDA_CHECK(cuda::moe_mma(int(P.w->type), P.w->data, P.rb, P.expert_bytes, P.out, P.in, rows, np, groups,
+                                      group_size, res, ldo, stream_),
+                        "moe_ffn: moe_mma", P.w->name);
+    };
 
     for (int64_t t0 = 0; t0 < T; t0 += Tc) {
         const int64_t nt = std::min(Tc, T - t0), np = nt * K;
         const int32_t* id = ids.data + t0 * K;
         const cuda::BlockQ8_1f* xq_c = xq ? xq + t0 * (in / 32) : nullptr;
         const float* x_c = x.data + t0 * in;
-        if (blas) {
-            // The pairs sorted by expert and each expert's range of them, read back to size its GEMMs (a prefill
-            // batch, never a recorded step); the token rows in f16 gathered into that order.
-            ZINC_CUDA_CHECK(cuda::moe_group_pairs(id, np, n_exp, group_pairs, group_list, group_count, expert_first,
+        const float* w_c = weights.data + t0 * K;
+        float* out_c = out.data + t0 * n_out;
+        if (way != Way::pairs)
+            ZINC_CUDA_CHECK(cuda::moe_group_pairs(id, np, n_exp, group_size, group_pairs, group_list, group_count,
                                                   slot_of, stream_),
                             "moe_ffn: moe_group_pairs", first.w->name);
-            ZINC_CUDA_CHECK(cudaMemcpyAsync(first_of.data(), expert_first, first_of.size() * sizeof(int32_t),
-                                            cudaMemcpyDeviceToHost, stream_),
-                            "moe_ffn: the experts' pair counts", first.w->name);
-            synchronize();
+        if (sorted) {
             ZINC_CUDA_CHECK(cuda::to_f16_rows(x_c, nt, in, x16, stream_), "moe_ffn: to_f16_rows", first.w->name);
             ZINC_CUDA_CHECK(cuda::gather_f16_rows(x16, nt, in, group_pairs, id, int(K), np, xs, sorted_ids, stream_),
                             "moe_ffn: gather_f16_rows", first.w->name);
-            experts_gemm(*this, *blas, first, first_of, xs, np, h, 2 * n_ff);
-            if (up) experts_gemm(*this, *blas, *up, first_of, xs, np, h + n_ff, 2 * n_ff);
+            project(first, xs, np, h, 2 * n_ff);
+            if (up) project(*up, xs, np, h + n_ff, 2 * n_ff);
             ZINC_CUDA_CHECK(cuda::moe_activate(h, np, n_ff, sorted_ids, gate_aff, up_aff, act, mw.alpha, mw.limit,
                                                a_sorted, nullptr, stream_),
                             "moe_ffn: moe_activate", first.w->name);
             ZINC_CUDA_CHECK(cuda::to_f16_rows(a_sorted, np, n_ff, as, stream_), "moe_ffn: to_f16_rows", down.w->name);
-            experts_gemm(*this, *blas, down, first_of, as, np, y, n_out);
-            ZINC_CUDA_CHECK(cuda::moe_combine(y, slot_of, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
-                                              out.data + t0 * n_out, stream_),
+            project(down, as, np, y, n_out);
+            ZINC_CUDA_CHECK(cuda::moe_combine(y, slot_of, nt, int(K), n_out, id, w_c, down_aff, out_c, stream_),
                             "moe_ffn: moe_combine", down.w->name);
             continue;
         }
-        if (grouped) {
-            ZINC_CUDA_CHECK(cuda::moe_group_pairs(id, np, n_exp, group_pairs, group_list, group_count, nullptr, nullptr,
-                                                  stream_),
-                            "moe_ffn: moe_group_pairs", first.w->name);
+        if (way == Way::grouped) {
             first.run_grouped(xq_c, int(K), groups, h, 2 * n_ff, stream_);
             if (up) up->run_grouped(xq_c, int(K), groups, h + n_ff, 2 * n_ff, stream_);
-            ZINC_CUDA_CHECK(cuda::moe_activate(h, np, n_ff, id, gate_aff, up_aff, act, mw.alpha, mw.limit, a_f32,
-                                               a_q, stream_),
-                            "moe_ffn: moe_activate", first.w->name);
-            if (down.dp4a)
-                down.run_grouped(a_q, 1, groups, y, n_out, stream_);
-            else
-                down.run(a_q, a_f32, 1, id, np, y, n_out, stream_);
-            ZINC_CUDA_CHECK(cuda::moe_combine(y, nullptr, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
-                                              out.data + t0 * n_out, stream_),
-                            "moe_ffn: moe_combine", down.w->name);
-            continue;
+        } else {
+            first.run(xq_c, x_c, int(K), id, np, h, 2 * n_ff, stream_);
+            if (up) up->run(xq_c, x_c, int(K), id, np, h + n_ff, 2 * n_ff, stream_);
         }
-        first.run(xq_c, x_c, int(K), id, np, h, 2 * n_ff, stream_);
-        if (up) up->run(xq_c, x_c, int(K), id, np, h + n_ff, 2 * n_ff, stream_);
         ZINC_CUDA_CHECK(cuda::moe_activate(h, np, n_ff, id, gate_aff, up_aff, act, mw.alpha, mw.limit, a_f32, a_q,
                                            stream_),
                         "moe_ffn: moe_activate", first.w->name);
-        if (K <= cuda::kMaxDownSlots) {
+        if (way == Way::grouped && down.dp4a) {
+            down.run_grouped(a_q, 1, groups, y, n_out, stream_);
+        } else if (way == Way::pairs && K <= cuda::kMaxDownSlots) {
             ZINC_CUDA_CHECK(cuda::moe_down_sum(int(down.w->type), down.w->data, down.rb, down.expert_bytes, n_out,
-                                               down.in, a_q, a_f32, id, nt, int(K), weights.data + t0 * K, down_aff,
-                                               out.data + t0 * n_out, stream_),
+                                               down.in, a_q, a_f32, id, nt, int(K), w_c, down_aff, out_c, stream_),
                             "moe_ffn: moe_down_sum", down.w->name);
             continue;
+        } else {
+            down.run(a_q, a_f32, 1, id, np, y, n_out, stream_);
         }
-        down.run(a_q, a_f32, 1, id, np, y, n_out, stream_);
-        ZINC_CUDA_CHECK(cuda::moe_combine(y, nullptr, nt, int(K), n_out, id, weights.data + t0 * K, down_aff,
-                                          out.data + t0 * n_out, stream_),
+        ZINC_CUDA_CHECK(cuda::moe_combine(y, nullptr, nt, int(K), n_out, id, w_c, down_aff, out_c, stream_),
                         "moe_ffn: moe_combine", down.w->name);
     }
 }

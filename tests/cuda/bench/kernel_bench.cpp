@@ -6,12 +6,14 @@
 //
 // --filter keeps the runs whose name contains SUBSTRING: "decode <type> <shape>" for the one-row matvecs (types as
 // ggml names them: "decode q4_K ffn_gate"), "prefill matmul (<rows>[, way]) <type> <shape>" for the batched matmuls,
-// "rms_norm 1x<cols>", and the attention runs by cache type and depth.
+// "moe <model> <tokens> tokens, <way>" for the MoE layers' expert FFN, "rms_norm 1x<cols>", and the attention runs
+// by cache type and depth.
 // --splits times the decode attention kernels at the given key-split counts as well as at the planned one (for
 // tuning plan_attention).
 //
 // Calls are replayed from a recorded step (Backend::run_step, a CUDA graph) so launch gaps do not count, and each
 // call reads its own copy of the weights among enough copies to exceed the L2 cache, so the bytes come from memory.
+// The MoE layers, whose experts exceed the L2 cache alone, run eagerly.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -193,6 +195,86 @@ void bench_prefill(CudaBackend& be, const Options& o) {
         }
 }
 
+// The median time per call of `call()` run eagerly, reps calls a round.
+double time_eager_us(CudaBackend& be, int reps, const std::function<void()>& call) {
+    cudaEvent_t t0, t1;
+    check(cudaEventCreate(&t0), "event");
+    check(cudaEventCreate(&t1), "event");
+    std::vector<double> rounds;
+    for (int r = 0; r < 6; ++r) {
+        check(cudaEventRecord(t0, be.stream()), "record");
+        for (int i = 0; i < reps; ++i) call();
+        check(cudaEventRecord(t1, be.stream()), "record");
+        be.synchronize();
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, t0, t1), "elapsed");
+        if (r >= 1) rounds.push_back(double(ms) * 1e3 / reps);
+    }
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    std::sort(rounds.begin(), rounds.end());
+    return rounds[rounds.size() / 2];
+}
+
+// One MoE layer's expert FFN (moe_ffn) of the MoE models, with the weight types of their Q4_K_M / MXFP4 files, at
+// several prompt lengths and each way a batch sorted by expert can take (MoeWays); TFLOP/s of the pairs' products.
+void bench_moe(CudaBackend& be, const Options& o) {
+    struct MoeShape {
+        const char* name;
+        int64_t n_exp, k, in, n_ff;
+        TensorType gate, down;
+        bool merged;
+    };
+    const MoeShape shapes[] = {
+        {"qwen3.6-35b-a3b", 256, 8, 2048, 512, TensorType::Q4_K, TensorType::Q4_K, false},
+        {"gemma-4-26b-a4b", 128, 8, 2816, 704, TensorType::Q4_K, TensorType::Q8_0, true},
+        {"gpt-oss-20b", 32, 4, 2880, 2880, TensorType::MXFP4, TensorType::MXFP4, false},
+    };
+    constexpr int64_t kNever = int64_t(1) << 40;
+    const std::pair<const char*, zinc::backend::cuda::MoeWays> ways[] = {
+        {"dp4a matvecs", {kNever, kNever}}, {"tensor cores 32", {1, kNever}}, {"tensor cores 64", {1, 1}}};
+    for (const MoeShape& m : shapes) {
+        std::vector<std::pair<int64_t, int>> runs;  // tokens, way
+        for (int64_t tokens : {64, 512, 2048, 8192})
+            for (int w = 0; w < 3; ++w)
+                if ((std::string("moe ") + m.name + " " + std::to_string(tokens) + " tokens, " + ways[w].first)
+                        .find(o.filter) != std::string::npos)
+                    runs.push_back({tokens, w});
+        if (runs.empty()) continue;
+        namespace cu = zinc::cuda_test;
+        auto first = cu::random_tensor(m.gate, m.in, (m.merged ? 2 : 1) * m.n_ff * m.n_exp,
+                                       m.merged ? "gate_up" : "gate", m.n_exp);
+        auto up = m.merged ? nullptr : cu::random_tensor(m.gate, m.in, m.n_ff * m.n_exp, "up", m.n_exp);
+        auto down = cu::random_tensor(m.down, m.n_ff, m.in * m.n_exp, "down", m.n_exp);
+        const Weight wf = be.load_weight(first->info), wd = be.load_weight(down->info);
+        const Weight wu = up ? be.load_weight(up->info) : Weight{};
+        zinc::backend::MoeWeights mw;
+        (m.merged ? mw.gate_up : mw.gate) = &wf;
+        if (up) mw.up = &wu;
+        mw.down = &wd;
+        for (const auto& [tokens, w] : runs) {
+            Act x = be.alloc(tokens, m.in), out = be.alloc(tokens, m.in), logits = be.alloc(tokens, m.n_exp);
+            Act rw = be.alloc(tokens, m.k);
+            zinc::backend::IdAct ids = be.alloc_ids(tokens, m.k);
+            be.upload(x, cu::random_floats(size_t(tokens * m.in)));
+            be.upload(logits, cu::random_floats(size_t(tokens * m.n_exp), -3.0f, 3.0f));
+            be.moe_route(logits, int(m.k), true, ids, rw);
+            be.set_moe_ways(ways[w].second);
+            const double us = time_eager_us(be, 3, [&] { be.moe_ffn(x, ids, rw, mw, out); });
+            be.set_moe_ways();
+            const double flops = 2.0 * double(tokens * m.k) * 3.0 * double(m.in) * double(m.n_ff);
+            const std::string what = std::string(m.name) + " " + std::to_string(tokens) + " tokens";
+            std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s |\n", (std::string("moe, ") + ways[w].first).c_str(),
+                        what.c_str(), us, flops / (us * 1e-6) / 1e12);
+            be.free(x);
+            be.free(out);
+            be.free(logits);
+            be.free(rw);
+            be.free(ids);
+        }
+    }
+}
+
 void bench_norm(CudaBackend& be, const Options& o, double copy) {
     for (int64_t cols : {4096, 5120}) {
         const std::string what = "rms_norm 1x" + std::to_string(cols);
@@ -310,6 +392,7 @@ int main(int argc, char** argv) {
                 std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(8, '-').c_str());
     bench_matvecs(be, o, copy);
     bench_prefill(be, o);
+    bench_moe(be, o);
     bench_norm(be, o, copy);
     bench_attention(be, o, copy);
     return 0;
