@@ -172,13 +172,23 @@ TEST(CudaAttentionHostLogic, TensorCorePlans) {
         }
     EXPECT_FALSE(kern::plan_attention(1, 32, 8, 512, 5000, 0, KvType::f16, KvType::f16).mma);
     EXPECT_FALSE(kern::plan_attention(1, 4, 2, 48, 5000, 0, KvType::f16, KvType::f16).mma);
-    // Prefill chunks that fill the GPU take it too, with one split; over other caches, the row tiles.
-    const kern::AttentionPlan rows = kern::plan_attention(64, 32, 8, 128, 0, 0, KvType::f16, KvType::f16);
+    // Prefill chunks of kFlashMinRows rows or more take the flash kernel over an f16 cache (heads up to 512), with one
+    // split and the heads of a tile-kernel block; shorter chunks the tensor-core kernel; other caches the row tiles.
+    for (int head_dim : {64, 128, 256, 512}) {
+        const kern::AttentionPlan p = kern::plan_attention(kern::kFlashMinRows, 32, 8, head_dim, 0, 0, KvType::f16,
+                                                           KvType::f16);
+        EXPECT_TRUE(p.flash);
+        EXPECT_FALSE(p.mma || p.row_tiles);
+        EXPECT_EQ(p.n_split, 1);
+        EXPECT_EQ(p.heads, kern::heads_per_block(32, 8, head_dim));
+        EXPECT_FALSE(kern::plan_attention(512, 32, 8, head_dim, 0, 0, KvType::f16, KvType::q8_0).flash);
+    }
+    const kern::AttentionPlan rows =
+        kern::plan_attention(kern::kFlashMinRows - 1, 32, 8, 128, 0, 0, KvType::f16, KvType::f16);
     EXPECT_TRUE(rows.mma);
-    EXPECT_FALSE(rows.row_tiles);
-    EXPECT_EQ(rows.n_split, 1);
+    EXPECT_FALSE(rows.flash || rows.row_tiles);
     EXPECT_TRUE(kern::plan_attention(64, 32, 8, 128, 0, 0, KvType::f32, KvType::f32).row_tiles);
-    EXPECT_TRUE(kern::plan_attention(64, 32, 8, 512, 0, 0, KvType::f16, KvType::f16).row_tiles);
+    EXPECT_TRUE(kern::plan_attention(64, 32, 8, 512, 0, 0, KvType::f16, KvType::q8_0).row_tiles);
 }
 
 // A keys-kernel lane holds values_per_lane values of a head; a tile-kernel block serves G heads of one KV head: G
@@ -486,10 +496,11 @@ void check_attention(Backends& be, const AttnCase& c) {
             be.gpu->attention(q_g, kg, pos0, pg, og);
             const double err = max_err(be.get(*be.gpu, og), be.get(*be.cpu, oc));
             const kern::AttentionPlan plan =
-                kern::plan_attention(T, c.n_head, c.n_head_kv, c.head_dim, pos0, c.window);
+                kern::plan_attention(T, c.n_head, c.n_head_kv, c.head_dim, pos0, c.window, c.cache, c.cache);
             EXPECT_LE(err, c.tol) << T << " rows at " << pos0 << " ("
-                                  << (plan.row_tiles ? std::string("row tiles")
-                                                     : std::to_string(plan.n_split) + " key splits")
+                                  << (plan.flash       ? std::string("flash")
+                                      : plan.row_tiles ? std::string("row tiles")
+                                                       : std::to_string(plan.n_split) + " key splits")
                                   << ")";
             worst = std::max(worst, err);
         }
@@ -612,6 +623,30 @@ TEST(CudaAttention, CacheTypes) {
                                  {30, 1, 9}, 2e-6, t});
         }
     }
+}
+
+// Prefill chunks over an f16 cache (the flash kernel): whole prompts and chunks after a cached context, partial tiles
+// of rows and keys, every head size it takes, groups of 1 to 8 heads a block, windows narrower than a block's
+// positions, sinks and soft-cap. Both backends round K and V to the same f16 values, and the kernel keeps the queries
+// and probabilities to about 22 bits, so the f32 cases' tolerances hold (their reasons are stated above).
+TEST(CudaAttention, FlashPrefill) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    const KvType f16 = KvType::f16;
+    const float s64 = 0.125f, s128 = 1.0f / std::sqrt(128.0f), s256 = 1.0f / 16.0f, u = std::sqrt(3.0f);
+    const AttnCase cases[] = {
+        {"qwen3-8b prompt", 32, 8, 128, s128, 0, false, 0.0f, 2.0f, {1100, 1, 33, -500, 200}, 5e-6, f16},
+        {"qwen3.6 16/2x256", 16, 2, 256, s256, 0, false, 0.0f, 2.0f, {300, 1, 65}, 2e-6, f16},
+        {"gpt-oss sliding", 64, 8, 64, s64, 128, true, 0.0f, 2.0f, {300, 1, 200, 40}, 2e-6, f16},
+        {"gpt-oss full", 64, 8, 64, s64, 0, true, 0.0f, 2.0f, {517, 1, 64}, 2e-6, f16},
+        {"4/2x64 window 16", 4, 2, 64, s64, 16, false, 0.0f, 2.0f, {40, 1, 33, 7, 64}, 2e-6, f16},
+        {"6/6x64 window 1 sinks", 6, 6, 64, s64, 1, true, 0.0f, 2.0f, {100, 1, 50}, 2e-6, f16},
+        {"4/2x64 softcap 5", 4, 2, 64, s64, 0, false, 5.0f, 2.0f, {257, 1, 32}, 4e-6, f16},
+        {"gemma4 sliding", 16, 8, 256, 1.0f, 1024, false, 0.0f, u, {-1000, 300, 1, 64}, 2e-5, f16},
+        {"gemma4 global", 16, 2, 512, 1.0f, 0, false, 0.0f, u, {200, 1, 40}, 4e-5, f16},
+        {"gemma4 global softcap", 16, 2, 512, 1.0f, 0, false, 30.0f, u, {97, 1, -300, 35}, 4e-5, f16},
+    };
+    for (const AttnCase& c : cases) check_attention(be, c);
 }
 
 // Sliding-window layers keep a ring of window + micro-batch rows on the GPU; the CPU reference keeps every position.

@@ -1,7 +1,8 @@
 // Causal GQA attention with the optional sliding window, sinks and score soft-cap (plan_attention picks the kernel):
 //  - keys_kernel (decode and short prefill chunks at short contexts): a block of warps per (query row, head, key
 //    split); the block's keys are dealt to its warps, and the warps merge through shared memory.
-//  - over an f16 cache with head_dim 64, 128 or 256, the tensor-core kernel of attention_mma.cu instead of these two;
+//  - over an f16 cache with head_dim 64, 128 or 256, the tensor-core kernel of attention_mma.cu instead of these two,
+//    and for prefill chunks over an f16 cache (head_dim up to 512) the flash kernel of attention_flash.cu;
 //  - tile_kernel (the same at long contexts): a block per (query row, group of query heads sharing a KV head, key
 //    split) that copies its keys' K and V rows into shared memory a tile at a time, in the background, and reads
 //    each row once for all the group's heads.
@@ -726,6 +727,7 @@ cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int6
 
 cudaError_t attention(const AttentionArgs& a, const AttentionPlan& p, float* partials, cudaStream_t s) {
     if (a.n_q <= 0 || a.n_head <= 0) return cudaGetLastError();
+    if (p.flash) return attention_flash(a, p, s);
     if (p.row_tiles) {
         const int per_lane = (a.head_dim + 31) / 32;
         if (per_lane <= 2) return launch_rows<2, 4>(a, s);

@@ -159,9 +159,11 @@ __host__ __device__ inline int64_t split_chunk(KeyRange last, int n_split) {
 // cutting its visible keys into n_split pieces of equal length (decode and short prefill chunks); the kernel sizes
 // the pieces from the positions in device memory.
 struct AttentionPlan {
+    bool flash = false;  // the prefill kernel on tensor cores (attention_flash.cu), blocks of `heads` query heads
     bool row_tiles = false;
     int n_split = 1;
-    int heads = 1;     // query heads of one KV head per block: > 1 (without mma) the tile kernel, 1 the keys kernel
+    int heads = 1;     // query heads of one KV head per block: > 1 (without mma or flash) the tile kernel, 1 the keys
+                       // kernel
     bool mma = false;  // the tensor-core kernel (attention_mma.cu), blocks of `heads` query heads
 };
 
@@ -200,11 +202,28 @@ inline bool mma_cache(KvType type_k, KvType type_v, int head_dim) {
     return type_k == KvType::f16 && type_v == KvType::f16 && (head_dim == 64 || head_dim == 128 || head_dim == 256);
 }
 
-// Row tiles when the (row, head) pairs alone fill the GPU and make a few tiles per head; otherwise the tensor-core
-// kernel where the cache allows it, else the keys kernel and, at long contexts, the tile kernel. Splits only when the
-// blocks would leave the GPU idle, and never into pieces below the kernel's least number of keys of the bucket.
+// Prefill chunks of at least this many rows over an f16 cache take the flash kernel (flash_cache).
+constexpr int64_t kFlashMinRows = 32;
+
+// Whether the flash kernel takes a cache: f16 K and V, head_dim 64, 128, 256 or 512.
+inline bool flash_cache(KvType type_k, KvType type_v, int head_dim) {
+    return type_k == KvType::f16 && type_v == KvType::f16 &&
+           (head_dim == 64 || head_dim == 128 || head_dim == 256 || head_dim == 512);
+}
+
+// The flash kernel for prefill chunks of kFlashMinRows rows or more where the cache allows it (one split: its blocks
+// of 64 rows fill the GPU). Otherwise row tiles when the (row, head) pairs alone fill the GPU and make a few tiles per
+// head; otherwise the tensor-core kernel where the cache allows it, else the keys kernel and, at long contexts, the
+// tile kernel. Splits only when the blocks would leave the GPU idle, and never into pieces below the kernel's least
+// number of keys of the bucket.
 inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t pos0,
                                     int64_t window, KvType type_k = KvType::f32, KvType type_v = KvType::f32) {
+    if (n_q >= kFlashMinRows && flash_cache(type_k, type_v, head_dim)) {
+        AttentionPlan p;
+        p.flash = true;
+        p.heads = heads_per_block(n_head, n_head_kv, head_dim);
+        return p;
+    }
     const KeyRange last = visible_keys(pos0 + n_q - 1, window);
     const int64_t keys = key_bucket(last.end - last.begin);
     const bool mma = mma_cache(type_k, type_v, head_dim);
@@ -243,6 +262,9 @@ struct AttentionArgs {
 inline size_t attention_partial_floats(const AttentionPlan& p, int64_t n_q, int n_head, int head_dim) {
     return p.n_split > 1 ? size_t(n_q) * size_t(n_head) * size_t(p.n_split) * size_t(head_dim + 2) : 0;
 }
+
+// attention_flash.cu: the kernel of plans with `flash`; attention() calls it.
+cudaError_t attention_flash(const AttentionArgs& a, const AttentionPlan& p, cudaStream_t s);
 
 // attention_mma.cu: the tensor-core kernel of plans with `mma` (not row tiles); attention() calls it.
 cudaError_t attention_mma(const AttentionArgs& a, const AttentionPlan& p, float* partials, cudaStream_t s);

@@ -6,8 +6,8 @@
 //
 // --filter keeps the runs whose name contains SUBSTRING: "decode <type> <shape>" for the one-row matvecs (types as
 // ggml names them: "decode q4_K ffn_gate"), "prefill matmul (<rows>[, way]) <type> <shape>" for the batched matmuls,
-// "moe <model> <tokens> tokens, <way>" for the MoE layers' expert FFN, "rms_norm 1x<cols>", and the attention runs
-// by cache type and depth.
+// "moe <model> <tokens> tokens, <way>" for the MoE layers' expert FFN, "prefill attention <shape>, <n> tokens" for a
+// prompt's attention, "rms_norm 1x<cols>", and the decode attention runs by cache type and depth.
 // --splits times the decode attention kernels at the given key-split counts as well as at the planned one (for
 // tuning plan_attention).
 //
@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -357,6 +358,53 @@ void bench_attention(CudaBackend& be, const Options& o, double copy) {
     }
 }
 
+// A prompt's attention over an f16 cache (the flash kernel) on the attention layers' shapes, at several prompt
+// lengths: the whole prompt in one call, its K/V rows cached first. TFLOP/s of the causal products (2 n_head head_dim
+// flops for each of Q K^T and P V per visible (query, key) pair), as a share of the 790 TFLOP/s f16 product rate; the
+// kernel does each product twice (the hi and lo halves of its f16 inputs).
+void bench_prefill_attention(CudaBackend& be, const Options& o) {
+    constexpr double kPeakTflops = 790.0;
+    struct AttnShape {
+        const char* name;
+        int n_head, n_head_kv, head_dim;
+        int64_t window;
+    };
+    const AttnShape shapes[] = {
+        {"qwen3-8b 32/8x128", 32, 8, 128, 0},
+        {"qwen3.6 16/2x256", 16, 2, 256, 0},
+        {"gpt-oss 64/8x64", 64, 8, 64, 0},
+        {"gpt-oss sliding 64/8x64 w128", 64, 8, 64, 128},
+        {"gemma4 global 16/2x512", 16, 2, 512, 0},
+        {"gemma4 sliding 16/8x256 w1024", 16, 8, 256, 1024},
+    };
+    for (const AttnShape& a : shapes)
+        for (int64_t n : {512, 2048, 8192}) {
+            const std::string what = std::string(a.name) + ", " + std::to_string(n) + " tokens";
+            if (("prefill attention " + what).find(o.filter) == std::string::npos) continue;
+            const zinc::backend::KvType f16 = zinc::backend::KvType::f16;
+            KvLayer kv = be.alloc_kv(KvLayer{nullptr, nullptr, int64_t(a.n_head_kv) * a.head_dim, n, f16, f16});
+            Act k = be.alloc(n, kv.width), v = be.alloc(n, kv.width);
+            Act q = be.alloc(n, int64_t(a.n_head) * a.head_dim), out = be.alloc(n, q.cols);
+            be.upload(k, zinc::cuda_test::random_floats(size_t(n * kv.width)));
+            be.upload(v, zinc::cuda_test::random_floats(size_t(n * kv.width)));
+            be.upload(q, zinc::cuda_test::random_floats(size_t(q.rows * q.cols)));
+            be.kv_write(kv, k, v, 0);
+            zinc::backend::AttentionParams ap{a.n_head, a.n_head_kv, a.head_dim, 1.0f / std::sqrt(float(a.head_dim))};
+            ap.window = a.window;
+            const double us = time_eager_us(be, 3, [&] { be.attention(q, kv, 0, ap, out); });
+            double pairs = 0;  // visible (query, key) pairs
+            for (int64_t t = 0; t < n; ++t) pairs += double(a.window > 0 ? std::min(t + 1, a.window) : t + 1);
+            const double tflops = 4.0 * double(a.n_head) * double(a.head_dim) * pairs / (us * 1e-6) / 1e12;
+            std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", "prefill attention", what.c_str(), us,
+                        tflops, 100.0 * tflops / kPeakTflops);
+            be.free(kv);
+            be.free(k);
+            be.free(v);
+            be.free(q);
+            be.free(out);
+        }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -393,6 +441,7 @@ int main(int argc, char** argv) {
     bench_matvecs(be, o, copy);
     bench_prefill(be, o);
     bench_moe(be, o);
+    bench_prefill_attention(be, o);
     bench_norm(be, o, copy);
     bench_attention(be, o, copy);
     return 0;
