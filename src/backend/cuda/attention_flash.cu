@@ -257,17 +257,7 @@ __global__ void __launch_bounds__(kWarps * 32) flash_kernel(AttentionArgs a, int
 template <int D>
 cudaError_t launch_flash(const AttentionArgs& a, int G, cudaStream_t s) {
     using S = FlashShape<D>;
-    // More than the 48 KiB a block gets without asking; set once per device.
-    static bool allowed[64] = {};
-    int dev = 0;
-    if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-    if (dev < 64 && !allowed[dev]) {
-        if (cudaError_t e = cudaFuncSetAttribute(flash_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 int(S::kSmem));
-            e != cudaSuccess)
-            return e;
-        allowed[dev] = true;
-    }
+    if (cudaError_t e = allow_shared_memory<flash_kernel<D>>(S::kSmem); e != cudaSuccess) return e;
     const int64_t R = kRowsPerBlock / G, n_tiles = (a.n_q + R - 1) / R;
     if (n_tiles > 65535) return cudaErrorInvalidValue;
     const dim3 grid{unsigned(a.n_head / G * (D / S::DV)), unsigned(n_tiles)};

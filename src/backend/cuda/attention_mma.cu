@@ -231,17 +231,7 @@ __global__ void __launch_bounds__(MmaShape<D>::kWarps * 32) mma_kernel(Attention
 template <int D>
 cudaError_t launch(const AttentionArgs& a, const AttentionPlan& p, float* part, cudaStream_t s) {
     using S = MmaShape<D>;
-    // More than the 48 KiB a block gets without asking; set once per device (not a stream operation, so also
-    // allowed while a step is being recorded).
-    static bool allowed[64] = {};
-    int dev = 0;
-    if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-    if (dev < 64 && !allowed[dev]) {
-        if (cudaError_t e = cudaFuncSetAttribute(mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
-            e != cudaSuccess)
-            return e;
-        allowed[dev] = true;
-    }
+    if (cudaError_t e = allow_shared_memory<mma_kernel<D>>(S::kSmem); e != cudaSuccess) return e;
     const dim3 grid{unsigned(a.n_q * (a.n_head / p.heads)), unsigned(p.n_split)};
     launch(mma_kernel<D>, grid, S::kWarps * 32, S::kSmem, s, a, p.heads, p.n_split, part);
     return cudaGetLastError();

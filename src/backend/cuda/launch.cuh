@@ -70,6 +70,21 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
+// Lets Kernel's blocks have `bytes` of dynamic shared memory, more than the 48 KiB a block gets without asking. Set
+// once per device; not a stream operation, so also allowed while a step is being recorded.
+template <auto Kernel>
+cudaError_t allow_shared_memory(size_t bytes) {
+    static bool allowed[64] = {};
+    int dev = 0;
+    if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+    if (dev < 64 && allowed[dev]) return cudaSuccess;
+    if (cudaError_t e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+        e != cudaSuccess)
+        return e;
+    if (dev < 64) allowed[dev] = true;
+    return cudaSuccess;
+}
+
 #endif  // __CUDACC__
 
 }  // namespace zinc::backend::cuda
