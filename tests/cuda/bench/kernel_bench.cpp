@@ -41,6 +41,8 @@ using zinc::backend::Weight;
 using zinc::gguf::TensorType;
 
 constexpr size_t kColdBytes = size_t(512) << 20;  // weight copies per shape: at least this many bytes (L2: 50 MB)
+// The tensor cores' dense f16/bf16 product rate measured on the H200, against which the products' TFLOP/s are given.
+constexpr double kPeakTflops = 790.0;
 
 struct Options {
     std::string filter;
@@ -150,7 +152,6 @@ void bench_matvecs(CudaBackend& be, const Options& o, double copy) {
 // which it takes), for float weights the tiled f32 kernel; in TFLOP/s and as a share of 790 TFLOP/s, the bf16 matrix
 // product rate measured on the H200.
 void bench_prefill(CudaBackend& be, const Options& o) {
-    constexpr double kPeakTflops = 790.0;
     enum Way { kMatvec, kKernel, kCublas };
     const TensorType types[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::MXFP4,
                                 TensorType::F16};
@@ -218,7 +219,8 @@ double time_eager_us(CudaBackend& be, int reps, const std::function<void()>& cal
 }
 
 // One MoE layer's expert FFN (moe_ffn) of the MoE models, with the weight types of their Q4_K_M / MXFP4 files, at
-// several prompt lengths and each way a batch sorted by expert can take (MoeWays); TFLOP/s of the pairs' products.
+// several prompt lengths and each way a batch sorted by expert can take (MoeWays); TFLOP/s of the pairs' products and
+// their share of kPeakTflops.
 void bench_moe(CudaBackend& be, const Options& o) {
     struct MoeShape {
         const char* name;
@@ -265,8 +267,10 @@ void bench_moe(CudaBackend& be, const Options& o) {
             be.set_moe_ways();
             const double flops = 2.0 * double(tokens * m.k) * 3.0 * double(m.in) * double(m.n_ff);
             const std::string what = std::string(m.name) + " " + std::to_string(tokens) + " tokens";
-            std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s |\n", (std::string("moe, ") + ways[w].first).c_str(),
-                        what.c_str(), us, flops / (us * 1e-6) / 1e12);
+            const double tflops = flops / (us * 1e-6) / 1e12;
+            std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n",
+                        (std::string("moe, ") + ways[w].first).c_str(), what.c_str(), us, tflops,
+                        100.0 * tflops / kPeakTflops);
             be.free(x);
             be.free(out);
             be.free(logits);
@@ -363,7 +367,6 @@ void bench_attention(CudaBackend& be, const Options& o, double copy) {
 // flops for each of Q K^T and P V per visible (query, key) pair), as a share of the 790 TFLOP/s f16 product rate; the
 // kernel does each product twice (the hi and lo halves of its f16 inputs).
 void bench_prefill_attention(CudaBackend& be, const Options& o) {
-    constexpr double kPeakTflops = 790.0;
     struct AttnShape {
         const char* name;
         int n_head, n_head_kv, head_dim;
