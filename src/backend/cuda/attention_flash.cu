@@ -8,8 +8,9 @@
 // with an online softmax between the two: the running maximum and denominator of each row, the output rescaled when
 // the maximum grows. f16 inputs alone would round the queries and the probabilities to 11 bits; as in the decode
 // kernel (attention_mma.cu), each is split into its f16 rounding and the f16 rounding of what that leaves (hi + lo,
-// about 22 bits), and both go through the product into the same f32 accumulators, so the results agree with the f32
-// kernels to f32 rounding. A block computes one slice of DV output values (for heads of more than 128 values, each
+// about 22 bits), both halves go through the products, and since the tensor cores truncate what they add to an
+// accumulator, a tile's products start from zero and are added to the running sums in f32: the results agree with
+// the f32 kernels to f32 rounding. A block computes one slice of DV output values (for heads of more than 128 values, each
 // slice computes the scores again, which costs less than the registers a whole head's outputs would need).
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
