@@ -57,7 +57,30 @@ void check(cudaError_t e, const char* what) {
     }
 }
 
-// The median over rounds of the time per call of `call(i)` (i = 0 .. reps-1), replayed from a recorded step.
+// The median time per call over `rounds` rounds of reps calls each, the first `skip` rounds not counted; `round()`
+// queues one round on the backend's stream.
+double median_round_us(CudaBackend& be, int rounds, int skip, int reps, const std::function<void()>& round) {
+    cudaEvent_t t0, t1;
+    check(cudaEventCreate(&t0), "event");
+    check(cudaEventCreate(&t1), "event");
+    std::vector<double> times;
+    for (int r = 0; r < rounds; ++r) {
+        check(cudaEventRecord(t0, be.stream()), "record");
+        round();
+        check(cudaEventRecord(t1, be.stream()), "record");
+        be.synchronize();
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, t0, t1), "elapsed");
+        if (r >= skip) times.push_back(double(ms) * 1e3 / reps);
+    }
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+// The median over rounds of the time per call of `call(i)` (i = 0 .. reps-1), replayed from a recorded step: round 0
+// runs eagerly, round 1 records, the rest replay.
 double time_us(CudaBackend& be, int reps, const std::function<void(int)>& call) {
     static uint64_t shape = 1;
     const uint64_t key = shape++;
@@ -66,23 +89,7 @@ double time_us(CudaBackend& be, int reps, const std::function<void(int)>& call) 
         for (int i = 0; i < reps; ++i) call(i);
         return Act{};
     };
-    cudaEvent_t t0, t1;
-    check(cudaEventCreate(&t0), "event");
-    check(cudaEventCreate(&t1), "event");
-    std::vector<double> rounds;
-    for (int r = 0; r < 7; ++r) {
-        check(cudaEventRecord(t0, be.stream()), "record");
-        be.run_step(key, {&id, 1}, {&id, 1}, step);  // round 0 runs eagerly, round 1 records, the rest replay
-        check(cudaEventRecord(t1, be.stream()), "record");
-        be.synchronize();
-        float ms = 0;
-        check(cudaEventElapsedTime(&ms, t0, t1), "elapsed");
-        if (r >= 2) rounds.push_back(double(ms) * 1e3 / reps);
-    }
-    cudaEventDestroy(t0);
-    cudaEventDestroy(t1);
-    std::sort(rounds.begin(), rounds.end());
-    return rounds[rounds.size() / 2];
+    return median_round_us(be, 7, 2, reps, [&] { be.run_step(key, {&id, 1}, {&id, 1}, step); });
 }
 
 double copy_gbps(CudaBackend& be) {
@@ -199,23 +206,9 @@ void bench_prefill(CudaBackend& be, const Options& o) {
 
 // The median time per call of `call()` run eagerly, reps calls a round.
 double time_eager_us(CudaBackend& be, int reps, const std::function<void()>& call) {
-    cudaEvent_t t0, t1;
-    check(cudaEventCreate(&t0), "event");
-    check(cudaEventCreate(&t1), "event");
-    std::vector<double> rounds;
-    for (int r = 0; r < 6; ++r) {
-        check(cudaEventRecord(t0, be.stream()), "record");
+    return median_round_us(be, 6, 1, reps, [&] {
         for (int i = 0; i < reps; ++i) call();
-        check(cudaEventRecord(t1, be.stream()), "record");
-        be.synchronize();
-        float ms = 0;
-        check(cudaEventElapsedTime(&ms, t0, t1), "elapsed");
-        if (r >= 1) rounds.push_back(double(ms) * 1e3 / reps);
-    }
-    cudaEventDestroy(t0);
-    cudaEventDestroy(t1);
-    std::sort(rounds.begin(), rounds.end());
-    return rounds[rounds.size() / 2];
+    });
 }
 
 // One MoE layer's expert FFN (moe_ffn) of the MoE models, with the weight types of their Q4_K_M / MXFP4 files, at
