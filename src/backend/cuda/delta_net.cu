@@ -7,6 +7,7 @@
 
 #include "backend/cuda/delta_net_kernels.h"
 #include "backend/cuda/launch.cuh"
+#include "backend/cuda/mma.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -102,18 +103,77 @@ __global__ void __launch_bounds__(kSeqThreads) delta_net_seq_kernel(DeltaNetArgs
     dn_seq_store<kRows>(s, S, r, j, valid, a.d_k, a.d_v);
 }
 
-// Grid (chunks, key heads).
-__global__ void __launch_bounds__(kChunkThreads) delta_net_gram_kernel(ChunkArgs a) {
+// The block of the chunked form's bodies on the GPU (delta_net_kernels.h): a phase is every thread's call then a
+// barrier; a product is split over the warps, 16 x 16 output tiles each, on tensor cores. Each operand is split into
+// two tf32 parts and three products are summed (hi hi, and hi lo + lo hi in a second accumulator, so the small terms
+// are not truncated against the large ones), which keeps about 22 bits of every product.
+// (Host-device members, as the bodies that call them are; they only ever run on the device.)
+struct DeviceBlock {
+    template <class F>
+    __host__ __device__ void run(F&& f) const {
+#ifdef __CUDA_ARCH__
+        f(int(threadIdx.x));
+        __syncthreads();
+#else
+        (void)f;
+#endif
+    }
+    template <class Epi>
+    __host__ __device__ void gemm(int M, int N, int K, SmemMat A, SmemMat B, Epi&& epi) const {
+#ifdef __CUDA_ARCH__
+        // Each warp takes 16 x 16 output tiles: one A fragment per step for two B fragments.
+        const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
+        const int tiles_n = N / 16, tiles = M / 16 * tiles_n;
+        for (int tile = warp; tile < tiles; tile += kChunkThreads / 32) {
+            const int m0 = tile / tiles_n * 16, n0 = tile % tiles_n * 16;
+            float big[2][4] = {}, small[2][4] = {};
+            for (int k0 = 0; k0 < K; k0 += 8) {
+                uint32_t ah[4], al[4];
+                split_tf32(A.at(m0 + g, k0 + t), ah[0], al[0]);
+                split_tf32(A.at(m0 + g + 8, k0 + t), ah[1], al[1]);
+                split_tf32(A.at(m0 + g, k0 + t + 4), ah[2], al[2]);
+                split_tf32(A.at(m0 + g + 8, k0 + t + 4), ah[3], al[3]);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    uint32_t bh[2], bl[2];
+                    split_tf32(B.at(k0 + t, n0 + 8 * h + g), bh[0], bl[0]);
+                    split_tf32(B.at(k0 + t + 4, n0 + 8 * h + g), bh[1], bl[1]);
+                    mma_1688_tf32(big[h], ah, bh[0], bh[1]);
+                    mma_1688_tf32(small[h], ah, bl[0], bl[1]);
+                    mma_1688_tf32(small[h], al, bh[0], bh[1]);
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int n = n0 + 8 * h + 2 * t;
+                epi(m0 + g, n, big[h][0] + small[h][0]);
+                epi(m0 + g, n + 1, big[h][1] + small[h][1]);
+                epi(m0 + g + 8, n, big[h][2] + small[h][2]);
+                epi(m0 + g + 8, n + 1, big[h][3] + small[h][3]);
+            }
+        }
+        __syncthreads();
+#else
+        (void)M, (void)N, (void)K, (void)A, (void)B, (void)epi;
+#endif
+    }
+};
+
+// Grid (chunks, key heads); dynamic shared memory of one PrepareShared.
+__global__ void __launch_bounds__(kChunkThreads) delta_net_prepare_kernel(ChunkArgs a) {
     begin_kernel();
-    __shared__ GramShared sm;
-    dn_gram_block(DeviceBlock{}, sm, a, int64_t(blockIdx.x), int(blockIdx.y));
+    extern __shared__ float4 prepare_smem[];
+    dn_prepare_block(DeviceBlock{}, *reinterpret_cast<PrepareShared*>(prepare_smem), a, int64_t(blockIdx.x),
+                     int(blockIdx.y));
 }
 
-// Grid (column blocks of kChunkCols, value heads).
-__global__ void __launch_bounds__(kChunkThreads) delta_net_chunk_kernel(ChunkArgs a) {
+// Grid (column blocks of kChunkCols, value heads); dynamic shared memory of one ChunkShared. Two blocks fit a
+// multiprocessor's shared memory; the register bound lets them both be resident (the grid is about two per
+// multiprocessor, so a block that did not fit would run in a second wave).
+__global__ void __launch_bounds__(kChunkThreads, 2) delta_net_chunk_kernel(ChunkArgs a) {
     begin_kernel();
-    __shared__ ChunkShared sm;
-    dn_chunk_block(DeviceBlock{}, sm, a, int(blockIdx.x), int(blockIdx.y));
+    extern __shared__ float4 chunk_smem[];
+    dn_chunk_block(DeviceBlock{}, *reinterpret_cast<ChunkShared*>(chunk_smem), a, int(blockIdx.x), int(blockIdx.y));
 }
 
 }  // namespace
@@ -185,19 +245,23 @@ cudaError_t delta_net(const DeltaNetArgs& a, cudaStream_t s) {
 size_t delta_net_chunked_scratch(int n_v, int64_t T, int chunk) {
     const int64_t C = dn_chunk_len(chunk);
     const int64_t n_chunks = dn_min((T + C - 1) / C, kSegmentChunks);
-    return size_t(n_v) * size_t(n_chunks) * size_t(C * C);
+    return size_t(n_v) * size_t(n_chunks) * size_t(2 * C * C + C);
 }
 
-cudaError_t delta_net_chunked(const DeltaNetArgs& a, int chunk, float* A, float* B, cudaStream_t s) {
+cudaError_t delta_net_chunked(const DeltaNetArgs& a, int chunk, float* scratch, cudaStream_t s) {
+    if (cudaError_t e = allow_shared_memory<delta_net_prepare_kernel>(sizeof(PrepareShared)); e != cudaSuccess)
+        return e;
+    if (cudaError_t e = allow_shared_memory<delta_net_chunk_kernel>(sizeof(ChunkShared)); e != cudaSuccess) return e;
     const int C = dn_chunk_len(chunk);
     const int64_t seg = kSegmentChunks * C;
     const dim3 chunk_grid(unsigned((a.d_v + kChunkCols - 1) / kChunkCols), unsigned(a.n_v));
-    // Segments run one after the other on the stream, so each reuses A and B and starts from the state the previous
-    // one left.
+    // Segments run one after the other on the stream, so each reuses the scratch and starts from the state the
+    // previous one left.
     for (int64_t t0 = 0; t0 < a.T; t0 += seg) {
-        const ChunkArgs c = dn_segment(a, C, t0, dn_min(seg, a.T - t0), A, B);
-        launch(delta_net_gram_kernel, dim3(unsigned(c.n_chunks), unsigned(a.n_k)), kChunkThreads, 0, s, c);
-        launch(delta_net_chunk_kernel, chunk_grid, kChunkThreads, 0, s, c);
+        const ChunkArgs c = dn_segment(a, C, t0, dn_min(seg, a.T - t0), scratch);
+        launch(delta_net_prepare_kernel, dim3(unsigned(c.n_chunks), unsigned(a.n_k)), kChunkThreads,
+               sizeof(PrepareShared), s, c);
+        launch(delta_net_chunk_kernel, chunk_grid, kChunkThreads, sizeof(ChunkShared), s, c);
         if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
     return cudaGetLastError();

@@ -64,10 +64,10 @@ cudaError_t delta_net(const DeltaNetArgs& a, cudaStream_t s);
 // The chunk length the kernels use for a requested chunk (> 0): at most kMaxChunk. The chunk only changes how the
 // sums are rounded, so a longer one is run as chunks of kMaxChunk.
 inline int dn_chunk_len(int chunk) { return chunk < kMaxChunk ? chunk : kMaxChunk; }
-// Floats of each of the two scratch buffers delta_net_chunked needs for T tokens.
+// Floats of the scratch buffer delta_net_chunked needs for T tokens.
 size_t delta_net_chunked_scratch(int n_v, int64_t T, int chunk);
-// The chunked (WY) form of the same recurrence; A and B are scratch buffers of delta_net_chunked_scratch floats.
-cudaError_t delta_net_chunked(const DeltaNetArgs& a, int chunk, float* A, float* B, cudaStream_t s);
+// The chunked (WY) form of the same recurrence, with a scratch buffer of delta_net_chunked_scratch floats.
+cudaError_t delta_net_chunked(const DeltaNetArgs& a, int chunk, float* scratch, cudaStream_t s);
 
 // ---- logic shared by the kernels and the host tests ----
 
@@ -191,143 +191,208 @@ ZINC_DN_HD float dn_seq_write_out(float (&s)[kRows], int r, int d_k, const float
 
 // ---- the chunked (WY) form ----
 //
-// As the CPU's delta_net_chunked: within a chunk of n tokens with cumulative log-decays G and start state S0,
-//   delta_t = beta_t (v_t - e^{G_t} S0^T k_t - sum_{s<t} A[t][s] delta_s),  A[t][s] = e^{G_t - G_s} k_t.k_s
-//   o_t     = scale (e^{G_t} S0^T q_t + sum_{s<=t} B[t][s] delta_s),        B[t][s] = e^{G_t - G_s} q_t.k_s
+// Within a chunk of n tokens with cumulative log-decays G and start state S0 (the CPU's delta_net_chunked):
+//   L[t][s] = beta_t e^{G_t - G_s} k_t.k_s for s < t,   T = (I + L)^{-1} (unit lower triangular)
+//   delta   = T r,  r_t = beta_t (v_t - e^{G_t} S0^T k_t)
+//   o_t     = scale (e^{G_t} S0^T q_t + sum_{s<=t} B[t][s] delta_s),   B[t][s] = e^{G_t - G_s} q_t.k_s
 //   S_n     = e^{G_n} S0 + sum_s (e^{G_n - G_s} k_s) delta_s^T
-// A kernel of gram blocks (one per chunk and key head) first computes A and B for every chunk at once; then one
-// block per (value head, kChunkCols value columns) walks the chunks in order with its slice of the state in shared
-// memory. Value columns are independent throughout, so the blocks never communicate. Every sum runs in the CPU's
-// order; the forward substitution (sequential in t) is done by one thread per column.
+// delta = T r is the CPU's forward substitution (I + L) delta = r, with the inverse taken once per chunk and head so
+// that what remains sequential across chunks is products. A prepare kernel (blocks per chunk and key head) computes G,
+// T and B for every chunk at once; then one block per (value head, kChunkCols value columns) walks the chunks in
+// order with its columns of the state in shared memory. Value columns are independent throughout, so the blocks
+// never communicate. The walk is a chain of short phases, so every phase that reads global memory issues all its
+// loads before it stores any (dn_copy): one memory latency per phase rather than one per element.
 //
 // The block bodies are written as phases separated by block barriers, each phase a function of the thread index
-// that keeps nothing in registers across a barrier; Block::run(f) runs f for every thread of the block and then
-// synchronizes. On the GPU that is f(threadIdx.x) then __syncthreads(); the host tests run f for each index in turn.
+// that keeps nothing in registers across a barrier: Block::run(f) runs f for every thread of the block and then
+// synchronizes; Block::gemm(M, N, K, A, B, epi) calls epi(m, n, sum_k A(m, k) B(k, n)) once for every (m, n) of an
+// M x N product (M and N multiples of 16, K of 8; operands in shared memory, not written by epi) and then
+// synchronizes. On the GPU run is f(threadIdx.x) then __syncthreads(), and gemm runs on tensor cores, each operand
+// split into two tf32 parts (hi hi + hi lo + lo hi, about 22 bits; delta_net.cu); the host tests run f for each
+// index in turn and sum the products in f32 in ascending k.
 
 constexpr int kChunkThreads = 256;
 constexpr int kChunkCols = 16;  // value columns per recurrence block
-constexpr int kKeyTile = 32;    // key dims staged at a time by the recurrence block
-constexpr int kGramTile = 16;   // key dims staged at a time by the gram block
+constexpr int kKeyTile = 32;    // key dims staged at a time
+constexpr int kDiag = 16;       // T is inverted by diagonal blocks of this size
+// Row strides of the shared tiles, in floats, chosen so that the tensor-core fragments' loads hit distinct banks:
+// tiles read as A (rows by key dims or by tokens) have strides of 4 mod 32, tiles read as B (columns) 24 mod 32.
+constexpr int kTileLd = kKeyTile + 4;
+constexpr int kTokLd = kMaxChunk + 4;
+constexpr int kColLd = kChunkCols + 8;
 
-// The pointers of one launch: q, k, v, g, beta, out start at the launch's first token; A and B hold C x C floats per
-// (value head, chunk of the launch), at ((h * n_chunks + c) * C + t) * C + s.
+// A matrix in shared memory: element (r, c) at p[r * rs + c * cs].
+struct SmemMat {
+    const float* p;
+    int rs, cs;
+    ZINC_DN_HD float at(int r, int c) const { return p[r * rs + c * cs]; }
+};
+
+// The pointers of one launch: q, k, v, g, beta, out start at the launch's first token; for each (value head h, chunk
+// c of the launch) at i = h * n_chunks + c, T and B hold C x C floats at (i * C + t) * C + s and G holds C floats at
+// i * C + t. All three lie in one scratch buffer of delta_net_chunked_scratch floats.
 struct ChunkArgs {
     DeltaNetArgs d;
     int C = 0;
     int64_t n_chunks = 0;
-    float *A = nullptr, *B = nullptr;
+    float *T = nullptr, *B = nullptr, *G = nullptr;
 };
 
-struct GramShared {
-    float K[kMaxChunk][kGramTile + 1];  // +1: rows read down a column hit distinct banks
-    float Q[kMaxChunk][kGramTile + 1];
-    float kk[kMaxChunk][kMaxChunk];
-    float qk[kMaxChunk][kMaxChunk];
-    float G[kMaxChunk];
+struct PrepareShared {
+    float KQ[2 * kMaxChunk][kTileLd];  // a key tile of the chunk's keys (rows 0..np-1), then its queries
+    float kk[kMaxChunk][kTokLd];
+    float qk[kMaxChunk][kTokLd];
+    float L[kMaxChunk][kTokLd];
+    float T[kMaxChunk][kTokLd];
+    float P[kDiag][kTokLd];  // L T for one block row of T
+    float g[kMaxChunk], G[kMaxChunk], beta[kMaxChunk];
 };
 
 struct ChunkShared {
-    float S[kMaxKeyDim * kChunkCols];  // the block's columns of the state, S[i * kChunkCols + j]
-    float K[kMaxChunk][kKeyTile + 1];
-    float Q[kMaxChunk][kKeyTile + 1];
-    float SD[kMaxChunk][kChunkCols];  // S0^T k_t, overwritten in t order by delta_t
-    float SQ[kMaxChunk][kChunkCols];  // S0^T q_t
-    float G[kMaxChunk], beta[kMaxChunk], w[kMaxChunk];
+    float S[kMaxKeyDim][kColLd];       // the block's columns of the state
+    float KQ[2 * kMaxChunk][kTileLd];  // as PrepareShared's; for the state update the weighted keys alone
+    float T[kMaxChunk][kTokLd];
+    float B[kMaxChunk][kTokLd];
+    float X[kMaxChunk][kColLd];  // S0^T k_t, then r_t
+    float Y[kMaxChunk][kColLd];  // S0^T q_t
+    float D[kMaxChunk][kColLd];  // v_t, then delta_t
+    float eg[kMaxChunk], beta[kMaxChunk], w[kMaxChunk];
 };
-static_assert(sizeof(GramShared) <= 48 * 1024 && sizeof(ChunkShared) <= 48 * 1024, "static shared memory limit");
-static_assert(kChunkCols <= 32 && 32 + kMaxChunk <= kChunkThreads, "the forward substitution and w phase threads");
-
-#ifdef __CUDACC__
-struct DeviceBlock {
-    template <class F>
-    __host__ __device__ void run(F&& f) const {
-#ifdef __CUDA_ARCH__
-        f(int(threadIdx.x));
-        __syncthreads();
-#else
-        (void)f;
-#endif
-    }
-};
-#endif
+// Both are dynamic shared memory: within the 99 KiB a block may have on every GPU the build targets.
+static_assert(sizeof(PrepareShared) <= 99 * 1024 && sizeof(ChunkShared) <= 99 * 1024, "shared memory per block");
+static_assert(kMaxChunk <= kChunkThreads && kMaxKeyDim % kKeyTile == 0, "one thread per token; whole key tiles");
+static_assert(kMaxChunk % kDiag == 0, "T's diagonal blocks tile the chunk");
 
 struct HostBlock {
     template <class F>
     void run(F&& f) const {
         for (int tid = 0; tid < kChunkThreads; ++tid) f(tid);
     }
+    template <class Epi>
+    void gemm(int M, int N, int K, SmemMat A, SmemMat B, Epi&& epi) const {
+        for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n) {
+                float acc = 0.0f;
+                for (int k = 0; k < K; ++k) acc += A.at(m, k) * B.at(k, n);
+                epi(m, n, acc);
+            }
+    }
 };
 
-// The chunk's cumulative log-decays of value head h, summed in order as the CPU does.
-ZINC_DN_HD void dn_cumulative_decay(const DeltaNetArgs& d, int h, int64_t t0, int n, float* G) {
-    float acc = 0.0f;
-    for (int t = 0; t < n; ++t) G[t] = acc += d.g[(t0 + t) * d.n_v + h];
-}
+ZINC_DN_HD int dn_round16(int n) { return (n + 15) / 16 * 16; }
 
-// Copies key dims [i0, i0 + ni) of the chunk's rows of x (q or k of key head kh) to tile rows 0..n-1, zero-padded
-// to `width` columns.
-template <int kWidth>
-ZINC_DN_HD void dn_stage(int tid, float (*tile)[kWidth + 1], const float* x, const DeltaNetArgs& d, int kh, int64_t t0,
-                         int n, int i0, int ni) {
-    const int64_t kw = int64_t(d.n_k) * d.d_k;
-    for (int e = tid; e < n * kWidth; e += kChunkThreads) {
-        const int t = e / kWidth, ii = e % kWidth;
-        tile[t][ii] = ii < ni ? x[(t0 + t) * kw + int64_t(kh) * d.d_k + i0 + ii] : 0.0f;
+// This thread's share of copying `count` <= kPer * kChunkThreads elements: store(e, load(e)) for e = tid, tid +
+// kChunkThreads, ..., every load issued before the first store.
+template <int kPer, class Load, class Store>
+ZINC_DN_HD void dn_copy(int tid, int count, Load load, Store store) {
+    float r[kPer];
+    ZINC_DN_UNROLL
+    for (int u = 0; u < kPer; ++u) {
+        const int e = tid + u * kChunkThreads;
+        r[u] = e < count ? load(e) : 0.0f;
+    }
+    ZINC_DN_UNROLL
+    for (int u = 0; u < kPer; ++u) {
+        const int e = tid + u * kChunkThreads;
+        if (e < count) store(e, r[u]);
     }
 }
 
-// Gram block (chunk c, key head kh): A and B of chunk c for every value head that reads kh.
+// This thread's share of staging key dims [i0, i0 + kKeyTile) of the chunk's rows of x (q or k of key head kh),
+// times weight(t), to tile rows row0..row0+rows-1; zero past the chunk's n tokens and past d_k.
+template <class Weight>
+ZINC_DN_HD void dn_stage(int tid, float (*tile)[kTileLd], int row0, const float* x, const DeltaNetArgs& d, int kh,
+                         int64_t t0, int n, int rows, int i0, Weight weight) {
+    const int kw = d.n_k * d.d_k, width = d.d_k - i0;
+    const float* base = x + t0 * kw + int64_t(kh) * d.d_k + i0;
+    dn_copy<kMaxChunk * kKeyTile / kChunkThreads>(
+        tid, rows * kKeyTile,
+        [&](int e) {
+            const int t = e / kKeyTile, ii = e % kKeyTile;
+            return t < n && ii < width ? weight(t) * base[t * kw + ii] : 0.0f;
+        },
+        [&](int e, float v) { tile[row0 + e / kKeyTile][e % kKeyTile] = v; });
+}
+ZINC_DN_HD float dn_one(int) { return 1.0f; }
+
+// Prepare block (chunk c, key head kh): G, T and B of chunk c for every value head that reads kh.
 template <class Block>
-ZINC_DN_HD void dn_gram_block(const Block& blk, GramShared& sm, const ChunkArgs& a, int64_t c, int kh) {
+ZINC_DN_HD void dn_prepare_block(const Block& blk, PrepareShared& sm, const ChunkArgs& a, int64_t c, int kh) {
     const DeltaNetArgs& d = a.d;
     const int C = a.C;
     const int64_t t0 = c * C;
     const int n = int(dn_min(C, d.T - t0));
-    blk.run([&](int tid) {
-        for (int e = tid; e < kMaxChunk * kMaxChunk; e += kChunkThreads) {
-            sm.kk[e / kMaxChunk][e % kMaxChunk] = 0.0f;
-            sm.qk[e / kMaxChunk][e % kMaxChunk] = 0.0f;
-        }
-    });
-    // k_t.k_s and q_t.k_s for s <= t, each summed in ascending key dim.
-    for (int i0 = 0; i0 < d.d_k; i0 += kGramTile) {
-        const int ni = int(dn_min(kGramTile, d.d_k - i0));
+    const int np = dn_round16(n);
+    // k_t.k_s and q_t.k_s over key tiles, the keys and queries stacked as one product's rows.
+    for (int i0 = 0; i0 < d.d_k; i0 += kKeyTile) {
         blk.run([&](int tid) {
-            dn_stage<kGramTile>(tid, sm.K, d.k, d, kh, t0, n, i0, ni);
-            dn_stage<kGramTile>(tid, sm.Q, d.q, d, kh, t0, n, i0, ni);
+            dn_stage(tid, sm.KQ, 0, d.k, d, kh, t0, n, np, i0, dn_one);
+            dn_stage(tid, sm.KQ, np, d.q, d, kh, t0, n, np, i0, dn_one);
         });
-        blk.run([&](int tid) {
-            for (int t = tid / 32; t < n; t += kChunkThreads / 32)
-                for (int s = tid % 32; s <= t; s += 32) {
-                    float kk = sm.kk[t][s], qk = sm.qk[t][s];
-                    for (int ii = 0; ii < ni; ++ii) {
-                        const float ks = sm.K[s][ii];
-                        kk += sm.K[t][ii] * ks;
-                        qk += sm.Q[t][ii] * ks;
-                    }
-                    sm.kk[t][s] = kk;
-                    sm.qk[t][s] = qk;
-                }
-        });
+        const bool first = i0 == 0;
+        blk.gemm(2 * np, np, kKeyTile, SmemMat{&sm.KQ[0][0], kTileLd, 1}, SmemMat{&sm.KQ[0][0], 1, kTileLd},
+                 [&](int t, int s, float v) {
+                     float& out = t < np ? sm.kk[t][s] : sm.qk[t - np][s];
+                     out = first ? v : out + v;
+                 });
     }
     for (int m = 0; m < d.n_v / d.n_k; ++m) {
         const int h = dn_value_head(d.tiled, d.n_k, d.n_v, kh, m);
+        const int64_t i = int64_t(h) * a.n_chunks + c;
+        float *T = a.T + i * C * C, *B = a.B + i * C * C;
         blk.run([&](int tid) {
-            if (tid == 0) dn_cumulative_decay(d, h, t0, n, sm.G);
+            if (tid < n) {
+                sm.g[tid] = d.g[(t0 + tid) * d.n_v + h];
+                sm.beta[tid] = d.beta[(t0 + tid) * d.n_v + h];
+            }
         });
         blk.run([&](int tid) {
-            float* A = a.A + (int64_t(h) * a.n_chunks + c) * C * C;
-            float* B = a.B + (int64_t(h) * a.n_chunks + c) * C * C;
-            for (int e = tid; e < C * C; e += kChunkThreads) {
-                const int t = e / C, s = e % C;
-                float av = 0.0f, bv = 0.0f;
+            if (tid < n) {
+                float acc = 0.0f;  // summed in order, as the CPU does
+                for (int u = 0; u <= tid; ++u) acc += sm.g[u];
+                sm.G[tid] = acc;
+                a.G[i * C + tid] = acc;
+            }
+        });
+        blk.run([&](int tid) {
+            for (int e = tid; e < kMaxChunk * kMaxChunk; e += kChunkThreads) {
+                const int t = e / kMaxChunk, s = e % kMaxChunk;
+                float lv = 0.0f, bv = 0.0f;
                 if (t < n && s <= t) {
                     const float decay = expf(sm.G[t] - sm.G[s]);
-                    if (s < t) av = decay * sm.kk[t][s];
+                    if (s < t) lv = sm.beta[t] * (decay * sm.kk[t][s]);
                     bv = decay * sm.qk[t][s];
                 }
-                A[e] = av;
-                B[e] = bv;
+                sm.L[t][s] = lv;
+                if (t < n && s < n) B[t * C + s] = bv;
+            }
+        });
+        // T's diagonal blocks by forward substitution, one thread per column (columns do not depend on each other),
+        // and zeros above them.
+        blk.run([&](int tid) {
+            if (tid >= np) return;
+            const int j = tid, base = j / kDiag * kDiag;
+            for (int t = 0; t < base + kDiag; ++t) {
+                float v = t == j ? 1.0f : 0.0f;
+                if (t > j) {
+                    float acc = 0.0f;
+                    for (int s = j; s < t; ++s) acc += sm.L[t][s] * sm.T[s][j];
+                    v = -acc;
+                }
+                sm.T[t][j] = v;
+            }
+        });
+        // Then block row by block row: T_ib = -T_ii sum_{b <= k < i} L_ik T_kb for the blocks b left of i.
+        for (int r0 = kDiag; r0 < np; r0 += kDiag) {
+            blk.gemm(kDiag, r0, r0, SmemMat{&sm.L[r0][0], kTokLd, 1}, SmemMat{&sm.T[0][0], kTokLd, 1},
+                     [&](int t, int s, float v) { sm.P[t][s] = v; });
+            blk.gemm(kDiag, r0, kDiag, SmemMat{&sm.T[r0][r0], kTokLd, 1}, SmemMat{&sm.P[0][0], kTokLd, 1},
+                     [&](int t, int s, float v) { sm.T[r0 + t][s] = -v; });
+        }
+        blk.run([&](int tid) {
+            for (int e = tid; e < kMaxChunk * kMaxChunk; e += kChunkThreads) {
+                const int t = e / kMaxChunk, s = e % kMaxChunk;
+                if (t < n && s < n) T[t * C + s] = sm.T[t][s];
             }
         });
     }
@@ -338,102 +403,98 @@ template <class Block>
 ZINC_DN_HD void dn_chunk_block(const Block& blk, ChunkShared& sm, const ChunkArgs& a, int col_tile, int h) {
     const DeltaNetArgs& d = a.d;
     const int C = a.C, dk = d.d_k, dv = d.d_v;
+    const int dkp = (dk + kKeyTile - 1) / kKeyTile * kKeyTile;
     const int kh = dn_key_head(d.tiled, d.n_k, d.n_v, h);
     const int j0 = col_tile * kChunkCols;
     const int64_t vw = int64_t(d.n_v) * dv;
     float* Sg = d.state + int64_t(h) * dk * dv;
-    constexpr int kRowStep = kChunkThreads / kChunkCols;
     blk.run([&](int tid) {
-        for (int e = tid; e < dk * kChunkCols; e += kChunkThreads) {
+        for (int e = tid; e < dkp * kChunkCols; e += kChunkThreads) {
             const int i = e / kChunkCols, j = e % kChunkCols;
-            sm.S[e] = j0 + j < dv ? Sg[int64_t(i) * dv + j0 + j] : 0.0f;
+            sm.S[i][j] = i < dk && j0 + j < dv ? Sg[int64_t(i) * dv + j0 + j] : 0.0f;
         }
     });
     for (int64_t c = 0; c < a.n_chunks; ++c) {
-        const int64_t t0 = c * C;
+        const int64_t t0 = c * C, i = int64_t(h) * a.n_chunks + c;
         const int n = int(dn_min(C, d.T - t0));
+        const int np = dn_round16(n);
+        const float *Tc = a.T + i * C * C, *Bc = a.B + i * C * C, *Gc = a.G + i * C;
+        // Everything the chunk reads but the key tiles after the first, in one phase.
         blk.run([&](int tid) {
-            if (tid == 0) dn_cumulative_decay(d, h, t0, n, sm.G);
-            if (tid < n) sm.beta[tid] = d.beta[(t0 + tid) * d.n_v + h];
-            for (int e = tid; e < kMaxChunk * kChunkCols; e += kChunkThreads) {
-                sm.SD[e / kChunkCols][e % kChunkCols] = 0.0f;
-                sm.SQ[e / kChunkCols][e % kChunkCols] = 0.0f;
+            if (tid < n) {
+                const float G = Gc[tid];
+                sm.eg[tid] = expf(G);
+                sm.w[tid] = expf(Gc[n - 1] - G);
+                sm.beta[tid] = d.beta[(t0 + tid) * d.n_v + h];
             }
+            constexpr int kSquare = kMaxChunk * kMaxChunk;
+            const auto in = [&](int e) { return e / kMaxChunk < n && e % kMaxChunk < n; };
+            const auto at = [&](int e) { return e / kMaxChunk * C + e % kMaxChunk; };
+            dn_copy<kSquare / kChunkThreads>(
+                tid, kSquare, [&](int e) { return in(e) ? Tc[at(e)] : 0.0f; },
+                [&](int e, float v) { sm.T[e / kMaxChunk][e % kMaxChunk] = v; });
+            dn_copy<kSquare / kChunkThreads>(
+                tid, kSquare, [&](int e) { return in(e) ? Bc[at(e)] : 0.0f; },
+                [&](int e, float v) { sm.B[e / kMaxChunk][e % kMaxChunk] = v; });
+            const float* vc = d.v + t0 * vw + int64_t(h) * dv + j0;
+            const int vcols = dv - j0;
+            dn_copy<kMaxChunk * kChunkCols / kChunkThreads>(
+                tid, np * kChunkCols,
+                [&](int e) {
+                    const int t = e / kChunkCols, j = e % kChunkCols;
+                    return t < n && j < vcols ? vc[t * int(vw) + j] : 0.0f;
+                },
+                [&](int e, float v) { sm.D[e / kChunkCols][e % kChunkCols] = v; });
+            dn_stage(tid, sm.KQ, 0, d.k, d, kh, t0, n, np, 0, dn_one);
+            dn_stage(tid, sm.KQ, np, d.q, d, kh, t0, n, np, 0, dn_one);
         });
-        // S0^T k_t and S0^T q_t, summed in ascending key dim.
+        // S0^T k_t and S0^T q_t over key tiles.
         for (int i0 = 0; i0 < dk; i0 += kKeyTile) {
-            const int ni = int(dn_min(kKeyTile, dk - i0));
-            blk.run([&](int tid) {
-                dn_stage<kKeyTile>(tid, sm.K, d.k, d, kh, t0, n, i0, ni);
-                dn_stage<kKeyTile>(tid, sm.Q, d.q, d, kh, t0, n, i0, ni);
-            });
-            blk.run([&](int tid) {
-                const int j = tid % kChunkCols;
-                for (int t = tid / kChunkCols; t < n; t += kRowStep) {
-                    float sk = sm.SD[t][j], sq = sm.SQ[t][j];
-                    for (int ii = 0; ii < ni; ++ii) {
-                        const float sv = sm.S[(i0 + ii) * kChunkCols + j];
-                        sk += sv * sm.K[t][ii];
-                        sq += sv * sm.Q[t][ii];
-                    }
-                    sm.SD[t][j] = sk;
-                    sm.SQ[t][j] = sq;
-                }
-            });
+            if (i0 > 0)
+                blk.run([&](int tid) {
+                    dn_stage(tid, sm.KQ, 0, d.k, d, kh, t0, n, np, i0, dn_one);
+                    dn_stage(tid, sm.KQ, np, d.q, d, kh, t0, n, np, i0, dn_one);
+                });
+            const bool first = i0 == 0;
+            blk.gemm(2 * np, kChunkCols, kKeyTile, SmemMat{&sm.KQ[0][0], kTileLd, 1}, SmemMat{&sm.S[i0][0], kColLd, 1},
+                     [&](int t, int j, float v) {
+                         float& out = t < np ? sm.X[t][j] : sm.Y[t - np][j];
+                         out = first ? v : out + v;
+                     });
         }
-        // delta by forward substitution (one thread per column); meanwhile the state-update weights.
         blk.run([&](int tid) {
-            if (tid < kChunkCols) {
-                const int j = tid;
-                const bool valid = j0 + j < dv;
-                const float* A = a.A + (int64_t(h) * a.n_chunks + c) * C * C;
-                for (int t = 0; t < n; ++t) {
-                    float acc = expf(sm.G[t]) * sm.SD[t][j];
-                    for (int s = 0; s < t; ++s) acc += A[t * C + s] * sm.SD[s][j];
-                    const float vt = valid ? d.v[(t0 + t) * vw + int64_t(h) * dv + j0 + j] : 0.0f;
-                    sm.SD[t][j] = sm.beta[t] * (vt - acc);
-                }
-            } else if (tid >= 32 && tid < 32 + n) {
-                const int s = tid - 32;
-                sm.w[s] = expf(sm.G[n - 1] - sm.G[s]);
+            for (int e = tid; e < np * kChunkCols; e += kChunkThreads) {
+                const int t = e / kChunkCols, j = e % kChunkCols;
+                sm.X[t][j] = t < n ? sm.beta[t] * (sm.D[t][j] - sm.eg[t] * sm.X[t][j]) : 0.0f;
             }
         });
-        // Outputs.
-        blk.run([&](int tid) {
-            const int j = tid % kChunkCols;
-            if (j0 + j >= dv) return;
-            const float* B = a.B + (int64_t(h) * a.n_chunks + c) * C * C;
-            for (int t = tid / kChunkCols; t < n; t += kRowStep) {
-                float o = expf(sm.G[t]) * sm.SQ[t][j];
-                for (int s = 0; s <= t; ++s) o += B[t * C + s] * sm.SD[s][j];
-                d.out[(t0 + t) * vw + int64_t(h) * dv + j0 + j] = o * d.scale;
-            }
+        blk.gemm(np, kChunkCols, np, SmemMat{&sm.T[0][0], kTokLd, 1}, SmemMat{&sm.X[0][0], kColLd, 1},
+                 [&](int t, int j, float v) { sm.D[t][j] = v; });
+        const SmemMat D{&sm.D[0][0], kColLd, 1};
+        float* oc = d.out + t0 * vw + int64_t(h) * dv + j0;
+        blk.gemm(np, kChunkCols, np, SmemMat{&sm.B[0][0], kTokLd, 1}, D, [&](int t, int j, float v) {
+            if (t < n && j < dv - j0) oc[t * int(vw) + j] = (sm.eg[t] * sm.Y[t][j] + v) * d.scale;
         });
-        // The state at the end of the chunk.
+        // The state at the end of the chunk: S = e^{G_n} S0 + (w k)^T delta, key tile by key tile.
+        const float egn = sm.eg[n - 1];
         for (int i0 = 0; i0 < dk; i0 += kKeyTile) {
-            const int ni = int(dn_min(kKeyTile, dk - i0));
-            blk.run([&](int tid) { dn_stage<kKeyTile>(tid, sm.K, d.k, d, kh, t0, n, i0, ni); });
             blk.run([&](int tid) {
-                const int j = tid % kChunkCols;
-                const float egn = expf(sm.G[n - 1]);
-                for (int ii = tid / kChunkCols; ii < ni; ii += kRowStep) {
-                    float sv = sm.S[(i0 + ii) * kChunkCols + j] * egn;
-                    for (int s = 0; s < n; ++s) sv += (sm.w[s] * sm.K[s][ii]) * sm.SD[s][j];
-                    sm.S[(i0 + ii) * kChunkCols + j] = sv;
-                }
+                dn_stage(tid, sm.KQ, 0, d.k, d, kh, t0, n, np, i0, [&](int t) { return sm.w[t]; });
             });
+            blk.gemm(kKeyTile, kChunkCols, np, SmemMat{&sm.KQ[0][0], 1, kTileLd}, D,
+                     [&](int ii, int j, float v) { sm.S[i0 + ii][j] = egn * sm.S[i0 + ii][j] + v; });
         }
     }
     blk.run([&](int tid) {
         for (int e = tid; e < dk * kChunkCols; e += kChunkThreads) {
             const int i = e / kChunkCols, j = e % kChunkCols;
-            if (j0 + j < dv) Sg[int64_t(i) * dv + j0 + j] = sm.S[e];
+            if (j0 + j < dv) Sg[int64_t(i) * dv + j0 + j] = sm.S[i][j];
         }
     });
 }
 
 // The arguments of the launch pair that covers tokens [t0, t0 + T) of a.
-inline ChunkArgs dn_segment(const DeltaNetArgs& a, int C, int64_t t0, int64_t T, float* A, float* B) {
+inline ChunkArgs dn_segment(const DeltaNetArgs& a, int C, int64_t t0, int64_t T, float* scratch) {
     ChunkArgs s;
     s.d = a;
     const int64_t kw = int64_t(a.n_k) * a.d_k, vw = int64_t(a.n_v) * a.d_v;
@@ -446,8 +507,10 @@ inline ChunkArgs dn_segment(const DeltaNetArgs& a, int C, int64_t t0, int64_t T,
     s.d.T = T;
     s.C = C;
     s.n_chunks = (T + C - 1) / C;
-    s.A = A;
-    s.B = B;
+    const int64_t mats = int64_t(a.n_v) * s.n_chunks * C * C;
+    s.T = scratch;
+    s.B = scratch + mats;
+    s.G = scratch + 2 * mats;
     return s;
 }
 

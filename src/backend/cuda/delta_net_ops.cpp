@@ -1,5 +1,6 @@
 // The CUDA backend's ops of the gated delta-net (Qwen3.5) layers. Backend checks their shapes; here only the
-// kernels' limits are. Every op only enqueues kernels (delta_net_chunked also needs two scratch buffers, sized by the token count).
+// kernels' limits are. Every op only enqueues kernels (delta_net_chunked also needs a scratch buffer, sized by the
+// token count).
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -87,9 +88,8 @@ void CudaBackend::do_delta_net_chunked(const Act& q, const Act& k, const Act& v,
     const cuda::DeltaNetArgs a = delta_net_args(q, k, v, g, beta, state, p, out, "delta_net_chunked");
     if (a.T == 0) return;
     const size_t bytes = cuda::delta_net_chunked_scratch(p.n_v, a.T, chunk) * sizeof(float);
-    auto* A = static_cast<float*>(scratch("delta_net decay-weighted k.k", bytes, "delta_net_chunked"));
-    auto* B = static_cast<float*>(scratch("delta_net decay-weighted q.k", bytes, "delta_net_chunked"));
-    ZINC_CUDA_CHECK(cuda::delta_net_chunked(a, chunk, A, B, stream_), "delta_net_chunked", "");
+    auto* m = static_cast<float*>(scratch("delta_net chunk matrices", bytes, "delta_net_chunked"));
+    ZINC_CUDA_CHECK(cuda::delta_net_chunked(a, chunk, m, stream_), "delta_net_chunked", "");
 }
 
 }  // namespace zinc::backend

@@ -1,9 +1,12 @@
-// The tensor-core instructions the CUDA kernels use (PTX ISA: mma.sync m16n8k16 with f16 inputs and f32
-// accumulation, ldmatrix), shared by the prefill matmul (matmul_mma.cu), the MoE experts' products (moe_mma.cu) and
-// the attention kernels (attention_mma.cu, attention_flash.cu).
+// The tensor-core instructions the CUDA kernels use (PTX ISA: mma.sync m16n8k16 with f16 inputs and m16n8k8 with
+// tf32 inputs, both with f32 accumulation; ldmatrix), shared by the prefill matmul (matmul_mma.cu), the MoE experts'
+// products (moe_mma.cu), the attention kernels (attention_mma.cu, attention_flash.cu) and the delta-net's chunked
+// form (delta_net.cu).
 //
-// Fragment layouts of mma.m16n8k16 with .f16 inputs: lane = 4 g + t holds A rows g and g + 8 at columns 2t, 2t + 1
-// and 2t + 8, 2t + 9; B column g at rows 2t, 2t + 1 and 2t + 8, 2t + 9; C rows g and g + 8 at columns 2t, 2t + 1.
+// Fragment layouts, lane = 4 g + t. mma.m16n8k16 with .f16 inputs: A rows g and g + 8 at columns 2t, 2t + 1 and
+// 2t + 8, 2t + 9; B column g at rows 2t, 2t + 1 and 2t + 8, 2t + 9. mma.m16n8k8 with .tf32 inputs: A at (g, t),
+// (g + 8, t), (g, t + 4), (g + 8, t + 4); B column g at rows t and t + 4. Both: C rows g and g + 8 at columns 2t,
+// 2t + 1.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -33,6 +36,22 @@ __device__ __forceinline__ void split_pair(float x0, float x1, uint32_t& hi, uin
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// x rounded to a tf32 (hi), and what that leaves rounded to a tf32 (lo): about 22 bits together, with f32's range.
+__device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+    const float rest = x - __uint_as_float(hi);
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
+}
+
+// c += a b for a 16 x 8 tf32 A fragment and an 8 x 8 B fragment (b0: rows 0-3, b1: rows 4-7), f32 accumulators.
+__device__ __forceinline__ void mma_1688_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));

@@ -7,7 +7,8 @@
 // --filter keeps the runs whose name contains SUBSTRING: "decode <type> <shape>" for the one-row matvecs (types as
 // ggml names them: "decode q4_K ffn_gate"), "prefill matmul (<rows>[, way]) <type> <shape>" for the batched matmuls,
 // "moe <model> <tokens> tokens, <way>" for the MoE layers' expert FFN, "prefill attention <shape>, <n> tokens" for a
-// prompt's attention, "rms_norm 1x<cols>", and the decode attention runs by cache type and depth.
+// prompt's attention, "prefill delta-net <shape>, <n> tokens" for the chunked recurrence, "rms_norm 1x<cols>", and
+// the decode attention runs by cache type and depth.
 // --splits times the decode attention kernels at the given key-split counts as well as at the planned one (for
 // tuning plan_attention).
 //
@@ -401,6 +402,49 @@ void bench_prefill_attention(CudaBackend& be, const Options& o) {
         }
 }
 
+// A prompt's gated delta-net recurrence in its chunked form (chunks of 64) on the Qwen3.5 / Qwen3.6 shapes. TFLOP/s of
+// the form's products (per chunk and value head: S0^T k and S0^T q, T r, B delta, the state update; per chunk and
+// key head the two Gram matrices), each counted once, as a share of the f16 product rate; the kernels run them in
+// tf32, each product three times (the hi and lo parts of both operands).
+void bench_delta_net(CudaBackend& be, const Options& o) {
+    struct DnShape {
+        const char* name;
+        int n_k, n_v, d_k, d_v;
+    };
+    const DnShape shapes[] = {{"16/32x128", 16, 32, 128, 128}, {"16/48x128", 16, 48, 128, 128}};
+    constexpr int kChunk = 64;
+    for (const DnShape& d : shapes)
+        for (int64_t n : {512, 8192}) {
+            const std::string what = std::string(d.name) + ", " + std::to_string(n) + " tokens";
+            if (("prefill delta-net " + what).find(o.filter) == std::string::npos) continue;
+            const int64_t kw = int64_t(d.n_k) * d.d_k, vw = int64_t(d.n_v) * d.d_v;
+            const auto up = [&](int64_t rows, int64_t cols, float lo, float hi) {
+                Act a = be.alloc(rows, cols);
+                be.upload(a, zinc::cuda_test::random_floats(size_t(rows * cols), lo, hi));
+                return a;
+            };
+            // Keys and queries of about unit length, decays exp(g) near 0.9, as the model's are.
+            const float unit = 1.0f / std::sqrt(float(d.d_k)) * 1.7f;
+            Act q = up(n, kw, -unit, unit), k = up(n, kw, -unit, unit), v = up(n, vw, -1.0f, 1.0f);
+            Act g = up(n, d.n_v, -0.2f, -0.01f), beta = up(n, d.n_v, 0.1f, 0.9f);
+            Act state = up(d.n_v, int64_t(d.d_k) * d.d_v, -0.1f, 0.1f), out = be.alloc(n, vw);
+            zinc::backend::DeltaNetParams p;
+            p.n_k = d.n_k;
+            p.n_v = d.n_v;
+            p.d_k = d.d_k;
+            p.d_v = d.d_v;
+            p.scale = 1.0f / std::sqrt(float(d.d_k));
+            const double us =
+                time_eager_us(be, 3, [&] { be.delta_net_chunked(q, k, v, g, beta, state, p, kChunk, out); });
+            const double per_token = double(d.n_v) * (6.0 * d.d_k * d.d_v + 4.0 * kChunk * d.d_v) +
+                                     double(d.n_k) * 4.0 * kChunk * d.d_k;
+            const double tflops = per_token * double(n) / (us * 1e-6) / 1e12;
+            std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", "prefill delta-net", what.c_str(), us,
+                        tflops, 100.0 * tflops / kPeakTflops);
+            for (Act* a : {&q, &k, &v, &g, &beta, &state, &out}) be.free(*a);
+        }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -438,6 +482,7 @@ int main(int argc, char** argv) {
     bench_prefill(be, o);
     bench_moe(be, o);
     bench_prefill_attention(be, o);
+    bench_delta_net(be, o);
     bench_norm(be, o, copy);
     bench_attention(be, o, copy);
     return 0;
