@@ -215,8 +215,9 @@ constexpr int kChunkThreads = 256;
 constexpr int kChunkCols = 16;  // value columns per recurrence block
 constexpr int kKeyTile = 32;    // key dims staged at a time
 constexpr int kDiag = 16;       // T is inverted by diagonal blocks of this size
-// Row strides of the shared tiles, in floats, chosen so that the tensor-core fragments' loads hit distinct banks:
-// tiles read as A (rows by key dims or by tokens) have strides of 4 mod 32, tiles read as B (columns) 24 mod 32.
+// Row strides of the shared tiles, in floats, chosen so that a tensor-core fragment's 32 loads hit distinct banks:
+// 4 mod 32 for the tiles read as A (rows by key dims or by tokens), 24 mod 32 for the value-column tiles read as B.
+// (T and P are also read as B, and the weighted keys as a transposed A, with two-way conflicts.)
 constexpr int kTileLd = kKeyTile + 4;
 constexpr int kTokLd = kMaxChunk + 4;
 constexpr int kColLd = kChunkCols + 8;
