@@ -122,6 +122,13 @@ void report(const char* kernel, const std::string& what, double us, double bytes
     std::printf("| %-14s | %-34s | %9.2f | %8.1f | %5.1f%% |\n", kernel, what.c_str(), us, gbps, 100.0 * gbps / copy);
 }
 
+// A row for a product-bound kernel: its TFLOP/s for `flops` in `us`, and their share of kPeakTflops.
+void report_tflops(const std::string& kernel, const std::string& what, double us, double flops) {
+    const double tflops = flops / (us * 1e-6) / 1e12;
+    std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", kernel.c_str(), what.c_str(), us, tflops,
+                100.0 * tflops / kPeakTflops);
+}
+
 struct Shape {
     const char* name;
     int64_t cols, rows;
@@ -195,9 +202,7 @@ void bench_prefill(CudaBackend& be, const Options& o) {
                 be.upload(x, zinc::cuda_test::random_floats(size_t(r.rows * s.cols)));
                 const double us = time_us(be, std::max(copies, o.reps / 10),
                                           [&](int i) { be.matmul(w[size_t(i % copies)], x, y); });
-                const double tflops = 2.0 * double(r.rows) * double(s.cols) * double(s.rows) / (us * 1e-6) / 1e12;
-                std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", r.kernel.c_str(), what.c_str(), us,
-                            tflops, 100.0 * tflops / kPeakTflops);
+                report_tflops(r.kernel, what, us, 2.0 * double(r.rows) * double(s.cols) * double(s.rows));
                 be.free(x);
                 be.free(y);
             }
@@ -261,10 +266,7 @@ void bench_moe(CudaBackend& be, const Options& o) {
             be.set_moe_ways();
             const double flops = 2.0 * double(tokens * m.k) * 3.0 * double(m.in) * double(m.n_ff);
             const std::string what = std::string(m.name) + " " + std::to_string(tokens) + " tokens";
-            const double tflops = flops / (us * 1e-6) / 1e12;
-            std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n",
-                        (std::string("moe, ") + ways[w].first).c_str(), what.c_str(), us, tflops,
-                        100.0 * tflops / kPeakTflops);
+            report_tflops(std::string("moe, ") + ways[w].first, what, us, flops);
             be.free(x);
             be.free(out);
             be.free(logits);
@@ -391,9 +393,7 @@ void bench_prefill_attention(CudaBackend& be, const Options& o) {
             const double us = time_eager_us(be, 3, [&] { be.attention(q, kv, 0, ap, out); });
             double pairs = 0;  // visible (query, key) pairs
             for (int64_t t = 0; t < n; ++t) pairs += double(a.window > 0 ? std::min(t + 1, a.window) : t + 1);
-            const double tflops = 4.0 * double(a.n_head) * double(a.head_dim) * pairs / (us * 1e-6) / 1e12;
-            std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", "prefill attention", what.c_str(), us,
-                        tflops, 100.0 * tflops / kPeakTflops);
+            report_tflops("prefill attention", what, us, 4.0 * double(a.n_head) * double(a.head_dim) * pairs);
             be.free(kv);
             be.free(k);
             be.free(v);
@@ -438,9 +438,7 @@ void bench_delta_net(CudaBackend& be, const Options& o) {
                 time_eager_us(be, 3, [&] { be.delta_net_chunked(q, k, v, g, beta, state, p, kChunk, out); });
             const double per_token = double(d.n_v) * (6.0 * d.d_k * d.d_v + 4.0 * kChunk * d.d_v) +
                                      double(d.n_k) * 4.0 * kChunk * d.d_k;
-            const double tflops = per_token * double(n) / (us * 1e-6) / 1e12;
-            std::printf("| %-22s | %-34s | %9.2f | %6.1f TFLOP/s | %5.1f%% |\n", "prefill delta-net", what.c_str(), us,
-                        tflops, 100.0 * tflops / kPeakTflops);
+            report_tflops("prefill delta-net", what, us, per_token * double(n));
             for (Act* a : {&q, &k, &v, &g, &beta, &state, &out}) be.free(*a);
         }
 }
