@@ -348,4 +348,72 @@ TEST(CudaHostLogic, Dp4aChunkDotsEqualTheDequantizedDot) {
         }
 }
 
+// The 64-value group dot products (Q4_K/Q5_K read in place, Q6_K from a staged segment) against the f64 dot product
+// of the dequantized weights with the activations, within 2e-6 of the magnitude of the terms the kernel rounds, as the
+// chunk dot products above; and the sum of a row's groups against the row's.
+void check_group_dots(TensorType t, const std::vector<uint8_t>& w, int64_t cols, int64_t rows, const char* what,
+                      std::mt19937& rng) {
+    const size_t rb = zinc::gguf::row_bytes(t, cols);
+    std::vector<float> wf(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+        // A 16-byte aligned copy of the row, as rows lie on the GPU.
+        std::vector<uint4> buf(rb / 16 + 2);
+        uint8_t* row = reinterpret_cast<uint8_t*>(buf.data());
+        std::memcpy(row, w.data() + r * rb, rb);
+        zinc::quant::dequantize_row(t, row, wf.data(), cols);
+        const auto y = random_activations(cols, rng);
+        double ref_row = 0, mag_row = 0;
+        float got_row = 0;
+        for (int64_t gi = 0; gi < cols / 64; ++gi) {
+            const int64_t sb = gi / 4;
+            const int g = int(gi % 4);
+            const uint8_t* blk = row + sb * block_bytes(t);
+            // Element e of the row for value i of this group.
+            auto element = [&](int i) -> int64_t {
+                if (t != TensorType::Q6_K) return gi * 64 + i;
+                return sb * 256 + 128 * (g / 2) + 16 * (g % 2) + 32 * (i / 16) + i % 16;
+            };
+            double ref = 0, mag = 0;
+            for (int i = 0; i < 64; ++i) {
+                const int64_t e = element(i);
+                const double xq = double(y[size_t(e / 32)].qs[e % 32]) * y[size_t(e / 32)].d;
+                ref += double(wf[e]) * xq;
+                mag += (std::fabs(wf[e]) + 2 * offset_magnitude(t, blk, int(e % 256))) * std::fabs(xq);
+            }
+            float got = NAN;
+            if (t == TensorType::Q4_K) {
+                KGroup<kQ4_K> k;
+                load_k_group<kQ4_K>(row, int(gi), k);
+                ActGroup a;
+                load_act_group(&y[size_t(2 * gi)], a);
+                got = k_group_dot<kQ4_K>(k, g, a);
+            } else if (t == TensorType::Q5_K) {
+                KGroup<kQ5_K> k;
+                load_k_group<kQ5_K>(row, int(gi), k);
+                ActGroup a;
+                load_act_group(&y[size_t(2 * gi)], a);
+                got = k_group_dot<kQ5_K>(k, g, a);
+            } else {
+                got = q6_k_group_dot(row, int(sb * 210), g, &y[size_t(8 * sb + 4 * (g / 2))]);
+            }
+            ASSERT_TRUE(std::isfinite(got) && std::fabs(got - ref) <= 2e-6 * mag)
+                << name(t) << " " << what << " cols " << cols << " row " << r << " group " << gi << ": " << got
+                << " vs " << ref << " (magnitude " << mag << ")";
+            ref_row += ref;
+            mag_row += mag;
+            got_row += got;
+        }
+        EXPECT_NEAR(got_row, ref_row, 1e-5 * mag_row) << name(t) << " " << what << " cols " << cols << " row " << r;
+    }
+}
+
+TEST(CudaHostLogic, GroupDotsEqualTheDequantizedDot) {
+    std::mt19937 rng(12);
+    for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
+        for (int64_t cols : test_cols(t)) {
+            check_group_dots(t, random_rows(t, cols, 3, Scales::kSane, rng), cols, 3, "sane", rng);
+            check_group_dots(t, random_rows(t, cols, 3, Scales::kExtreme, rng), cols, 3, "extreme", rng);
+        }
+}
+
 }  // namespace

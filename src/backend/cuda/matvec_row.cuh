@@ -1,11 +1,12 @@
 // The dot product of one weight row with one activation row, computed by one warp: the core of every decode matvec
 // (matvec_q.cu: one weight, MoE experts; matvec_fused.cu: several weights in one launch, gate and up with their
 // activation, the residual add). Lane l takes the 32-value chunks l, l+32, ... of a quantized row (chunk_dot against
-// the Q8_1 blocks of the activations) or the values l, l+32, ... of a float row (in f32 against the f32
-// activations), and a butterfly of shuffles adds the lanes' partial sums. The lanes add with __fadd_rn, which nvcc
-// never merges with the product before it into a fused multiply-add, so the arithmetic is fixed by this code and not by
-// how a kernel around it is optimized: every kernel built on these functions gives a row the same value bit for bit,
-// and a fused op equals the separate ops on the GPU too.
+// the Q8_1 blocks of the activations), the 64-value groups l, l+32, ... of a Q4_K, Q5_K or Q6_K row (k_group_dot,
+// q6_k_group_dot), or the values l, l+32, ... of a float row (in f32 against the f32 activations), and a butterfly
+// of shuffles adds the lanes' partial sums; which of these a row takes depends only on its type and width. The lanes
+// add with __fadd_rn, which nvcc never merges with the product before it into a fused multiply-add, so the arithmetic
+// is fixed by this code and not by how a kernel around it is optimized: every kernel built on these functions gives a
+// row the same value bit for bit, and a fused op equals the separate ops on the GPU too.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -121,6 +122,71 @@ __device__ __forceinline__ void copies_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Q4_K/Q5_K rows of at least 32 groups (2048 values) are read in place, a 64-value group per lane and step
+// (vec_dot_q8_1.cuh): lane l takes groups l, l + 32, ... of a row, loaded straight into registers two at a time (one
+// for Q5_K), and for two rows at once (the gate and up rows of a gated FFN) the same groups of both, which share their
+// activation loads. A lane then has 96 bytes of weights of each row in flight, and a warp waits for memory once per
+// 4096-value row: giving the plain matvecs two rows per warp, one group of each at a time, measured slower (Qwen3-8B
+// tg128 334 against 380 tok/s).
+constexpr int kMinGroupsInPlace = 32;
+
+template <int T>
+constexpr bool kGroupsInPlace = T == kQ4_K || T == kQ5_K;
+
+template <int T, typename RowOf, typename Done>
+__device__ __forceinline__ void lane_k_groups_dot(const RowOf& row_of, int n_rows, const BlockQ8_1f* xq, int n_groups,
+                                                  int lane, bool early_weights, const Done& done) {
+    if (!early_weights) begin_kernel();
+    bool waiting = early_weights;  // begin_kernel() once this lane's first weights are asked for
+    const int g = lane & 3;        // every group of this lane is group g of its super-block
+    for (int k = 0; k < n_rows; k += 2) {
+        const uint8_t* r0 = row_of(k);
+        float acc0 = 0.0f, acc1 = 0.0f;
+        if (k + 1 < n_rows) {
+            const uint8_t* r1 = row_of(k + 1);
+            constexpr int U = T == kQ5_K ? 1 : 2;
+            for (int gi = lane; gi < n_groups; gi += 32 * U) {
+                KGroup<T> w0[U], w1[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+                    if (gi + 32 * u < n_groups) {
+                        load_k_group<T>(r0, gi + 32 * u, w0[u]);
+                        load_k_group<T>(r1, gi + 32 * u, w1[u]);
+                    }
+                if (waiting) begin_kernel(), waiting = false;
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+                    if (gi + 32 * u < n_groups) {
+                        ActGroup a;
+                        load_act_group(xq + 2 * (gi + 32 * u), a);
+                        acc0 = __fadd_rn(acc0, k_group_dot<T>(w0[u], g, a));
+                        acc1 = __fadd_rn(acc1, k_group_dot<T>(w1[u], g, a));
+                    }
+            }
+            done(k, acc0);
+            done(k + 1, acc1);
+        } else {
+            constexpr int U = T == kQ5_K ? 1 : 2;  // groups in flight (Q5_K's carry 32 more bytes each)
+            for (int gi = lane; gi < n_groups; gi += 32 * U) {
+                KGroup<T> w[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+                    if (gi + 32 * u < n_groups) load_k_group<T>(r0, gi + 32 * u, w[u]);
+                if (waiting) begin_kernel(), waiting = false;
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+                    if (gi + 32 * u < n_groups) {
+                        ActGroup a;
+                        load_act_group(xq + 2 * (gi + 32 * u), a);
+                        acc0 = __fadd_rn(acc0, k_group_dot<T>(w[u], g, a));
+                    }
+            }
+            done(k, acc0);
+        }
+    }
+    if (waiting) begin_kernel();
+}
+
 // Each lane's partial sums of the dot products with x of the n_rows rows row_of(0), row_of(1), ... (of one weight type
 // and width): done(k, s) is called in every lane with its partial sum s of row k as soon as the row's last chunk is
 // added, for k in order. Quantized types read xq, the cols / 32 Q8_1 blocks of x; float types read x. Every lane adds
@@ -147,6 +213,12 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
         if (!early_weights) begin_kernel();
         bool aligned = chunks_bytes<T>(n_chunks) % 16 == 0;
         for (int k = 0; k < n_rows; ++k) aligned = aligned && reinterpret_cast<uintptr_t>(row_of(k)) % 16 == 0;
+        if constexpr (kGroupsInPlace<T>) {
+            if (aligned && n_chunks / 2 >= kMinGroupsInPlace && n_chunks / 2 <= INT32_MAX) {
+                lane_k_groups_dot<T>(row_of, n_rows, xq, int(n_chunks / 2), lane, early_weights, done);
+                return;
+            }
+        }
         if (!aligned) {
             begin_kernel();
             for (int k = 0; k < n_rows; ++k) {
@@ -184,8 +256,15 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
             const int64_t c0 = int64_t(i) * kStageChunks;
             const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
             const uint8_t* b = buf[q % kStages];
+            if constexpr (T == kQ6_K) {
+                // A segment is 8 super-blocks, one 64-value group per lane: group lane % 4 of super-block lane / 4.
+                const int sb = lane >> 2, u = lane & 3;
+                if (2 * lane < seg)
+                    acc = __fadd_rn(acc, q6_k_group_dot(b, 210 * sb, u, xq + c0 + 8 * sb + 4 * (u >> 1)));
+            } else {
 #pragma unroll 2
-            for (int c = lane; c < seg; c += 32) acc = __fadd_rn(acc, chunk_dot<T>(b, c, xq[c0 + c]));
+                for (int c = lane; c < seg; c += 32) acc = __fadd_rn(acc, chunk_dot<T>(b, c, xq[c0 + c]));
+            }
             if (++i == n_seg) {
                 done(q / n_seg, acc);
                 acc = 0.0f;

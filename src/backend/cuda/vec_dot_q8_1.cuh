@@ -7,6 +7,7 @@
 // __host__ __device__: tests check the bit logic on the host with an emulated dp4a.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "backend/cuda/dequant.cuh"
@@ -32,6 +33,28 @@ ZINC_HD void load_32_bytes(const uint8_t* p, int (&v)[8]) {
     check_aligned(p, 16);
     const int4 a = reinterpret_cast<const int4*>(p)[0], b = reinterpret_cast<const int4*>(p)[1];
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
+// 16 bytes at p (16-byte aligned) as four words, in one load.
+ZINC_HD void load_16_bytes(const uint8_t* p, uint32_t (&v)[4]) {
+    check_aligned(p, 16);
+    const uint4 a = *reinterpret_cast<const uint4*>(p);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+}
+// The low 32 bits of hi:lo shifted right by s bits (0 <= s < 32).
+ZINC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int s) {
+#ifdef __CUDA_ARCH__
+    return __funnelshift_r(lo, hi, s);
+#else
+    return uint32_t(((uint64_t(hi) << 32) | lo) >> s);
+#endif
+}
+ZINC_HD float fma_rn(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+    return __fmaf_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
 }
 
 // Bits 0-3 of x moved to bit 4 of bytes 0-3: the fifth bits of four Q5_0/Q5_1 quants.
@@ -212,6 +235,140 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         static_assert(T < 0, "no dp4a dot product for this type");
         return 0.0f;
     }
+}
+
+// ---- 64-value groups: the decode matvecs' unit of work for the K-quants ----
+//
+// A group is 64 consecutive values of a row: the two 32-value sub-blocks of a Q4_K/Q5_K super-block that share 32 quant
+// bytes (values 64g .. 64g+31 in the low nibbles, 64g+32 .. 64g+63 in the high ones), or a quarter of a Q6_K
+// super-block (four 16-value pieces, 128h + l0 + 32i + 0..15 for i = 0..3, whose low bits are 16 bytes of ql each and
+// whose high bits share 16 bytes of qh; q6_k_group_dot). One lane computes a whole group, so the scale bytes and the
+// super-block's factors are decoded once per 64 values instead of once per 32, and each weight byte is loaded once, in
+// 16-byte pieces, instead of once per nibble.
+
+// The two Q8_1 blocks of a Q4_K/Q5_K group's values: the quants four to a word, the scales and the integer sums.
+struct ActGroup {
+    int q0[8], q1[8];
+    float d0, d1;
+    int sum0, sum1;
+};
+ZINC_HD void load_act_group(const BlockQ8_1f* y, ActGroup& a) {
+    load_32_bytes(reinterpret_cast<const uint8_t*>(y[0].qs), a.q0);
+    load_32_bytes(reinterpret_cast<const uint8_t*>(y[1].qs), a.q1);
+    uint32_t t0[4], t1[4];  // d, s, sum_lo | sum_hi << 16, unused
+    load_16_bytes(reinterpret_cast<const uint8_t*>(&y[0].d), t0);
+    load_16_bytes(reinterpret_cast<const uint8_t*>(&y[1].d), t1);
+    a.d0 = bits_to_f32(t0[0]);
+    a.d1 = bits_to_f32(t1[0]);
+    a.sum0 = int16_t(t0[2]) + int16_t(t0[2] >> 16);
+    a.sum1 = int16_t(t1[2]) + int16_t(t1[2] >> 16);
+}
+
+// Group g (0-3) of one Q4_K/Q5_K super-block, as loaded: the 16-byte header (d, dmin, the 12 scale bytes), the group's
+// 32 quant bytes and, for Q5_K, the 32 bytes of fifth bits of the whole super-block.
+template <int T>
+struct KGroup {
+    uint32_t hdr[4];
+    int q[8];
+    int h[T == kQ5_K ? 8 : 1];
+};
+// Group gi of a row (super-block gi / 4, group gi % 4); the row is 16-byte aligned (144- and 176-byte super-blocks).
+template <int T>
+ZINC_HD void load_k_group(const uint8_t* row, int gi, KGroup<T>& w) {
+    constexpr int kBytes = T == kQ5_K ? 176 : 144;
+    const uint8_t* b = row + int64_t(gi >> 2) * kBytes;
+    load_16_bytes(b, w.hdr);
+    load_32_bytes(b + (T == kQ5_K ? 48 : 16) + 32 * (gi & 3), w.q);
+    if constexpr (T == kQ5_K) load_32_bytes(b + 16, w.h);
+}
+// The dot product of a loaded Q4_K/Q5_K group g with its activations: d (sc0 s0 y.d0 + sc1 s1 y.d1) - dmin (m0 q0 y.d0
+// + m1 q1 y.d1), s the integer dot products of the sub-blocks and q the integer sums of their activation blocks.
+template <int T>
+ZINC_HD float k_group_dot(const KGroup<T>& w, int g, const ActGroup& a) {
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        int lo = w.q[k] & 0x0F0F0F0F, hi = (w.q[k] >> 4) & 0x0F0F0F0F;
+        if constexpr (T == kQ5_K) {
+            lo |= ((w.h[k] >> (2 * g)) & 0x01010101) << 4;
+            hi |= ((w.h[k] >> (2 * g + 1)) & 0x01010101) << 4;
+        }
+        s0 = dp4a(lo, a.q0[k], s0);
+        s1 = dp4a(hi, a.q1[k], s1);
+    }
+    // The 6-bit scales and mins of sub-blocks 2g and 2g + 1 (scale_min_k4), four at a time: bytes 0-3 of the scale
+    // bytes for sub-blocks 0-3, the low nibbles of bytes 8-11 with bits 6-7 of bytes 0-3 (scales) or 4-7 (mins) for
+    // sub-blocks 4-7.
+    const uint32_t y = w.hdr[1], z = w.hdr[2], x = w.hdr[3];
+    const bool low = g < 2;
+    const uint32_t sc4 = low ? (y & 0x3F3F3F3Fu) : ((x & 0x0F0F0F0Fu) | ((y >> 2) & 0x30303030u));
+    const uint32_t m4 = low ? (z & 0x3F3F3F3Fu) : (((x >> 4) & 0x0F0F0F0Fu) | ((z >> 2) & 0x30303030u));
+    const int sh = 16 * (g & 1);
+    const int sc0 = int(sc4 >> sh) & 0xFF, sc1 = int(sc4 >> (sh + 8)) & 0xFF;
+    const int m0 = int(m4 >> sh) & 0xFF, m1 = int(m4 >> (sh + 8)) & 0xFF;
+    const float d = f16_to_f32(uint16_t(w.hdr[0])), dmin = f16_to_f32(uint16_t(w.hdr[0] >> 16));
+    const float pos = fma_rn(a.d1, float(sc1 * s1), mul_rn(a.d0, float(sc0 * s0)));
+    const float neg =
+        fma_rn(a.d1, float(m1 * a.sum1), mul_rn(a.d0, float(m0 * a.sum0)));
+    return fma_rn(d, pos, -mul_rn(dmin, neg));
+}
+
+// Four words of the 16 bytes at byte offset off (even) of the 4-byte aligned p: five aligned loads, realigned by
+// funnel shifts when off is 2 mod 4 (Q6_K's 210-byte super-blocks are 2-byte aligned).
+ZINC_HD void load_16_at_even(const uint8_t* p, int off, int (&v)[4]) {
+    check_aligned(p, 4);
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(p + (off & ~3));
+    const int s = (off & 2) * 8;
+    uint32_t x[5];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] = w[i];
+    x[4] = s ? w[4] : 0u;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = int(funnel_right(x[i], x[i + 1], s));
+}
+
+// Group u (0-3) of the Q6_K super-block at byte offset off (even) of the 4-byte aligned p, dotted with its
+// activations y, the four Q8_1 blocks of the super-block's half u / 2: with l0 = 16 (u % 2), its pieces i = 0..3 are
+// values l0 .. l0 + 15 of block i, whose low 4 bits are ql bytes 64 (u / 2) + 32 (i % 2) + l0 .. (low nibbles for i
+// < 2, high for i >= 2) and whose high 2 bits are bits 2i, 2i + 1 of qh bytes 32 (u / 2) + l0 .. . The result is
+// d sum_i sc_i y_i.d (s_i - 32 q_i): s_i the integer dot product of the unsigned 6-bit quants, q_i the integer sum of
+// the piece's activations (a half of block i).
+ZINC_HD float q6_k_group_dot(const uint8_t* p, int off, int u, const BlockQ8_1f* y) {
+    const int hf = u >> 1, half = u & 1;
+    int ql0[4], ql1[4], qh[4], sc[4];
+    load_16_at_even(p, off + 64 * hf + 16 * half, ql0);
+    load_16_at_even(p, off + 64 * hf + 32 + 16 * half, ql1);
+    load_16_at_even(p, off + 128 + 32 * hf + 16 * half, qh);
+    load_16_at_even(p, off + 192, sc);
+    int s[4] = {0, 0, 0, 0}, a[4][4];
+    uint32_t t[4][4];  // d, s, sum_lo | sum_hi << 16, unused
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        uint32_t v[4];
+        load_16_bytes(reinterpret_cast<const uint8_t*>(y[i].qs) + 16 * half, v);
+        for (int k = 0; k < 4; ++k) a[i][k] = int(v[k]);
+        load_16_bytes(reinterpret_cast<const uint8_t*>(&y[i].d), t[i]);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int h = qh[k];
+        s[0] = dp4a((ql0[k] & 0x0F0F0F0F) | ((h << 4) & 0x30303030), a[0][k], s[0]);
+        s[1] = dp4a((ql1[k] & 0x0F0F0F0F) | ((h << 2) & 0x30303030), a[1][k], s[1]);
+        s[2] = dp4a(((ql0[k] >> 4) & 0x0F0F0F0F) | (h & 0x30303030), a[2][k], s[2]);
+        s[3] = dp4a(((ql1[k] >> 4) & 0x0F0F0F0F) | ((h >> 2) & 0x30303030), a[3][k], s[3]);
+    }
+    // Scale of piece i: int8 byte 8 hf + half + 2i, so bytes half and half + 2 of words 2 hf and 2 hf + 1.
+    const uint32_t w0 = uint32_t(hf ? sc[2] : sc[0]), w1 = uint32_t(hf ? sc[3] : sc[1]);
+    const int bs = 8 * half;
+    const int scale[4] = {int8_t(w0 >> bs), int8_t(w0 >> (bs + 16)), int8_t(w1 >> bs), int8_t(w1 >> (bs + 16))};
+    float r = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int q = half ? int16_t(t[i][2] >> 16) : int16_t(t[i][2]);
+        // |s - 32 q| <= 16 * 32 * 127, so the scaled integer (< 2^24) converts exactly.
+        r = fma_rn(bits_to_f32(t[i][0]), float(scale[i] * (s[i] - 32 * q)), r);
+    }
+    return mul_rn(f16_to_f32(load_u16(p + off + 208)), r);
 }
 
 }  // namespace zinc::backend::cuda
