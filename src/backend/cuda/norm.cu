@@ -92,9 +92,16 @@ __device__ __forceinline__ void quantize_8_lanes(float4 v, BlockQ8_1f* b, int j,
 template <int NV>
 __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, const float4* w, float eps,
                                                               int64_t group, float4* out, BlockQ8_1f* q8) {
-    begin_kernel();
     const int64_t g = blockIdx.x;
     const int n4 = int(group / 4), t = int(threadIdx.x), T = int(blockDim.x);
+    // The norm's weights are read before the kernel before this one has ended (no kernel writes them).
+    float4 wv[NV];
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+        const int i = t + T * k;
+        wv[k] = w && i < n4 ? w[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    }
+    begin_kernel();
     const float4* xi = x + g * n4;
     float4 v[NV];
     double sum = 0;
@@ -115,7 +122,7 @@ __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, c
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
         const int i = t + T * k;
-        const float4 o = i < n4 ? scaled(v[k], scale, w, i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float4 o = i < n4 ? scaled(v[k], scale, w ? &wv[k] : nullptr, 0) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (i < n4) yo[i] = o;
         if (q8) quantize_8_lanes(o, q8 + g * (group / 32) + i / 8, i % 8, i < n4);
     }
