@@ -30,8 +30,8 @@ __device__ __forceinline__ void consider(Best& b, float v, int64_t j) {
 }
 
 // One block per row: each thread scans a strided slice in order, then warps and the block reduce. A 16-byte aligned
-// row is read four values at a time, eight loads in flight per thread: one block reads a vocabulary's logits (600 KB)
-// in a few microseconds instead of paying a load's latency ~150 times over.
+// row is read four values at a time with eight loads in flight per thread, so that a thread reading its ~150 values
+// of a vocabulary's logits waits for memory a few times rather than for every value.
 __global__ void argmax_rows_kernel(const float* x, int64_t cols, int32_t* out) {
     begin_kernel();
     const float* r = x + blockIdx.x * cols;
