@@ -47,6 +47,13 @@ ZINC_HD float mul_rn(float a, float b) {
     return a * b;
 #endif
 }
+ZINC_HD float fma_rn(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+    return __fmaf_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
 ZINC_HD float sub_rn(float a, float b) {
 #ifdef __CUDA_ARCH__
     return __fsub_rn(a, b);

@@ -7,7 +7,6 @@
 // __host__ __device__: tests check the bit logic on the host with an emulated dp4a.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "backend/cuda/dequant.cuh"
@@ -47,13 +46,6 @@ ZINC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int s) {
     return __funnelshift_r(lo, hi, s);
 #else
     return uint32_t(((uint64_t(hi) << 32) | lo) >> s);
-#endif
-}
-ZINC_HD float fma_rn(float a, float b, float c) {
-#ifdef __CUDA_ARCH__
-    return __fmaf_rn(a, b, c);
-#else
-    return std::fma(a, b, c);
 #endif
 }
 
