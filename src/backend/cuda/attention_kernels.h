@@ -9,42 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cuda/rounded_math.h"
 #include "backend/kv_type.h"
 
 namespace zinc::backend::cuda {
 
 // ---------------------------------------------------------------- RoPE
-
-// Single roundings on the GPU: without them nvcc may fuse a multiply and an add that the CPU rounds separately,
-// and the angle (hundreds of radians at long contexts) would differ in its last bit.
-__host__ __device__ inline float mul_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-__host__ __device__ inline float add_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-__host__ __device__ inline float sub_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fsub_rn(a, b);
-#else
-    return a - b;
-#endif
-}
-__host__ __device__ inline float div_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fdiv_rn(a, b);
-#else
-    return a / b;
-#endif
-}
 
 struct RopeArgs {
     int n_rot = 0;

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "backend/cuda/matmul_kernels.h"
+#include "backend/cuda/rounded_math.h"
 
 namespace zinc::backend::cuda {
 
@@ -38,27 +39,6 @@ ZINC_HD float bf16_to_f32(uint16_t h) {
     float f;
     memcpy(&f, &u, 4);
     return f;
-#endif
-}
-ZINC_HD float mul_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-ZINC_HD float fma_rn(float a, float b, float c) {
-#ifdef __CUDA_ARCH__
-    return __fmaf_rn(a, b, c);
-#else
-    return std::fma(a, b, c);
-#endif
-}
-ZINC_HD float sub_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fsub_rn(a, b);
-#else
-    return a - b;
 #endif
 }
 // c + the dot product of the four signed bytes of a and b.
@@ -98,13 +78,6 @@ ZINC_HD float bits_to_f32(uint32_t u) {
 // 2^(e-128): half the E8M0 scale, as MXFP4 uses it with its doubled value table; e = 0 and 1 are subnormal.
 ZINC_HD float e8m0_half_to_f32(uint8_t e) {
     return bits_to_f32(e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23);
-}
-ZINC_HD float add_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
 }
 // Byte k of the result is byte (s >> 4k) & 7 of the 8 bytes y:x (only the low 3 bits of each selector nibble count).
 ZINC_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
