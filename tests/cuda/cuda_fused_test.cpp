@@ -254,12 +254,12 @@ void check_matmuls(Backends& be, const std::vector<TensorType>& types, int64_t c
 
 class CudaFused : public ::testing::TestWithParam<TensorType> {};
 
-// Q, K and V of Qwen3-8B; with Q4_K, V is Q6_K as in Q4_K_M files, so the call makes two launches.
+// Q, K and V of Qwen3-8B; with Q4_K or Q5_K, V is Q6_K as in Q4_K_M and Q5_K_M files (one launch of the pair's kernel).
 TEST_P(CudaFused, MatmulsQkv) {
     ZINC_REQUIRE_GPU();
     Backends be;
     const TensorType t = GetParam();
-    const TensorType v = t == TensorType::Q4_K ? TensorType::Q6_K : t;
+    const TensorType v = t == TensorType::Q4_K || t == TensorType::Q5_K ? TensorType::Q6_K : t;
     check_matmuls(be, {t, t, v}, 4096, {4096, 1024, 1024});
 }
 
@@ -268,7 +268,7 @@ TEST_P(CudaFused, MatmulsQkvWithBiases) {
     ZINC_REQUIRE_GPU();
     Backends be;
     const TensorType t = GetParam();
-    const TensorType v = t == TensorType::Q4_K ? TensorType::Q6_K : t;
+    const TensorType v = t == TensorType::Q4_K || t == TensorType::Q5_K ? TensorType::Q6_K : t;
     check_matmuls(be, {t, t, v}, 4096, {4096, 1024, 1024}, {true, true, true});
 }
 
@@ -424,9 +424,11 @@ TEST_P(CudaFusedSmall, EveryOp) {
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaFusedSmall, ::testing::ValuesIn(kAllTypes), type_param_name);
 
-// More weights than one launch takes (kMaxMatvecJobs = 8), of three types in no order, row counts that are no multiple
-// of the four rows of a block: qwen35's recurrent input projections are four weights of widths 1-8192, and an F32
-// router beside quantized weights reads the f32 row while they read the Q8_1 blocks; then with biases on some.
+// More weights than one launch takes (kMaxMatvecJobs = 8), of three types in no order (Q4_K and Q6_K, a pair that one
+// launch takes, and F32, which takes a launch of its own), row counts that are no multiple of the four rows of a block:
+// qwen35's recurrent input projections are four weights of widths 1-8192, and an F32 router beside quantized weights
+// reads the f32 row while they read the Q8_1 blocks; then with biases on some; then the other pair beside two more
+// types.
 TEST(CudaFusedJobs, ManyWeightsOfMixedTypes) {
     ZINC_REQUIRE_GPU();
     Backends be;
@@ -434,6 +436,8 @@ TEST(CudaFusedJobs, ManyWeightsOfMixedTypes) {
     check_matmuls(be, {a, b, a, a, f, b, a, a, a, a, a, a, b, a}, 2048,
                   {8192, 4096, 1, 32, 256, 5, 203, 7, 64, 1, 2, 3, 9, 17});
     check_matmuls(be, {f, f}, 2048, {256, 1});  // the router and the shared expert's gate of qwen35moe
+    const TensorType c = TensorType::Q5_K, q = TensorType::Q8_0;
+    check_matmuls(be, {b, c, q, c, a, b}, 2048, {64, 203, 32, 8192, 5, 1024});
     // Biases on some weights of each launch, null on the others.
     check_matmuls(be, {a, b, a, a, f, b, a, a, a, a, a, a, b, a}, 2048,
                   {8192, 4096, 1, 32, 256, 5, 203, 7, 64, 1, 2, 3, 9, 17},

@@ -1,5 +1,5 @@
 // The CUDA backend's fused ops for decode (one activation row), where a token's time goes to many small launches:
-// matmuls runs the weights of one type in one launch (Q/K/V of a Q4_K_M file: Q and K in one, a Q6_K V in another),
+// matmuls runs the weights of one type in one launch (Q/K/V; a Q4_K_M file's Q6_K V with its Q4_K Q and K),
 // ffn_gated computes gate, up and the activation in one kernel, matmul_add adds the matvec to the residual stream in
 // its epilogue, where matmuls and matmul_add also add their biases (gpt-oss's projections); the activation row is
 // quantized to Q8_1 once for all of them. Each row's value is the one the separate ops compute, bit for bit
@@ -30,7 +30,7 @@ Matvec matvec_of(const Weight& w) {
 
 // A bias is an f32 weight, in device memory as add_bias reads it.
 cuda::MatvecJob job_of(const Weight& w, float* out, const Weight* bias) {
-    return {w.data, gguf::row_bytes(w.type, w.cols), w.rows, out,
+    return {int(w.type), w.data, gguf::row_bytes(w.type, w.cols), w.rows, out,
             bias ? static_cast<const float*>(bias->data) : nullptr};
 }
 
@@ -53,19 +53,24 @@ void CudaBackend::do_matmuls(std::span<const Weight* const> w, const Act& x, std
         any_dp4a = any_dp4a || m == Matvec::dp4a;
     }
     const cuda::BlockQ8_1f* xq = any_dp4a ? quantized_row(x, "matmuls", w[0]->name) : nullptr;
-    // One launch per weight type (at most kMaxMatvecJobs weights each), in the order the types first occur.
+    // One launch per weight type, or per pair of types that one launch takes (at most kMaxMatvecJobs weights each),
+    // in the order the types first occur.
     std::vector<bool> done(w.size(), false);
     for (size_t i = 0; i < w.size(); ++i) {
         if (done[i]) continue;
+        const int a = int(w[i]->type);
+        int b = a;  // the second type of this launch, once there is one
         cuda::MatvecJob jobs[cuda::kMaxMatvecJobs];
         int n = 0;
-        for (size_t j = i; j < w.size() && n < cuda::kMaxMatvecJobs; ++j)
-            if (!done[j] && w[j]->type == w[i]->type) {
-                jobs[n++] = job_of(*w[j], out[j]->data, bias.empty() ? nullptr : bias[j]);
-                done[j] = true;
-            }
-        ZINC_CUDA_CHECK(cuda::matvec_multi(int(w[i]->type), jobs, n, x.cols, xq, x.data, false, stream_),
-                        "matmuls: matvec_multi", w[i]->name);
+        for (size_t j = i; j < w.size() && n < cuda::kMaxMatvecJobs; ++j) {
+            const int t = int(w[j]->type);
+            if (done[j] || (t != a && t != b && (b != a || !cuda::matvec_multi_pair(a, t)))) continue;
+            b = t == a ? b : t;
+            jobs[n++] = job_of(*w[j], out[j]->data, bias.empty() ? nullptr : bias[j]);
+            done[j] = true;
+        }
+        ZINC_CUDA_CHECK(cuda::matvec_multi(jobs, n, x.cols, xq, x.data, false, stream_), "matmuls: matvec_multi",
+                        w[i]->name);
     }
 }
 
@@ -86,7 +91,7 @@ void CudaBackend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& ou
     if (x.rows != 1 || m == Matvec::none) return Backend::do_matmul_add(w, x, tmp, out, bias);
     const cuda::BlockQ8_1f* xq = m == Matvec::dp4a ? quantized_row(x, "matmul_add", w.name) : nullptr;
     const cuda::MatvecJob job = job_of(w, out.data, bias);
-    ZINC_CUDA_CHECK(cuda::matvec_multi(int(w.type), &job, 1, x.cols, xq, x.data, true, stream_),
+    ZINC_CUDA_CHECK(cuda::matvec_multi(&job, 1, x.cols, xq, x.data, true, stream_),
                     "matmul_add: matvec_multi", w.name);
 }
 

@@ -2,16 +2,20 @@
 // time goes to many small launches. Both are built on matvec_row.cuh's warp dot product (one warp per output row,
 // four rows per block of 128 threads, as matvec_q.cu), so each row's value equals the separate matvec's bit for bit.
 //
-// matvec_multi: several weights of one type read the same activation row (Q/K/V; the residual projections) in one
-// launch. The grid's blocks are dealt to the weights in order, ceil(n_out / 4) each; a block finds its weight by
-// comparing its index with the first block of each (at most kMaxMatvecJobs, passed by value in the kernel's
-// parameters, so nothing is copied to the device and a captured launch holds its whole description). The epilogue
-// adds the weight's bias to the row's value when it has one (add_bias), then either stores it or adds it to what out
-// holds (out[o] += W[o] . x + bias[o]: the residual add of matmul_add), one f32 add each, in the separate ops' order.
+// matvec_multi: several weights of one type, or of the two types of a pair that K-quant mixes put side by side (a
+// Q6_K V beside Q4_K or Q5_K Q and K), read the same activation row (Q/K/V; the residual projections) in one launch;
+// a pair's kernel has both types' dot products, and each block takes its weight's. The grid's blocks are dealt to the
+// weights in order, ceil(n_out / 4) each; a block finds its weight by comparing its index with the first block of
+// each (at most kMaxMatvecJobs, passed by value in the kernel's parameters, so nothing is copied to the device and a
+// captured launch holds its whole description). The epilogue adds the weight's bias to the row's value when it has
+// one (add_bias), then either stores it or adds it to what out holds (out[o] += W[o] . x + bias[o]: the residual add
+// of matmul_add), one f32 add each, in the separate ops' order.
 //
 // matvec_gated: the gate and up rows o of a gated FFN in one warp, one after the other, and the activation
 // applied to the two sums by lane 0 with the element-wise kernels' expressions (silu_times, gelu_tanh_times): the
-// gate and up outputs never go to memory.
+// gate and up outputs never go to memory. (Quantizing its output for the down projection in the same launch, each
+// Q8_1 block by the last of the grid's blocks to store one of its rows, counted with atomics, was measured slower: the
+// fences and counts took 24.3 µs for Qwen3-8B's shape against 18.5 without, more than the quantization's launch.)
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -29,6 +33,7 @@ constexpr int kRowsPerBlock = kStageWarps;  // warps per block, one output row e
 
 // A launch's weights, by value in the kernel parameters.
 struct Job {
+    int type;
     const uint8_t* w;
     size_t row_bytes;
     int64_t n_out;
@@ -41,7 +46,8 @@ struct JobTable {
     int n;
 };
 
-template <int T>
+// Weights of type T, or of T and T2 (T2 = T: of T only; else T is Q4_K or Q5_K and T2 Q6_K).
+template <int T, int T2>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     matvec_multi_kernel(const JobTable t, int64_t cols, const BlockQ8_1f* xq, const float* x, bool accumulate) {
     // This block's weight: the last one that starts at or before it. Constant indices keep the table in the parameter
@@ -53,7 +59,13 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     const int64_t o = int64_t(blockIdx.x - job.first_block) * kRowsPerBlock + threadIdx.x / 32;
     const int lane = int(threadIdx.x % 32);
     if (o >= job.n_out) return;  // whole warps leave together
-    const float sum = warp_row_dot<T>(job.w + o * job.row_bytes, xq, x, cols, lane, true);
+    const uint8_t* row = job.w + o * job.row_bytes;
+    float sum;
+    if constexpr (T == T2)
+        sum = warp_row_dot<T>(row, xq, x, cols, lane, true);
+    else  // a pair's kernel stages the Q6_K rows (T2) only, so that its shared memory is one type's
+        sum = job.type == T ? warp_row_dot<T, false>(row, xq, x, cols, lane, true)
+                            : warp_row_dot<T2>(row, xq, x, cols, lane, true);
     if (lane == 0) {
         // add_bias's x + b, then add's a + b with a = out: the separate ops' adds, which __fadd_rn keeps as they are.
         const float v = job.bias ? __fadd_rn(sum, job.bias[o]) : sum;
@@ -87,23 +99,41 @@ bool has_input(int type, const BlockQ8_1f* xq, const float* x) {
 
 }  // namespace
 
-cudaError_t matvec_multi(int type, const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq,
-                         const float* x, bool accumulate, cudaStream_t s) {
-    if (n_jobs < 1 || n_jobs > kMaxMatvecJobs || cols <= 0 || !has_input(type, xq, x)) return cudaErrorInvalidValue;
+bool matvec_multi_pair(int a, int b) {
+    if (a > b) return matvec_multi_pair(b, a);
+    return (a == kQ4_K || a == kQ5_K) && b == kQ6_K;
+}
+
+cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq, const float* x,
+                         bool accumulate, cudaStream_t s) {
+    if (n_jobs < 1 || n_jobs > kMaxMatvecJobs || cols <= 0) return cudaErrorInvalidValue;
+    const int type = jobs[0].type;
+    int type2 = type;
     JobTable t{};
     int64_t blocks = 0;
     for (int i = 0; i < n_jobs; ++i) {
-        if (jobs[i].n_out < 0) return cudaErrorInvalidValue;
-        t.job[i] = {static_cast<const uint8_t*>(jobs[i].w), jobs[i].row_bytes, jobs[i].n_out, jobs[i].out,
-                    jobs[i].bias, unsigned(blocks)};
+        if (jobs[i].n_out < 0 || !has_input(jobs[i].type, xq, x)) return cudaErrorInvalidValue;
+        if (jobs[i].type != type) {
+            if (type2 != type && jobs[i].type != type2) return cudaErrorInvalidValue;  // a third type
+            type2 = jobs[i].type;
+        }
+        t.job[i] = {jobs[i].type, static_cast<const uint8_t*>(jobs[i].w), jobs[i].row_bytes, jobs[i].n_out,
+                    jobs[i].out, jobs[i].bias, unsigned(blocks)};
         blocks += (jobs[i].n_out + kRowsPerBlock - 1) / kRowsPerBlock;
         if (blocks > INT_MAX) return cudaErrorInvalidValue;
     }
     t.n = n_jobs;
     if (blocks == 0) return cudaGetLastError();
+    auto run = [&](auto kernel) { return launch(kernel, unsigned(blocks), kRowsPerBlock * 32, 0, s, t, cols, xq, x,
+                                                accumulate); };
+    if (type2 != type) {
+        if (!matvec_multi_pair(type, type2)) return cudaErrorInvalidValue;
+        const int k = type == kQ6_K ? type2 : type;  // the pair's K-quant beside Q6_K
+        return k == kQ4_K ? run(matvec_multi_kernel<kQ4_K, kQ6_K>) : run(matvec_multi_kernel<kQ5_K, kQ6_K>);
+    }
     return for_weight_type<kAllTypes>(type, [&](auto w) {
-        return launch(matvec_multi_kernel<decltype(w)::value>, unsigned(blocks), kRowsPerBlock * 32, 0, s, t, cols, xq,
-                      x, accumulate);
+        constexpr int T = decltype(w)::value;
+        return run(matvec_multi_kernel<T, T>);
     });
 }
 

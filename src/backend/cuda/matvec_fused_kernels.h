@@ -16,6 +16,7 @@ namespace zinc::backend::cuda {
 // One weight of a multi-weight matvec: out[o] = W[o] . x + bias[o] (or out[o] += W[o] . x + bias[o]) for o < n_out;
 // without a bias (null), no bias term. bias: n_out f32 values in device memory.
 struct MatvecJob {
+    int type = 0;  // the weight's type
     const void* w = nullptr;
     size_t row_bytes = 0;
     int64_t n_out = 0;
@@ -26,12 +27,16 @@ struct MatvecJob {
 // The most weights one launch of matvec_multi takes (they travel as kernel parameters).
 constexpr int kMaxMatvecJobs = 8;
 
-// The matvecs of n_jobs (1..kMaxMatvecJobs) weights of one type, all with `cols` columns, against the same activation
-// row in one launch. With `accumulate`, out[o] += v (the residual add of matmul_add); else out[o] = v, where
-// v = W[o] . x + bias[o] with a bias, else W[o] . x. Each row's value equals matvec_q's / matvec_f's bit for bit,
-// followed by add_bias and add (each one f32 add, in that order).
-cudaError_t matvec_multi(int type, const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq,
-                         const float* x, bool accumulate, cudaStream_t s);
+// Whether one launch of matvec_multi takes weights of the two types a and b (a != b): Q6_K beside Q4_K or Q5_K, as
+// the K-quant mixes put a Q6_K V projection beside Q and K.
+bool matvec_multi_pair(int a, int b);
+
+// The matvecs of n_jobs (1..kMaxMatvecJobs) weights of one type, or of a pair's two types, all with `cols` columns,
+// against the same activation row in one launch. With `accumulate`, out[o] += v (the residual add of matmul_add);
+// else out[o] = v, where v = W[o] . x + bias[o] with a bias, else W[o] . x. Each row's value equals matvec_q's /
+// matvec_f's bit for bit, followed by add_bias and add (each one f32 add, in that order).
+cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq, const float* x,
+                         bool accumulate, cudaStream_t s);
 
 // out[o] = act(G[o] . x) * (U[o] . x) for o < n_out, gate G and up U of one type and shape; act 0 = SiLU (swiglu),
 // 1 = GELU_tanh (geglu), each evaluated as the element-wise kernels do, so that out equals matvec, matvec, swiglu

@@ -2,8 +2,9 @@
 // (matvec_q.cu: one weight, MoE experts; matvec_fused.cu: several weights in one launch, gate and up with their
 // activation, the residual add). Lane l takes the 32-value chunks l, l+32, ... of a quantized row (chunk_dot against
 // the Q8_1 blocks of the activations), the 64-value groups l, l+32, ... of a Q4_K, Q5_K or Q6_K row (k_group_dot,
-// q6_k_group_dot), or the values l, l+32, ... of a float row (in f32 against the f32 activations), and a butterfly
-// of shuffles adds the lanes' partial sums; which of these a row takes depends only on its type and width. The lanes
+// q6_k_group_dot), or the 4-value vectors l, l+32, ... of a float row (in f32 against the f32 activations; single
+// values l, l+32, ... where a row is not aligned to them), and a butterfly of shuffles adds the lanes' partial sums;
+// which of these a row takes depends only on its type, width and alignment (16 bytes: every weight's). The lanes
 // add with __fadd_rn, which nvcc never merges with the product before it into a fused multiply-add, so the arithmetic
 // is fixed by this code and not by how a kernel around it is optimized: every kernel built on these functions gives a
 // row the same value bit for bit, and a fused op equals the separate ops on the GPU too.
@@ -66,6 +67,26 @@ __device__ __forceinline__ float float_weight(const uint8_t* row, int64_t i) {
         return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
 }
 
+template <int T>
+__host__ __device__ constexpr int sizeof_float_weight() {
+    return T == kF32 ? 4 : 2;
+}
+// Values 4v..4v+3 of a row of F32, F16 or BF16 weights (aligned to 4 values).
+template <int T>
+__device__ __forceinline__ float4 float_weight_vector(const uint8_t* row, int64_t v) {
+    if constexpr (T == kF32) {
+        return reinterpret_cast<const float4*>(row)[v];
+    } else {
+        const uint2 p = reinterpret_cast<const uint2*>(row)[v];
+        const uint16_t h[4] = {uint16_t(p.x), uint16_t(p.x >> 16), uint16_t(p.y), uint16_t(p.y >> 16)};
+        if constexpr (T == kF16)
+            return make_float4(f16_to_f32(h[0]), f16_to_f32(h[1]), f16_to_f32(h[2]), f16_to_f32(h[3]));
+        else
+            return make_float4(bf16_to_f32(h[0]), bf16_to_f32(h[1]), bf16_to_f32(h[2]), bf16_to_f32(h[3]));
+    }
+}
+constexpr int kFloatVectors = 4;  // vectors of a float row in flight per lane
+
 // v summed over the warp, the same in every lane (a butterfly of commutative adds).
 __device__ __forceinline__ float warp_sum(float v) {
     for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
@@ -106,6 +127,7 @@ constexpr int kStages = 3;        // segments of a warp in shared memory at a ti
 constexpr int kStageWarps = 4;    // warps per block of every kernel built on these functions
 // Blocks per multiprocessor the kernels built on these functions ask registers for (__launch_bounds__): at 80
 // registers only 6 fit, and the warps then spend half their cycles waiting for loads with too few others to switch to.
+// 10 (51 registers) was measured slower still: Qwen3-8B decoded 311 tokens/s against 373.
 constexpr int kMinBlocksPerSm = 8;
 
 template <int T>
@@ -133,58 +155,104 @@ constexpr int kMinGroupsInPlace = 32;
 template <int T>
 constexpr bool kGroupsInPlace = T == kQ4_K || T == kQ5_K;
 
+// The R rows r (R = 1 or 2) dotted group by group, U groups of each row in flight: two for one row, one for two rows
+// (the gated FFN's gate and up: with two, its Qwen3-8B shape took 20.4 µs against 18.5) and for Q5_K, whose groups
+// carry 32 more bytes each; acc[k] is this lane's sum for row k, its groups added in ascending order.
+template <int T, int R>
+__device__ __forceinline__ void rows_k_groups_dot(const uint8_t* const (&r)[R], const BlockQ8_1f* xq, int n_groups,
+                                                  int lane, bool& waiting, float (&acc)[R]) {
+    constexpr int U = T == kQ5_K || R == 2 ? 1 : 2;
+    const int g = lane & 3;  // every group of this lane is group g of its super-block
+#pragma unroll
+    for (int k = 0; k < R; ++k) acc[k] = 0.0f;
+    for (int gi = lane; gi < n_groups; gi += 32 * U) {
+        KGroup<T> w[U][R];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            if (gi + 32 * u < n_groups)
+#pragma unroll
+                for (int k = 0; k < R; ++k) load_k_group<T>(r[k], gi + 32 * u, w[u][k]);
+        if (waiting) begin_kernel(), waiting = false;
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            if (gi + 32 * u < n_groups) {
+                ActGroup a;
+                load_act_group(xq + 2 * (gi + 32 * u), a);
+#pragma unroll
+                for (int k = 0; k < R; ++k) acc[k] = __fadd_rn(acc[k], k_group_dot<T>(w[u][k], g, a));
+            }
+    }
+}
+
 template <int T, typename RowOf, typename Done>
 __device__ __forceinline__ void lane_k_groups_dot(const RowOf& row_of, int n_rows, const BlockQ8_1f* xq, int n_groups,
                                                   int lane, bool early_weights, const Done& done) {
     if (!early_weights) begin_kernel();
     bool waiting = early_weights;  // begin_kernel() once this lane's first weights are asked for
-    const int g = lane & 3;        // every group of this lane is group g of its super-block
     for (int k = 0; k < n_rows; k += 2) {
-        const uint8_t* r0 = row_of(k);
-        float acc0 = 0.0f, acc1 = 0.0f;
         if (k + 1 < n_rows) {
-            const uint8_t* r1 = row_of(k + 1);
-            constexpr int U = T == kQ5_K ? 1 : 2;
-            for (int gi = lane; gi < n_groups; gi += 32 * U) {
-                KGroup<T> w0[U], w1[U];
-#pragma unroll
-                for (int u = 0; u < U; ++u)
-                    if (gi + 32 * u < n_groups) {
-                        load_k_group<T>(r0, gi + 32 * u, w0[u]);
-                        load_k_group<T>(r1, gi + 32 * u, w1[u]);
-                    }
-                if (waiting) begin_kernel(), waiting = false;
-#pragma unroll
-                for (int u = 0; u < U; ++u)
-                    if (gi + 32 * u < n_groups) {
-                        ActGroup a;
-                        load_act_group(xq + 2 * (gi + 32 * u), a);
-                        acc0 = __fadd_rn(acc0, k_group_dot<T>(w0[u], g, a));
-                        acc1 = __fadd_rn(acc1, k_group_dot<T>(w1[u], g, a));
-                    }
-            }
-            done(k, acc0);
-            done(k + 1, acc1);
+            const uint8_t* r[2] = {row_of(k), row_of(k + 1)};
+            float acc[2];
+            rows_k_groups_dot<T, 2>(r, xq, n_groups, lane, waiting, acc);
+            done(k, acc[0]);
+            done(k + 1, acc[1]);
         } else {
-            constexpr int U = T == kQ5_K ? 1 : 2;  // groups in flight (Q5_K's carry 32 more bytes each)
-            for (int gi = lane; gi < n_groups; gi += 32 * U) {
-                KGroup<T> w[U];
-#pragma unroll
-                for (int u = 0; u < U; ++u)
-                    if (gi + 32 * u < n_groups) load_k_group<T>(r0, gi + 32 * u, w[u]);
-                if (waiting) begin_kernel(), waiting = false;
-#pragma unroll
-                for (int u = 0; u < U; ++u)
-                    if (gi + 32 * u < n_groups) {
-                        ActGroup a;
-                        load_act_group(xq + 2 * (gi + 32 * u), a);
-                        acc0 = __fadd_rn(acc0, k_group_dot<T>(w[u], g, a));
-                    }
-            }
-            done(k, acc0);
+            const uint8_t* r[1] = {row_of(k)};
+            float acc[1];
+            rows_k_groups_dot<T, 1>(r, xq, n_groups, lane, waiting, acc);
+            done(k, acc[0]);
         }
     }
     if (waiting) begin_kernel();
+}
+
+// lane_rows_dot's rows of a quantized type T through shared memory, in segments of kStageChunks chunks that
+// cp.async copies kStages - 1 segments ahead of the dot products (the rows 16-byte aligned, n_chunks a multiple of 8
+// for the 256-value types).
+template <int T, typename RowOf, typename Done>
+__device__ __forceinline__ void lane_rows_staged(const RowOf& row_of, int n_rows, const BlockQ8_1f* xq,
+                                                 int64_t n_chunks, int lane, bool early_weights, const Done& done) {
+    __shared__ __align__(16) uint8_t stage[kStageWarps][kStages][kSegmentBytes<T>];
+    uint8_t(*buf)[kSegmentBytes<T>] = stage[(threadIdx.x / 32) % kStageWarps];
+    const int n_seg = int((n_chunks + kStageChunks - 1) / kStageChunks), total = n_rows * n_seg;
+    // Segment q: segment q % n_seg of row q / n_seg, into buffer q % kStages. A group is committed for every q,
+    // one past the last included, so that the count of groups in flight says which segment has landed.
+    auto ask = [&](int q) {
+        if (q < total) {
+            const int64_t c0 = int64_t(q % n_seg) * kStageChunks;
+            const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
+            const uint8_t* src = row_of(q / n_seg) + chunks_bytes<T>(c0);
+            for (int off = lane * 16; off < int(chunks_bytes<T>(seg)); off += 32 * 16)
+                copy_16_async(buf[q % kStages] + off, src + off);
+        }
+        copies_commit();
+    };
+#pragma unroll
+    for (int q = 0; q < kStages - 1; ++q) ask(q);
+    if (early_weights) begin_kernel();
+    float acc = 0.0f;
+    for (int q = 0, i = 0; q < total; ++q) {  // i: q's segment within its row
+        copies_wait<kStages - 2>();  // segment q has landed (this lane's copies) ...
+        __syncwarp();                // ... and every lane's; every lane is done with segment q - 1
+        ask(q + kStages - 1);        // into segment q - 1's buffer
+        const int64_t c0 = int64_t(i) * kStageChunks;
+        const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
+        const uint8_t* b = buf[q % kStages];
+        if constexpr (T == kQ6_K) {
+            // A segment is 8 super-blocks, one 64-value group per lane: group lane % 4 of super-block lane / 4.
+            const int sb = lane >> 2, u = lane & 3;
+            if (2 * lane < seg)
+                acc = __fadd_rn(acc, q6_k_group_dot(b, 210 * sb, u, xq + c0 + 8 * sb + 4 * (u >> 1)));
+        } else {
+#pragma unroll 2
+            for (int c = lane; c < seg; c += 32) acc = __fadd_rn(acc, chunk_dot<T>(b, c, xq[c0 + c]));
+        }
+        if (++i == n_seg) {
+            done(q / n_seg, acc);
+            acc = 0.0f;
+            i = 0;
+        }
+    }
 }
 
 // Each lane's partial sums of the dot products with x of the n_rows rows row_of(0), row_of(1), ... (of one weight type
@@ -194,20 +262,56 @@ __device__ __forceinline__ void lane_k_groups_dot(const RowOf& row_of, int n_row
 // from. The staged copies run ahead across the rows' boundaries, so a warp given several rows keeps loads in flight
 // while it computes, from its first segment to its last. With early_weights the first segments are asked for before
 // begin_kernel() (row_of reads no memory another kernel writes); without (rows found through ids another kernel wrote),
-// after it.
-template <int T, typename RowOf, typename Done>
+// after it. Without kStage, rows of types that would be staged are read in place chunk by chunk instead (the same
+// values: a lane's chunks in the same order), and the kernel has no shared memory for them: a kernel with the dot
+// products of two types stages only one of them.
+template <int T, bool kStage = true, typename RowOf, typename Done>
 __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, const BlockQ8_1f* xq, const float* x,
                                               int64_t cols, int lane, bool early_weights, const Done& done) {
     if constexpr (is_float_weight(T)) {
-        begin_kernel();
-        // Consecutive lanes read consecutive values: already coalesced. Unrolled so several loads are in flight.
+        bool vectors = cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+        for (int k = 0; k < n_rows; ++k)
+            vectors = vectors && reinterpret_cast<uintptr_t>(row_of(k)) % (4 * sizeof_float_weight<T>()) == 0;
+        if (!vectors) {
+            begin_kernel();
+            // Consecutive lanes read consecutive values: coalesced. Unrolled so several loads are in flight.
+            for (int k = 0; k < n_rows; ++k) {
+                const uint8_t* row = row_of(k);
+                float sum = 0.0f;
+#pragma unroll 8
+                for (int64_t i = lane; i < cols; i += 32) sum = __fadd_rn(sum, float_weight<T>(row, i) * x[i]);
+                done(k, sum);
+            }
+            return;
+        }
+        // Lane l takes the 4-value vectors l, l + 32, ... (16 bytes of F32, 8 of F16 or BF16 each), kFloatVectors of
+        // them in flight: a router's few rows (128-256 of 2048-2816 values) are read in a few round trips of memory.
+        if (!early_weights) begin_kernel();
+        bool waiting = early_weights;
+        const int64_t n4 = cols / 4;
+        const float4* x4 = reinterpret_cast<const float4*>(x);
         for (int k = 0; k < n_rows; ++k) {
             const uint8_t* row = row_of(k);
             float sum = 0.0f;
-#pragma unroll 8
-            for (int64_t i = lane; i < cols; i += 32) sum = __fadd_rn(sum, float_weight<T>(row, i) * x[i]);
+            for (int64_t v0 = lane; v0 < n4; v0 += 32 * kFloatVectors) {
+                float4 w[kFloatVectors];
+#pragma unroll
+                for (int u = 0; u < kFloatVectors; ++u)
+                    if (v0 + 32 * u < n4) w[u] = float_weight_vector<T>(row, v0 + 32 * u);
+                if (waiting) begin_kernel(), waiting = false;
+#pragma unroll
+                for (int u = 0; u < kFloatVectors; ++u)
+                    if (v0 + 32 * u < n4) {
+                        const float4 a = x4[v0 + 32 * u];
+                        sum = __fadd_rn(sum, w[u].x * a.x);
+                        sum = __fadd_rn(sum, w[u].y * a.y);
+                        sum = __fadd_rn(sum, w[u].z * a.z);
+                        sum = __fadd_rn(sum, w[u].w * a.w);
+                    }
+            }
             done(k, sum);
         }
+        if (waiting) begin_kernel();
     } else {
         const int64_t n_chunks = cols / 32;
         if (!early_weights) begin_kernel();
@@ -219,7 +323,8 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
                 return;
             }
         }
-        if (!aligned) {
+        if (!kStage || !aligned) {
+            static_assert(kStage || T != kQ6_K, "Q6_K rows in shared memory take groups, in place chunks");
             begin_kernel();
             for (int k = 0; k < n_rows; ++k) {
                 const uint8_t* row = row_of(k);
@@ -230,57 +335,17 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
             }
             return;
         }
-        __shared__ __align__(16) uint8_t stage[kStageWarps][kStages][kSegmentBytes<T>];
-        uint8_t(*buf)[kSegmentBytes<T>] = stage[(threadIdx.x / 32) % kStageWarps];
-        const int n_seg = int((n_chunks + kStageChunks - 1) / kStageChunks), total = n_rows * n_seg;
-        // Segment q: segment q % n_seg of row q / n_seg, into buffer q % kStages. A group is committed for every q,
-        // one past the last included, so that the count of groups in flight says which segment has landed.
-        auto ask = [&](int q) {
-            if (q < total) {
-                const int64_t c0 = int64_t(q % n_seg) * kStageChunks;
-                const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
-                const uint8_t* src = row_of(q / n_seg) + chunks_bytes<T>(c0);
-                for (int off = lane * 16; off < int(chunks_bytes<T>(seg)); off += 32 * 16)
-                    copy_16_async(buf[q % kStages] + off, src + off);
-            }
-            copies_commit();
-        };
-#pragma unroll
-        for (int q = 0; q < kStages - 1; ++q) ask(q);
-        if (early_weights) begin_kernel();
-        float acc = 0.0f;
-        for (int q = 0, i = 0; q < total; ++q) {  // i: q's segment within its row
-            copies_wait<kStages - 2>();  // segment q has landed (this lane's copies) ...
-            __syncwarp();                // ... and every lane's; every lane is done with segment q - 1
-            ask(q + kStages - 1);        // into segment q - 1's buffer
-            const int64_t c0 = int64_t(i) * kStageChunks;
-            const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
-            const uint8_t* b = buf[q % kStages];
-            if constexpr (T == kQ6_K) {
-                // A segment is 8 super-blocks, one 64-value group per lane: group lane % 4 of super-block lane / 4.
-                const int sb = lane >> 2, u = lane & 3;
-                if (2 * lane < seg)
-                    acc = __fadd_rn(acc, q6_k_group_dot(b, 210 * sb, u, xq + c0 + 8 * sb + 4 * (u >> 1)));
-            } else {
-#pragma unroll 2
-                for (int c = lane; c < seg; c += 32) acc = __fadd_rn(acc, chunk_dot<T>(b, c, xq[c0 + c]));
-            }
-            if (++i == n_seg) {
-                done(q / n_seg, acc);
-                acc = 0.0f;
-                i = 0;
-            }
-        }
+        if constexpr (kStage) lane_rows_staged<T>(row_of, n_rows, xq, n_chunks, lane, early_weights, done);
     }
 }
 
 // row . x in every lane of the warp.
-template <int T>
+template <int T, bool kStage = true>
 __device__ __forceinline__ float warp_row_dot(const uint8_t* row, const BlockQ8_1f* xq, const float* x, int64_t cols,
                                               int lane, bool early_weights) {
     float sum = 0.0f;
-    lane_rows_dot<T>([&](int) { return row; }, 1, xq, x, cols, lane, early_weights,
-                     [&](int, float s) { sum = warp_sum(s); });
+    lane_rows_dot<T, kStage>([&](int) { return row; }, 1, xq, x, cols, lane, early_weights,
+                             [&](int, float s) { sum = warp_sum(s); });
     return sum;
 }
 

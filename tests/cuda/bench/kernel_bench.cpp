@@ -5,7 +5,8 @@
 //   zinc_cuda_kernel_bench [--filter SUBSTRING] [--reps N] [--splits N,N,...]
 //
 // --filter keeps the runs whose name contains SUBSTRING: "decode <type> <shape>" for the one-row matvecs (types as
-// ggml names them: "decode q4_K ffn_gate"), "prefill matmul (<rows>[, way]) <type> <shape>" for the batched matmuls,
+// ggml names them: "decode q4_K ffn_gate"), "decode gated <type> gate+up 4096x12288" for the gated FFN's fused matvec,
+// "prefill matmul (<rows>[, way]) <type> <shape>" for the batched matmuls,
 // "moe <model> <tokens> tokens, <way>" for the MoE layers' expert FFN, "prefill attention <shape>, <n> tokens" for a
 // prompt's attention, "prefill delta-net <shape>, <n> tokens" for the chunked recurrence, "rms_norm 1x<cols>", and
 // the decode attention runs by cache type and depth.
@@ -160,6 +161,37 @@ void bench_matvecs(CudaBackend& be, const Options& o, double copy) {
             be.free(x);
             be.free(y);
         }
+}
+
+// The gated FFN's fused matvec (ffn_gated: gate and up rows of one output in one warp, SwiGLU applied) on Qwen3-8B's
+// shape, the largest op of a decode step: µs per call and the rate of both weights' bytes.
+void bench_gated(CudaBackend& be, const Options& o, double copy) {
+    const TensorType types[] = {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q8_0,
+                                TensorType::MXFP4, TensorType::BF16};
+    const Shape s = {"gate+up 4096x12288", 4096, 12288};
+    for (TensorType t : types) {
+        const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
+        if (("decode gated " + what).find(o.filter) == std::string::npos) continue;
+        auto gate = zinc::cuda_test::random_tensor(t, s.cols, s.rows, "blk.0.ffn_gate.weight");
+        auto up = zinc::cuda_test::random_tensor(t, s.cols, s.rows, "blk.0.ffn_up.weight");
+        const double bytes = 2.0 * double(gate->info.nbytes);
+        const int copies = int(std::max<size_t>(1, (kColdBytes + 2 * gate->info.nbytes - 1) / (2 * gate->info.nbytes)));
+        std::vector<Weight> wg, wu;
+        for (int c = 0; c < copies; ++c) {
+            wg.push_back(be.load_weight(gate->info));
+            wu.push_back(be.load_weight(up->info));
+        }
+        Act x = be.alloc(1, s.cols), tmp = be.alloc(1, s.rows), y = be.alloc(1, s.rows);
+        be.upload(x, zinc::cuda_test::random_floats(size_t(s.cols)));
+        const double us = time_us(be, o.reps, [&](int i) {
+            const size_t c = size_t(i % copies);
+            be.ffn_gated(wg[c], wu[c], x, zinc::backend::GatedActivation::swiglu, tmp, y);
+        });
+        report("ffn_gated", what, us, bytes, copy);
+        be.free(x);
+        be.free(tmp);
+        be.free(y);
+    }
 }
 
 // Prefill products at several batch sizes, for quantized weights each way the backend has (the matvec per row for
@@ -477,6 +509,7 @@ int main(int argc, char** argv) {
     std::printf("|%s|%s|%s|%s|%s|\n", std::string(16, '-').c_str(), std::string(36, '-').c_str(),
                 std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(8, '-').c_str());
     bench_matvecs(be, o, copy);
+    bench_gated(be, o, copy);
     bench_prefill(be, o);
     bench_moe(be, o);
     bench_prefill_attention(be, o);
