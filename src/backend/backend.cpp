@@ -527,6 +527,16 @@ void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, cons
     do_matmul_add(w, x, tmp, out, bias);
 }
 
+void Backend::norm_add(Act& x, const Weight* w, float eps, Act& out, float s) {
+    const OpScope scope(*this, "norm_add");
+    const std::string op = op_of("norm_add", w);
+    check_same_shape(x, out, op);
+    check_group(x, x.cols, "norm_add");
+    if (w) check_f32_vector(*w, x.cols, "norm_add", "weight");
+    if (overlap(out.data, out.size(), x.data, x.size())) fail(op, "out must not overlap x");
+    do_norm_add(x, w, eps, out, s);
+}
+
 void Backend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
                          std::span<const Weight* const> bias) {
     for (size_t i = 0; i < w.size(); ++i) {
@@ -549,6 +559,12 @@ void Backend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, c
     matmul(w, x, tmp);
     if (bias) add_bias(tmp, *bias);
     add(out, tmp, out);
+}
+
+void Backend::do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s) {
+    rms_norm(x, w, eps, x.cols, x);
+    add(out, x, out);
+    if (s != 1.0f) scale(out, s, out);
 }
 
 void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,

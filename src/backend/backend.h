@@ -262,6 +262,10 @@ public:
     // given (f32, w.rows values); add(out, tmp, out). tmp has out's shape and is left unspecified; out overlaps
     // neither x nor tmp, and tmp not x.
     void matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias = nullptr);
+    // out += rms_norm(x) * w over each row, then out *= s when s != 1 (a post-norm's residual add, and a layer's
+    // output scale): rms_norm(x, w, eps, x.cols, x); add(out, x, out); scale(out, s, out) when s != 1. w (f32,
+    // x.cols values) may be null; x is left unspecified; out has x's shape and does not overlap it.
+    void norm_add(Act& x, const Weight* w, float eps, Act& out, float s = 1.0f);
 
     // The steps from the Q/K/V projections to the cache, for rows at positions pos (pos[t] = pos0 + t), heads of
     // head_dim values: rms_norm(q, norms.q_weight, norms.eps, head_dim, q) if norms.q; the same for k if norms.k, and
@@ -374,6 +378,7 @@ protected:
     virtual void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
                               Act& out);
     virtual void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias);
+    virtual void do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s);
     virtual void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                                   std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0);
 

@@ -72,8 +72,7 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
         if (p_.swa[l]) ap.window = p_.sliding_window;
         be_.attention(q, kv_[l], pos0, ap, attn);
         be_.matmul(L.wo, attn, h);
-        be_.rms_norm(h, &L.post_attn_norm, eps, E, h);
-        be_.add(x, h, x);
+        be_.norm_add(h, &L.post_attn_norm, eps, x);  // x += post_attn_norm(h)
 
         // FFN: dense GeGLU MLP, plus (MoE layers) the routed experts, each with its own post-norm.
         backend::Act gate = rows(gate_, p_.n_ff[l]), up = rows(up_, p_.n_ff[l]);
@@ -91,12 +90,10 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
             be_.moe_route(rl, p_.n_expert_used, true, ri, rw);
             be_.rms_norm(x, &L.pre_ffw_norm_2, eps, E, h);
             be_.moe_ffn(h, ri, rw, moe_weights(L.experts, backend::MoeActivation::geglu), m2);
-            be_.rms_norm(m2, &L.post_ffw_norm_2, eps, E, m2);
-            be_.add(f, m2, f);
+            be_.norm_add(m2, &L.post_ffw_norm_2, eps, f);  // f += post_ffw_norm_2(m2)
         }
-        be_.rms_norm(f, &L.post_ffw_norm, eps, E, f);
-        be_.add(x, f, x);
-        if (out_scale_[l] != 1.0f) be_.scale(x, out_scale_[l], x);  // the whole residual stream
+        // x = (x + post_ffw_norm(f)) * the layer's output scale: the whole residual stream
+        be_.norm_add(f, &L.post_ffw_norm, eps, x, out_scale_[l]);
     }
     return head(x, h, w_, eps, p_.final_softcap);
 }

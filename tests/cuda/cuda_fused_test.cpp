@@ -1,4 +1,4 @@
-// The CUDA backend's fused ops (matmuls, ffn_gated, matmul_add), at Qwen3-8B shapes (n_embd 4096, 1024-wide K and V,
+// The CUDA backend's fused ops (matmuls, ffn_gated, matmul_add; norm_add at the end), at Qwen3-8B shapes (n_embd 4096, 1024-wide K and V,
 // n_ff 12288) for the weight types of real files and at small shapes for every type, matmuls and matmul_add also with
 // the biases gpt-oss adds in their epilogue. Each op is checked three ways:
 //  - against the same ops one by one on the GPU (the sequence the op is defined as, which the base class runs; with a
@@ -512,6 +512,38 @@ TEST(CudaNormQuantized, MatvecAfterNormEqualsMatvecAfterUpload) {
     be.gpu->upload(hg, be.get(*be.gpu, hg));
     be.gpu->matmul(w256.gpu, hg, og);
     EXPECT_EQ(after_add, be.get(*be.gpu, og));
+}
+
+// norm_add's one launch equals rms_norm in place, add and scale on the GPU bit for bit, for Gemma 4's widths (2816),
+// Qwen3-8B's and others, one row and several, with a weight and without, with an output scale and without; and the
+// CPU backend's within the rounding of the norm's scale. Widths that are no whole number of float4s (203) run the
+// separate ops.
+TEST(CudaNormAdd, EqualsNormAddScale) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    for (const int64_t n : {int64_t(64), int64_t(203), int64_t(2816), int64_t(2880), int64_t(4096), int64_t(5120)})
+        for (const int64_t rows : {int64_t(1), int64_t(3)})
+            for (const bool with_weight : {true, false})
+                for (const float sc : {1.0f, 0.71875f}) {
+                    SCOPED_TRACE("n=" + std::to_string(n) + " rows=" + std::to_string(rows) +
+                                 (with_weight ? " with a weight" : "") + " scale " + std::to_string(sc));
+                    const Both nw = make_weight(be, TensorType::F32, n, 1, "blk.0.post_ffw_norm.weight");
+                    const auto x = random_floats(size_t(rows * n), -3.0f, 3.0f);
+                    const auto r = random_floats(size_t(rows * n), -2.0f, 2.0f);
+                    auto [xc, xg] = be.act(x, rows, n);
+                    auto [rc, rg] = be.act(r, rows, n);
+                    auto [x2c, x2g] = be.act(x, rows, n);
+                    auto [r2c, r2g] = be.act(r, rows, n);
+                    const Weight* wg = with_weight ? &nw.gpu : nullptr;
+                    be.gpu->norm_add(xg, wg, 1e-6f, rg, sc);
+                    be.gpu->rms_norm(x2g, wg, 1e-6f, n, x2g);
+                    be.gpu->add(r2g, x2g, r2g);
+                    if (sc != 1.0f) be.gpu->scale(r2g, sc, r2g);
+                    const auto got = be.get(*be.gpu, rg);
+                    EXPECT_EQ(got, be.get(*be.gpu, r2g)) << "against rms_norm, add, scale";
+                    be.cpu->norm_add(xc, with_weight ? &nw.cpu : nullptr, 1e-6f, rc, sc);
+                    EXPECT_LE(max_err(got, be.get(*be.cpu, rc)), 2e-6) << "against the CPU backend";
+                }
 }
 
 }  // namespace

@@ -131,6 +131,10 @@ std::vector<std::string> bad_calls(Backend& be) {
     r.push_back(thrown_by([&] { be.matmuls(qk, x, q_and_k, one_bias); }));
     r.push_back(thrown_by([&] { be.matmuls(sq, x, just_out64, one_bias); }));
     r.push_back(thrown_by([&] { be.matmul_add(square, x, tmp64, out64, &o_bias); }));
+    // norm_add: out of another shape, a weight of the wrong length, out over x.
+    r.push_back(thrown_by([&] { be.norm_add(x, &norm, 1e-6f, out); }));
+    r.push_back(thrown_by([&] { be.norm_add(x, &sinks, 1e-6f, out64); }));
+    r.push_back(thrown_by([&] { be.norm_add(x, &norm, 1e-6f, x, 0.5f); }));
     return r;
 }
 
@@ -174,6 +178,9 @@ TEST(BackendChecks, EveryBackendRejectsTheSameCallsWithTheSameMessages) {
         "invalid_argument: matmuls: give no biases or one for each weight (null for none)",
         "invalid_argument: matmuls blk.0.attn_output.weight: bias blk.0.attn_q.bias must be f32 with 64 values",
         "invalid_argument: matmul_add blk.0.attn_output.weight: bias blk.0.attn_output.bias must be f32 with 64 values",
+        "invalid_argument: norm_add blk.0.attn_norm.weight: shape mismatch",
+        "invalid_argument: norm_add: weight blk.0.attn_sinks.weight must be f32 with 64 values",
+        "invalid_argument: norm_add blk.0.attn_norm.weight: out must not overlap x",
     };
     EXPECT_EQ(on_cpu, want);
 }
@@ -373,7 +380,8 @@ Weight typed_weight(TensorType type, const std::vector<float>& values, int64_t c
 
 // The fused ops are defined as sequences of the other ops; the base class runs exactly those sequences, so on the
 // CPU (which has no fused kernels) each equals its sequence bit for bit, for one row (decode) and several (prefill),
-// with and without the biases of matmuls and matmul_add (gpt-oss's projections: matmul, add_bias, add).
+// with and without the biases of matmuls and matmul_add (gpt-oss's projections: matmul, add_bias, add), and norm_add
+// with and without its weight and output scale.
 TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
     auto cpu = zinc::backend::make_cpu_backend(2);
     std::mt19937 rng(11);
@@ -465,6 +473,23 @@ TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
             cpu->add_bias(tmp1, bo_w);
             cpu->add(res1, tmp1, res1);
             EXPECT_EQ(get(res), get(res1)) << "biased";
+
+            // norm_add, with and without a weight and an output scale: rms_norm in place, add, scale.
+            const auto norm_values = random(size_t(cols));
+            const Weight nw = f32_weight(norm_values, "post_norm", cols);
+            for (const Weight* w : {&nw, static_cast<const Weight*>(nullptr)})
+                for (const float s : {1.0f, 0.375f}) {
+                    const auto d = random(size_t(rows * cols));
+                    cpu->upload(tmp, d);
+                    cpu->upload(tmp1, d);
+                    cpu->upload(res, start);
+                    cpu->upload(res1, start);
+                    cpu->norm_add(tmp, w, 1e-6f, res, s);
+                    cpu->rms_norm(tmp1, w, 1e-6f, cols, tmp1);
+                    cpu->add(res1, tmp1, res1);
+                    if (s != 1.0f) cpu->scale(res1, s, res1);
+                    EXPECT_EQ(get(res), get(res1)) << "norm_add" << (w ? " with a weight" : "") << " scale " << s;
+                }
         }
     }
 }

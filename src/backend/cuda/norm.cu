@@ -86,12 +86,21 @@ __device__ __forceinline__ void quantize_8_lanes(float4 v, BlockQ8_1f* b, int j,
     }
 }
 
+// out + v, then times s when s != 1, each rounded as add's and scale's kernels round them.
+__device__ __forceinline__ float4 add_scaled(float4 out, float4 v, float s) {
+    float4 r = make_float4(__fadd_rn(out.x, v.x), __fadd_rn(out.y, v.y), __fadd_rn(out.z, v.z), __fadd_rn(out.w, v.w));
+    if (s != 1.0f) r = make_float4(__fmul_rn(r.x, s), __fmul_rn(r.y, s), __fmul_rn(r.z, s), __fmul_rn(r.w, s));
+    return r;
+}
+
 // One block per group of n4 float4s (n4 <= blockDim.x * NV, blockDim.x a multiple of 32 up to 1024). With q8 (the
 // group a whole number of 32-value blocks, so that the 8 lanes of a block are all inside the group or all past it),
-// also the group's Q8_1 blocks.
+// also the group's Q8_1 blocks. With `accumulate` (and no q8), out += the normalized group, then out *= s
+// (norm_add); else out = the normalized group.
 template <int NV>
 __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, const float4* w, float eps,
-                                                              int64_t group, float4* out, BlockQ8_1f* q8) {
+                                                              int64_t group, float4* out, BlockQ8_1f* q8,
+                                                              bool accumulate, float s) {
     const int64_t g = blockIdx.x;
     const int n4 = int(group / 4), t = int(threadIdx.x), T = int(blockDim.x);
     // The norm's weights are read before the kernel before this one has ended (no kernel writes them).
@@ -123,7 +132,7 @@ __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, c
     for (int k = 0; k < NV; ++k) {
         const int i = t + T * k;
         const float4 o = i < n4 ? scaled(v[k], scale, w ? &wv[k] : nullptr, 0) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (i < n4) yo[i] = o;
+        if (i < n4) yo[i] = accumulate ? add_scaled(yo[i], o, s) : o;
         if (q8) quantize_8_lanes(o, q8 + g * (group / 32) + i / 8, i % 8, i < n4);
     }
 }
@@ -191,7 +200,42 @@ __global__ void gated_rms_norm_kernel(const float* x, const float* w, const floa
 
 unsigned warp_groups_grid(int64_t n_groups) { return unsigned((n_groups + kGroupsPerBlock - 1) / kGroupsPerBlock); }
 
+constexpr int64_t kMaxBlockFloat4s = 8192;  // the longest group of rms_norm_block_kernel, in float4s
+
+// rms_norm_block_kernel for n_groups groups of `group` values (group % 4 == 0, group / 4 <= kMaxBlockFloat4s): 256
+// threads holding 1-8 float4s each up to 8192 values (fewer for a short group, which q8 always sends to this
+// kernel); 8 each and more threads beyond.
+void launch_block_norm(const float4* x4, const float4* w4, float eps, int64_t group, int64_t n_groups, float4* o4,
+                       BlockQ8_1f* q8, bool accumulate, float scale, cudaStream_t s) {
+    const int64_t n4 = group / 4;
+    const int threads = n4 <= 2048 ? (n4 < kThreads ? int((n4 + 31) / 32 * 32) : kThreads)
+                                    : int((n4 + 8 * 32 - 1) / (8 * 32) * 32);
+    const unsigned blocks = unsigned(n_groups);
+    auto run = [&](auto kernel) { launch(kernel, blocks, threads, 0, s, x4, w4, eps, group, o4, q8, accumulate, scale); };
+    if (n4 <= int64_t(threads))
+        run(rms_norm_block_kernel<1>);
+    else if (n4 <= 2 * int64_t(threads))
+        run(rms_norm_block_kernel<2>);
+    else if (n4 <= 4 * int64_t(threads))
+        run(rms_norm_block_kernel<4>);
+    else
+        run(rms_norm_block_kernel<8>);
+}
+
 }  // namespace
+
+bool rms_norm_add_fits(const float* x, const float* w, int64_t group, const float* out) {
+    return group % 4 == 0 && group / 4 <= kMaxBlockFloat4s && aligned16(x) && aligned16(out) && (!w || aligned16(w));
+}
+
+cudaError_t rms_norm_add(const float* x, const float* w, float eps, int64_t group, int64_t n_groups, float* out,
+                         float scale, cudaStream_t s) {
+    if (!rms_norm_add_fits(x, w, group, out) || n_groups > INT32_MAX) return cudaErrorInvalidValue;
+    if (n_groups <= 0) return cudaGetLastError();
+    launch_block_norm(reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(w), eps, group, n_groups,
+                      reinterpret_cast<float4*>(out), nullptr, true, scale, s);
+    return cudaGetLastError();
+}
 
 bool rms_norm_can_quantize(const float* x, const float* w, int64_t group, const float* out) {
     return group % 32 == 0 && group <= 32768 && aligned16(x) && aligned16(out) && (!w || aligned16(w));
@@ -214,20 +258,8 @@ cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t group, i
             launch(rms_norm_warp_kernel<2>, blocks, 128, 0, s, x4, w4, eps, group, n_groups, o4);
         else
             launch(rms_norm_warp_kernel<4>, blocks, 128, 0, s, x4, w4, eps, group, n_groups, o4);
-    } else if (vec && n4 <= 8192) {
-        // 256 threads holding 1-8 float4s each up to 8192 values (fewer for a short group with q8, which always
-        // takes this kernel); 8 each and more threads beyond.
-        const int threads = n4 <= 2048 ? (n4 < kThreads ? int((n4 + 31) / 32 * 32) : kThreads)
-                                        : int((n4 + 8 * 32 - 1) / (8 * 32) * 32);
-        const unsigned blocks = unsigned(n_groups);
-        if (n4 <= int64_t(threads))
-            launch(rms_norm_block_kernel<1>, blocks, threads, 0, s, x4, w4, eps, group, o4, q8);
-        else if (n4 <= 2 * int64_t(threads))
-            launch(rms_norm_block_kernel<2>, blocks, threads, 0, s, x4, w4, eps, group, o4, q8);
-        else if (n4 <= 4 * int64_t(threads))
-            launch(rms_norm_block_kernel<4>, blocks, threads, 0, s, x4, w4, eps, group, o4, q8);
-        else
-            launch(rms_norm_block_kernel<8>, blocks, threads, 0, s, x4, w4, eps, group, o4, q8);
+    } else if (vec && n4 <= kMaxBlockFloat4s) {
+        launch_block_norm(x4, w4, eps, group, n_groups, o4, q8, false, 1.0f, s);
     } else {
         const int threads = group >= kThreads ? kThreads : int((group + 31) / 32 * 32);
         launch(rms_norm_loop_kernel, unsigned(n_groups), threads, 0, s, x, w, eps, group, out);

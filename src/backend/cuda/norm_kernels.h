@@ -19,6 +19,12 @@ cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t group, i
 // Whether rms_norm can write the Q8_1 blocks of its output for these arguments: groups of whole 32-value blocks, at
 // most 32768 values, in 16-byte aligned rows.
 bool rms_norm_can_quantize(const float* x, const float* w, int64_t group, const float* out);
+// out = (out + x / rms(x) * w) * scale over each group (scale 1: no product), rounded as rms_norm, add and scale
+// round each step (Backend::norm_add); w may be null; out does not overlap x. Where rms_norm_add_fits: groups of a
+// whole number of float4s, at most 32768 values, in 16-byte aligned rows.
+cudaError_t rms_norm_add(const float* x, const float* w, float eps, int64_t group, int64_t n_groups, float* out,
+                         float scale, cudaStream_t s);
+bool rms_norm_add_fits(const float* x, const float* w, int64_t group, const float* out);
 // out = x / sqrt(sum(x^2) + eps) over each group; out may alias x.
 cudaError_t l2_norm(const float* x, float eps, int64_t group, int64_t n_groups, float* out, cudaStream_t s);
 // out = x / rms(x) * w * SiLU(z) over each group; w has `group` values; out may alias x.

@@ -22,6 +22,14 @@ void CudaBackend::do_rms_norm(const Act& x, const Weight* w, float eps, int64_t 
     if (q8) normed_ = {out.data, out.cols, ops_begun()};
 }
 
+// One launch: the norm's kernel adds its rows to out (and scales them) instead of storing them.
+void CudaBackend::do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s) {
+    const auto* wd = w ? static_cast<const float*>(w->data) : nullptr;
+    if (!cuda::rms_norm_add_fits(x.data, wd, x.cols, out.data)) return Backend::do_norm_add(x, w, eps, out, s);
+    ZINC_CUDA_CHECK(cuda::rms_norm_add(x.data, wd, eps, x.cols, x.rows, out.data, s, stream_), "norm_add",
+                    w ? w->name : std::string());
+}
+
 void CudaBackend::do_l2_norm(const Act& x, float eps, int64_t group, Act& out) {
     ZINC_CUDA_CHECK(cuda::l2_norm(x.data, eps, group, x.size() / group, out.data, stream_), "l2_norm", "");
 }
