@@ -13,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cuda/dequant.cuh"
@@ -380,22 +381,19 @@ void check_group_dots(TensorType t, const std::vector<uint8_t>& w, int64_t cols,
                 ref += double(wf[e]) * xq;
                 mag += (std::fabs(wf[e]) + 2 * offset_magnitude(t, blk, int(e % 256))) * std::fabs(xq);
             }
-            float got = NAN;
-            if (t == TensorType::Q4_K) {
-                KGroup<kQ4_K> k;
-                load_k_group<kQ4_K>(row, int(gi), k);
+            // A Q4_K/Q5_K group as the kernels take it: loaded in place, then dotted with its two Q8_1 blocks.
+            auto k_dot = [&](auto type) {
+                constexpr int T = decltype(type)::value;
+                KGroup<T> k;
+                load_k_group<T>(row, int(gi), k);
                 ActGroup a;
                 load_act_group(&y[size_t(2 * gi)], a);
-                got = k_group_dot<kQ4_K>(k, g, a);
-            } else if (t == TensorType::Q5_K) {
-                KGroup<kQ5_K> k;
-                load_k_group<kQ5_K>(row, int(gi), k);
-                ActGroup a;
-                load_act_group(&y[size_t(2 * gi)], a);
-                got = k_group_dot<kQ5_K>(k, g, a);
-            } else {
-                got = q6_k_group_dot(row, int(sb * 210), g, &y[size_t(8 * sb + 4 * (g / 2))]);
-            }
+                return k_group_dot<T>(k, g, a);
+            };
+            const float got = t == TensorType::Q4_K   ? k_dot(std::integral_constant<int, kQ4_K>{})
+                              : t == TensorType::Q5_K ? k_dot(std::integral_constant<int, kQ5_K>{})
+                                                      : q6_k_group_dot(row, int(sb * 210), g,
+                                                                       &y[size_t(8 * sb + 4 * (g / 2))]);
             ASSERT_TRUE(std::isfinite(got) && std::fabs(got - ref) <= 2e-6 * mag)
                 << name(t) << " " << what << " cols " << cols << " row " << r << " group " << gi << ": " << got
                 << " vs " << ref << " (magnitude " << mag << ")";
