@@ -180,8 +180,8 @@ Routed route_both(Backends& be, const std::vector<float>& logits, int64_t rows, 
 
 // ---------------------------------------------------------------- host logic (no GPU)
 
-// moe_route_kernel's selection on the host: each of 32 lanes scans its experts, an xor butterfly combines the
-// lanes, lane 0's result takes the slot.
+// moe_route's selection on the host (both of its kernels): each of 32 lanes scans its experts, an xor butterfly
+// combines the lanes, lane 0's result takes the slot.
 std::vector<int32_t> emulated_top_k(std::vector<float> p, int k) {
     std::vector<int32_t> ids;
     for (int s = 0; s < k; ++s) {
@@ -265,7 +265,8 @@ TEST(CudaMoe, RouteMatchesCpu) {
                           Case{128, 8, true, 1}, Case{128, 8, true, 37},  // Gemma 4 26B-A4B
                           Case{32, 4, true, 1}, Case{32, 4, true, 37},    // gpt-oss-20b
                           Case{32, 4, false, 5}, Case{8, 8, false, 3}, Case{300, 10, true, 9}, Case{1, 1, true, 2},
-                          Case{kc::kMaxRouteExperts, 16, true, 6}, Case{64, 6, true, 1001}}) {
+                          Case{kc::kMaxRouteExperts, 16, true, 6}, Case{64, 6, true, 1001},
+                          Case{200, 32, true, 3}, Case{33, 5, false, 4}, Case{257, 8, true, 2}}) {
         SCOPED_TRACE(std::to_string(c.n_exp) + " experts, top-" + std::to_string(c.k) + ", rows " +
                      std::to_string(c.rows));
         const auto r = route_both(be, spaced_logits(c.rows, c.n_exp), c.rows, c.n_exp, c.k, c.renorm);

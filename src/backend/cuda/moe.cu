@@ -1,6 +1,7 @@
 // Mixture-of-experts kernels. moe_route: one warp per row of router logits (softmax, then k rounds of a warp-wide
-// arg-max over the probabilities kept in shared memory). moe_activate: one warp per 32 activated values of a
-// (token, slot) pair, optionally quantizing them to a Q8_1 block for the down projection's dp4a matvec.
+// arg-max over the probabilities, kept in registers, or in shared memory for rows of more than 256 experts).
+// moe_activate: one warp per 32 activated values of a (token, slot) pair, optionally quantizing them to a Q8_1 block
+// for the down projection's dp4a matvec.
 // moe_combine: one thread per output value, the weighted sum over the token's slots in slot order. The expert
 // matvecs themselves are matvec_q_ids / matvec_f_ids (matvec_q.cu). moe_down_sum: the down matvec and moe_combine in
 // one launch, a block of four warps per (output value, token) computing the slots' row dot products (matvec_row.cuh,
@@ -68,6 +69,68 @@ __global__ void __launch_bounds__(kRouteRowsPerBlock * 32)
     if (renormalize && lane == 0) {
         wsum = fmaxf(wsum, 6.103515625e-5f);  // as the CPU (and llama.cpp)
         for (int s = 0; s < k; ++s) w[s] = w[s] / wsum;
+    }
+}
+
+// moe_route_kernel for rows of at most 32 R experts and k <= 32, the models' shapes: lane l holds the probabilities
+// of experts l, l + 32, ... in registers, so a round reads no shared memory, and the weights are renormalized before
+// they are stored rather than read back. Every comparison happens in the order moe_route_kernel makes it (each lane
+// its experts in ascending order, then the same butterfly, lane 0's result taking the slot), so both kernels choose
+// the same experts, NaN probabilities included.
+template <int R>
+__global__ void __launch_bounds__(kRouteRowsPerBlock * 32)
+    moe_route_regs_kernel(const float* logits, int64_t rows, int n_exp, int k, bool renormalize, int32_t* ids,
+                          float* weights) {
+    begin_kernel();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t t = blockIdx.x * int64_t(kRouteRowsPerBlock) + warp;
+    if (t >= rows) return;  // whole warps leave; the kernel has no block-wide barrier
+    const float* l = logits + t * n_exp;
+
+    float v[R];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+        const int e = lane + 32 * j;
+        v[j] = e < n_exp ? l[e] : 0.0f;
+        if (e < n_exp) mx = fmaxf(mx, v[j]);
+    }
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
+    double sum = 0.0;  // exp in double rounded to f32: see moe_route_kernel
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+        if (lane + 32 * j < n_exp) {
+            v[j] = float(exp(double(v[j] - mx)));
+            sum += v[j];
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(kFullMask, sum, off);
+    sum = __shfl_sync(kFullMask, sum, 0);
+    const float inv = float(1.0 / sum);
+#pragma unroll
+    for (int j = 0; j < R; ++j) v[j] = lane + 32 * j < n_exp ? v[j] * inv : kTakenExpert;  // past the row: never chosen
+
+    TopCand mine{0.0f, -1};  // lane s keeps slot s
+    float wsum = 0.0f;       // the slots' probabilities summed in slot order, the same in every lane
+    for (int s = 0; s < k; ++s) {
+        TopCand c{0.0f, -1};
+#pragma unroll
+        for (int j = 0; j < R; ++j)
+            if (v[j] != kTakenExpert) c = better_of(c, TopCand{v[j], lane + 32 * j});
+        for (int off = 16; off > 0; off >>= 1)
+            c = better_of(c, TopCand{__shfl_xor_sync(kFullMask, c.p, off), __shfl_xor_sync(kFullMask, c.e, off)});
+        c = TopCand{__shfl_sync(kFullMask, c.p, 0), __shfl_sync(kFullMask, c.e, 0)};  // lane 0's, in every lane
+        wsum += c.p;
+        if (lane == s) mine = c;
+#pragma unroll
+        for (int j = 0; j < R; ++j)
+            if (lane + 32 * j == c.e) v[j] = kTakenExpert;
+    }
+    if (lane < k) {
+        float w = mine.p;
+        if (renormalize) w = w / fmaxf(wsum, 6.103515625e-5f);  // as the CPU
+        ids[t * k + lane] = mine.e;
+        weights[t * k + lane] = w;
     }
 }
 
@@ -236,8 +299,15 @@ cudaError_t moe_route(const float* logits, int64_t rows, int n_exp, int k, bool 
     if (rows > 0) {
         const unsigned grid = unsigned((rows + kRouteRowsPerBlock - 1) / kRouteRowsPerBlock);
         const size_t smem = size_t(kRouteRowsPerBlock) * size_t(n_exp) * sizeof(float);
-        launch(moe_route_kernel, grid, kRouteRowsPerBlock * 32, smem, s, logits, rows, n_exp, k, renormalize, ids,
-               weights);
+        const unsigned block = kRouteRowsPerBlock * 32;
+        if (k <= 32 && n_exp <= 32)
+            launch(moe_route_regs_kernel<1>, grid, block, 0, s, logits, rows, n_exp, k, renormalize, ids, weights);
+        else if (k <= 32 && n_exp <= 128)
+            launch(moe_route_regs_kernel<4>, grid, block, 0, s, logits, rows, n_exp, k, renormalize, ids, weights);
+        else if (k <= 32 && n_exp <= 256)
+            launch(moe_route_regs_kernel<8>, grid, block, 0, s, logits, rows, n_exp, k, renormalize, ids, weights);
+        else
+            launch(moe_route_kernel, grid, block, smem, s, logits, rows, n_exp, k, renormalize, ids, weights);
     }
     return cudaGetLastError();
 }
