@@ -537,6 +537,17 @@ void Backend::norm_add(Act& x, const Weight* w, float eps, Act& out, float s) {
     do_norm_add(x, w, eps, out, s);
 }
 
+void Backend::shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) {
+    const OpScope scope(*this, "shared_expert_add");
+    check_same_shape(a, out, "shared_expert_add");
+    check_same_shape(b, out, "shared_expert_add");
+    if (gate.rows != b.rows || (gate.cols != b.cols && gate.cols != 1))
+        fail("shared_expert_add", "gate must have b's shape or one column");
+    if (overlap(out.data, out.size(), a.data, a.size()) || overlap(out.data, out.size(), b.data, b.size()))
+        fail("shared_expert_add", "out must overlap neither a nor b");
+    do_shared_expert_add(a, b, gate, out);
+}
+
 void Backend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
                          std::span<const Weight* const> bias) {
     for (size_t i = 0; i < w.size(); ++i) {
@@ -565,6 +576,12 @@ void Backend::do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s)
     rms_norm(x, w, eps, x.cols, x);
     add(out, x, out);
     if (s != 1.0f) scale(out, s, out);
+}
+
+void Backend::do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) {
+    sigmoid_mul(b, gate, b);
+    add(a, b, a);
+    add(out, a, out);
 }
 
 void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,

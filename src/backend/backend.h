@@ -266,6 +266,10 @@ public:
     // output scale): rms_norm(x, w, eps, x.cols, x); add(out, x, out); scale(out, s, out) when s != 1. w (f32,
     // x.cols values) may be null; x is left unspecified; out has x's shape and does not overlap it.
     void norm_add(Act& x, const Weight* w, float eps, Act& out, float s = 1.0f);
+    // out += a + b * sigmoid(gate), a MoE block's residual add with its gated shared expert (a: the experts' sum, b:
+    // the shared expert's output): sigmoid_mul(b, gate, b); add(a, b, a); add(out, a, out). a, b and out have one
+    // shape, gate b's shape or one column (one gate per row); a and b are left unspecified; out overlaps neither.
+    void shared_expert_add(Act& a, Act& b, const Act& gate, Act& out);
 
     // The steps from the Q/K/V projections to the cache, for rows at positions pos (pos[t] = pos0 + t), heads of
     // head_dim values: rms_norm(q, norms.q_weight, norms.eps, head_dim, q) if norms.q; the same for k if norms.k, and
@@ -379,6 +383,7 @@ protected:
                               Act& out);
     virtual void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias);
     virtual void do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s);
+    virtual void do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out);
     virtual void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                                   std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0);
 

@@ -164,10 +164,10 @@ void Qwen35::ffn(const Layer& L) {
         auto gate = rows(ff_gate_, L.gate_shexp.rows), up = rows(ff_up_, L.gate_shexp.rows);
         be_.ffn_gated(L.gate_shexp, L.up_shexp, h, backend::GatedActivation::swiglu, up, gate);
         be_.matmul(L.down_shexp, gate, y);
-        be_.sigmoid_mul(y, sg, y);
-        be_.add(moe, y, moe);
+        be_.shared_expert_add(moe, y, sg, x);  // x += moe + y * sigmoid(sg)
+    } else {
+        be_.add(x, moe, x);
     }
-    be_.add(x, moe, x);
 }
 
 backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {

@@ -1,6 +1,7 @@
-// The CUDA backend's fused ops (matmuls, ffn_gated, matmul_add; norm_add at the end), at Qwen3-8B shapes (n_embd 4096, 1024-wide K and V,
-// n_ff 12288) for the weight types of real files and at small shapes for every type, matmuls and matmul_add also with
-// the biases gpt-oss adds in their epilogue. Each op is checked three ways:
+// The CUDA backend's fused ops (matmuls, ffn_gated, matmul_add; norm_add and shared_expert_add at the end), at
+// Qwen3-8B shapes (n_embd 4096, 1024-wide K and V, n_ff 12288) for the weight types of real files and at small shapes
+// for every type, matmuls and matmul_add also with the biases gpt-oss adds in their epilogue. Each op is checked three
+// ways:
 //  - against the same ops one by one on the GPU (the sequence the op is defined as, which the base class runs; with a
 //    bias, add_bias after the matmul): equal bit for bit. For one row the fused kernels share the separate kernels'
 //    per-row dot product (matvec_row.cuh, whose additions nvcc cannot contract) and element-wise expressions, and add
@@ -544,6 +545,40 @@ TEST(CudaNormAdd, EqualsNormAddScale) {
                     be.cpu->norm_add(xc, with_weight ? &nw.cpu : nullptr, 1e-6f, rc, sc);
                     EXPECT_LE(max_err(got, be.get(*be.cpu, rc)), 2e-6) << "against the CPU backend";
                 }
+}
+
+// shared_expert_add's one launch equals sigmoid_mul, add and add on the GPU bit for bit, with one gate per row (the
+// models' shared-expert gate: Qwen3.6-35B-A3B's 2048 values a row) and one gate per value; and the CPU backend's
+// within the rounding of sigmoid's exp.
+TEST(CudaSharedExpertAdd, EqualsSigmoidMulAddAdd) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    for (const int64_t n : {int64_t(1), int64_t(203), int64_t(2048)})
+        for (const int64_t rows : {int64_t(1), int64_t(3)})
+            for (const bool per_row : {true, false}) {
+                SCOPED_TRACE("n=" + std::to_string(n) + " rows=" + std::to_string(rows) +
+                             (per_row ? " one gate a row" : " one gate a value"));
+                const int64_t gate_cols = per_row ? 1 : n;
+                const auto a = random_floats(size_t(rows * n), -2.0f, 2.0f);
+                const auto b = random_floats(size_t(rows * n), -2.0f, 2.0f);
+                const auto g = random_floats(size_t(rows * gate_cols), -6.0f, 6.0f);
+                const auto x = random_floats(size_t(rows * n), -3.0f, 3.0f);
+                auto [ac, ag] = be.act(a, rows, n);
+                auto [bc, bg] = be.act(b, rows, n);
+                auto [gc, gg] = be.act(g, rows, gate_cols);
+                auto [xc, xg] = be.act(x, rows, n);
+                auto [a2c, a2g] = be.act(a, rows, n);
+                auto [b2c, b2g] = be.act(b, rows, n);
+                auto [x2c, x2g] = be.act(x, rows, n);
+                be.gpu->shared_expert_add(ag, bg, gg, xg);
+                be.gpu->sigmoid_mul(b2g, gg, b2g);
+                be.gpu->add(a2g, b2g, a2g);
+                be.gpu->add(x2g, a2g, x2g);
+                const auto got = be.get(*be.gpu, xg);
+                EXPECT_EQ(got, be.get(*be.gpu, x2g)) << "against sigmoid_mul, add, add";
+                be.cpu->shared_expert_add(ac, bc, gc, xc);
+                EXPECT_LE(max_err(got, be.get(*be.cpu, xc)), 2e-6) << "against the CPU backend";
+            }
 }
 
 }  // namespace

@@ -135,6 +135,10 @@ std::vector<std::string> bad_calls(Backend& be) {
     r.push_back(thrown_by([&] { be.norm_add(x, &norm, 1e-6f, out); }));
     r.push_back(thrown_by([&] { be.norm_add(x, &sinks, 1e-6f, out64); }));
     r.push_back(thrown_by([&] { be.norm_add(x, &norm, 1e-6f, x, 0.5f); }));
+    // shared_expert_add: a gate of neither b's shape nor one column, out over b.
+    Act gate3 = be.alloc(2, 3), x2 = be.alloc(2, 64);
+    r.push_back(thrown_by([&] { be.shared_expert_add(x, x2, gate3, out64); }));
+    r.push_back(thrown_by([&] { be.shared_expert_add(x, x2, tmp64, x2); }));
     return r;
 }
 
@@ -181,6 +185,8 @@ TEST(BackendChecks, EveryBackendRejectsTheSameCallsWithTheSameMessages) {
         "invalid_argument: norm_add blk.0.attn_norm.weight: shape mismatch",
         "invalid_argument: norm_add: weight blk.0.attn_sinks.weight must be f32 with 64 values",
         "invalid_argument: norm_add blk.0.attn_norm.weight: out must not overlap x",
+        "invalid_argument: shared_expert_add: gate must have b's shape or one column",
+        "invalid_argument: shared_expert_add: out must overlap neither a nor b",
     };
     EXPECT_EQ(on_cpu, want);
 }

@@ -120,6 +120,7 @@ protected:
 
     // delta_net_ops.cpp
     void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) override;
+    void do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) override;
     void do_fill(Act& a, float value) override;
     void do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override;
     void do_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,

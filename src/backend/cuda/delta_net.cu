@@ -27,6 +27,15 @@ __global__ void sigmoid_mul_kernel(const float* x, const float* gate, int64_t co
         out[i] = x[i] * dn_sigmoid(per_row ? gate[i / cols] : gate[i]);
 }
 
+__global__ void shared_expert_add_kernel(const float* a, const float* b, const float* gate, int64_t cols,
+                                         bool per_row, float* out, int64_t n) {
+    begin_kernel();
+    for (int64_t i = first_index(); i < n; i += grid_stride()) {
+        const float y = __fmul_rn(b[i], dn_sigmoid(per_row ? gate[i / cols] : gate[i]));
+        out[i] = __fadd_rn(out[i], __fadd_rn(a[i], y));
+    }
+}
+
 __global__ void fill_kernel(float* a, float value, int64_t n) {
     begin_kernel();
     for (int64_t i = first_index(); i < n; i += grid_stride()) a[i] = value;
@@ -182,6 +191,13 @@ cudaError_t sigmoid_mul(const float* x, const float* gate, int64_t rows, int64_t
                         cudaStream_t s) {
     const int64_t n = rows * cols;
     if (n > 0) launch(sigmoid_mul_kernel, grid_for(n), 256, 0, s, x, gate, cols, per_row, out, n);
+    return cudaGetLastError();
+}
+
+cudaError_t shared_expert_add(const float* a, const float* b, const float* gate, int64_t rows, int64_t cols,
+                              bool per_row, float* out, cudaStream_t s) {
+    const int64_t n = rows * cols;
+    if (n > 0) launch(shared_expert_add_kernel, grid_for(n), 256, 0, s, a, b, gate, cols, per_row, out, n);
     return cudaGetLastError();
 }
 

@@ -25,6 +25,9 @@ namespace zinc::backend::cuda {
 // out[i] = x[i] * sigmoid(gate[per_row ? i / cols : i]) for the rows * cols values.
 cudaError_t sigmoid_mul(const float* x, const float* gate, int64_t rows, int64_t cols, bool per_row, float* out,
                         cudaStream_t s);
+// out[i] += a[i] + b[i] * sigmoid(gate[per_row ? i / cols : i]), each step rounded as sigmoid_mul and add round it.
+cudaError_t shared_expert_add(const float* a, const float* b, const float* gate, int64_t rows, int64_t cols,
+                              bool per_row, float* out, cudaStream_t s);
 cudaError_t fill(float* a, float value, int64_t n, cudaStream_t s);
 // out[t][gi * width + i] = src[t][gi * group + offset + i], width = out_cols / (src_cols / group).
 cudaError_t slice_groups(const float* src, int64_t rows, int64_t src_cols, int64_t group, int64_t offset, float* out,

@@ -44,6 +44,13 @@ void CudaBackend::do_sigmoid_mul(const Act& x, const Act& gate, Act& out) {
                     "");
 }
 
+// One launch for sigmoid_mul and both adds; a and b stay as they were.
+void CudaBackend::do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) {
+    const bool per_row = gate.cols == 1 && b.cols != 1;
+    ZINC_CUDA_CHECK(cuda::shared_expert_add(a.data, b.data, gate.data, b.rows, b.cols, per_row, out.data, stream_),
+                    "shared_expert_add", "");
+}
+
 void CudaBackend::do_fill(Act& a, float value) {
     ZINC_CUDA_CHECK(cuda::fill(a.data, value, a.size(), stream_), "fill", "");
 }
