@@ -537,6 +537,25 @@ void Backend::norm_add(Act& x, const Weight* w, float eps, Act& out, float s) {
     do_norm_add(x, w, eps, out, s);
 }
 
+void Backend::rms_norms(const Act& x, std::span<const Weight* const> w, float eps, std::span<Act* const> out,
+                        std::span<const float> s) {
+    const OpScope scope(*this, "rms_norms");
+    if (w.empty() || w.size() != out.size()) fail("rms_norms", "give one output for each weight, at least one");
+    if (!s.empty() && s.size() != w.size()) fail("rms_norms", "give no scales or one for each output");
+    check_group(x, x.cols, "rms_norms");
+    for (size_t i = 0; i < w.size(); ++i) {
+        if (!out[i]) fail("rms_norms", "null output");
+        const std::string op = op_of("rms_norms", w[i]);
+        check_same_shape(x, *out[i], op);
+        if (w[i]) check_f32_vector(*w[i], x.cols, "rms_norms", "weight");
+        if (overlap(out[i]->data, out[i]->size(), x.data, x.size())) fail(op, "out must not overlap x");
+        for (size_t j = 0; j < i; ++j)
+            if (overlap(out[i]->data, out[i]->size(), out[j]->data, out[j]->size()))
+                fail(op, "the outputs must not overlap each other");
+    }
+    do_rms_norms(x, w, eps, out, s);
+}
+
 void Backend::shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) {
     const OpScope scope(*this, "shared_expert_add");
     check_same_shape(a, out, "shared_expert_add");
@@ -576,6 +595,14 @@ void Backend::do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s)
     rms_norm(x, w, eps, x.cols, x);
     add(out, x, out);
     if (s != 1.0f) scale(out, s, out);
+}
+
+void Backend::do_rms_norms(const Act& x, std::span<const Weight* const> w, float eps, std::span<Act* const> out,
+                           std::span<const float> s) {
+    for (size_t i = 0; i < w.size(); ++i) {
+        rms_norm(x, w[i], eps, x.cols, *out[i]);
+        if (!s.empty() && s[i] != 1.0f) scale(*out[i], s[i], *out[i]);
+    }
 }
 
 void Backend::do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) {

@@ -266,6 +266,13 @@ public:
     // output scale): rms_norm(x, w, eps, x.cols, x); add(out, x, out); scale(out, s, out) when s != 1. w (f32,
     // x.cols values) may be null; x is left unspecified; out has x's shape and does not overlap it.
     void norm_add(Act& x, const Weight* w, float eps, Act& out, float s = 1.0f);
+    // *out[i] = rms_norm(x) * w[i], then times s[i] where s[i] != 1, for each i (several norms of one residual stream:
+    // Gemma 4's dense FFN, router and expert inputs): rms_norm(x, w[i], eps, x.cols, *out[i]), then
+    // scale(*out[i], s[i], *out[i]) where s[i] != 1, in turn. One output per weight, at least one; w[i] (f32, x.cols
+    // values) may be null; s is empty (every scale 1) or has one entry per output. The outputs have x's shape and
+    // overlap neither x nor each other.
+    void rms_norms(const Act& x, std::span<const Weight* const> w, float eps, std::span<Act* const> out,
+                   std::span<const float> s = {});
     // out += a + b * sigmoid(gate), a MoE block's residual add with its gated shared expert (a: the experts' sum, b:
     // the shared expert's output): sigmoid_mul(b, gate, b); add(a, b, a); add(out, a, out). a, b and out have one
     // shape, gate b's shape or one column (one gate per row); a and b are left unspecified; out overlaps neither.
@@ -383,6 +390,8 @@ protected:
                               Act& out);
     virtual void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias);
     virtual void do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s);
+    virtual void do_rms_norms(const Act& x, std::span<const Weight* const> w, float eps, std::span<Act* const> out,
+                              std::span<const float> s);
     virtual void do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out);
     virtual void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                                   std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0);

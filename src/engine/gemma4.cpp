@@ -41,6 +41,8 @@ Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, ContextSize size)
         route_w_ = scratch(p_.n_expert_used);
         route_ids_ = scratch_ids(p_.n_expert_used);
         moe_out_ = scratch(p_.n_embd);
+        router_in_ = scratch(p_.n_embd);
+        experts_in_ = scratch(p_.n_embd);
     }
 }
 
@@ -76,20 +78,27 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
 
         // FFN: dense GeGLU MLP, plus (MoE layers) the routed experts, each with its own post-norm.
         backend::Act gate = rows(gate_, p_.n_ff[l]), up = rows(up_, p_.n_ff[l]);
-        be_.rms_norm(x, &L.ffn_norm, eps, E, h);
+        // MoE layers normalize the residual stream three ways at once: for the dense MLP (h), and for the router
+        // (weightless RMSNorm, times ffn_gate_inp.scale and 1/sqrt(n_embd)) and the experts, which read x as it is
+        // here.
+        backend::Act router_in = rows(router_in_), experts_in = rows(experts_in_);
+        if (L.moe) {
+            const backend::Weight* norm_w[] = {&L.ffn_norm, &L.gate_inp_scale, &L.pre_ffw_norm_2};
+            backend::Act* normed[] = {&h, &router_in, &experts_in};
+            const float norm_s[] = {1.0f, 1.0f / std::sqrt(float(E)), 1.0f};
+            be_.rms_norms(x, norm_w, eps, normed, norm_s);
+        } else {
+            be_.rms_norm(x, &L.ffn_norm, eps, E, h);
+        }
         be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::geglu, up, gate);
         be_.matmul(L.ffn_down, gate, f);
         if (L.moe) {
             be_.rms_norm(f, &L.post_ffw_norm_1, eps, E, f);
-            // Router on the raw residual: weightless RMSNorm, times ffn_gate_inp.scale and 1/sqrt(n_embd).
             backend::Act rl = rows(router_), rw = rows(route_w_), m2 = rows(moe_out_);
             backend::IdAct ri = rows(route_ids_);
-            be_.rms_norm(x, &L.gate_inp_scale, eps, E, h);
-            be_.scale(h, 1.0f / std::sqrt(float(E)), h);
-            be_.matmul(L.gate_inp, h, rl);
+            be_.matmul(L.gate_inp, router_in, rl);
             be_.moe_route(rl, p_.n_expert_used, true, ri, rw);
-            be_.rms_norm(x, &L.pre_ffw_norm_2, eps, E, h);
-            be_.moe_ffn(h, ri, rw, moe_weights(L.experts, backend::MoeActivation::geglu), m2);
+            be_.moe_ffn(experts_in, ri, rw, moe_weights(L.experts, backend::MoeActivation::geglu), m2);
             be_.norm_add(m2, &L.post_ffw_norm_2, eps, f);  // f += post_ffw_norm_2(m2)
         }
         // x = (x + post_ffw_norm(f)) * the layer's output scale: the whole residual stream

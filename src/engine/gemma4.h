@@ -21,7 +21,7 @@ private:
     std::vector<float> out_scale_;  // per layer: layer_output_scale, 1 when absent
     std::vector<backend::KvLayer> kv_;
     backend::Act x_, h_, f_, q_, k_, v_, attn_, gate_, up_;  // q.. up: sized for the widest layer
-    backend::Act router_, route_w_, moe_out_;                 // MoE only
+    backend::Act router_, route_w_, moe_out_, router_in_, experts_in_;  // MoE only
     backend::IdAct route_ids_;
 };
 

@@ -547,6 +547,67 @@ TEST(CudaNormAdd, EqualsNormAddScale) {
                 }
 }
 
+// rms_norms' one launch equals rms_norm and scale for each output on the GPU bit for bit, for Gemma 4's width (2816)
+// and others, one row and several, one to three outputs (the norm kernel's most), with weights and without, with
+// scales and without; and the CPU backend's within the rounding of the norm's scale. A width that is no whole number
+// of float4s (203), and four outputs, run the separate ops. For one row, a matvec right after reads output 0's Q8_1
+// blocks, which equal those of quantizing it anew.
+TEST(CudaRmsNorms, EqualsRmsNormAndScaleForEachOutput) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    for (const int64_t n : {int64_t(64), int64_t(203), int64_t(2816), int64_t(4096)})
+        for (const int64_t rows : {int64_t(1), int64_t(3)})
+            for (const size_t n_out : {size_t(1), size_t(2), size_t(3), size_t(4)}) {
+                SCOPED_TRACE("n=" + std::to_string(n) + " rows=" + std::to_string(rows) + " outputs " +
+                             std::to_string(n_out));
+                std::vector<Both> nw;
+                for (size_t i = 0; i < n_out; ++i)
+                    nw.push_back(make_weight(be, TensorType::F32, n, 1, "blk.0.norm" + std::to_string(i) + ".weight"));
+                const float scales[] = {1.0f, 0.0625f, 1.0f, 3.5f};
+                const auto x = random_floats(size_t(rows * n), -3.0f, 3.0f);
+                auto [xc, xg] = be.act(x, rows, n);
+                std::vector<Act> og, oc, sep;
+                std::vector<const Weight*> wg, wc;
+                for (size_t i = 0; i < n_out; ++i) {
+                    auto [c, g] = be.out(rows, n);
+                    oc.push_back(c);
+                    og.push_back(g);
+                    sep.push_back(be.out(rows, n).second);
+                    // Output 1 without a weight: the router's input of a file without ffn_gate_inp.scale.
+                    wg.push_back(i == 1 ? nullptr : &nw[i].gpu);
+                    wc.push_back(i == 1 ? nullptr : &nw[i].cpu);
+                }
+                std::vector<Act*> pg, pc;
+                for (size_t i = 0; i < n_out; ++i) {
+                    pg.push_back(&og[i]);
+                    pc.push_back(&oc[i]);
+                }
+                const std::span<const float> s(scales, n_out);
+                be.gpu->rms_norms(xg, wg, 1e-6f, pg, s);
+                for (size_t i = 0; i < n_out; ++i) {
+                    be.gpu->rms_norm(xg, wg[i], 1e-6f, n, sep[i]);
+                    if (s[i] != 1.0f) be.gpu->scale(sep[i], s[i], sep[i]);
+                }
+                be.cpu->rms_norms(xc, wc, 1e-6f, pc, s);
+                for (size_t i = 0; i < n_out; ++i) {
+                    const auto got = be.get(*be.gpu, og[i]);
+                    EXPECT_EQ(got, be.get(*be.gpu, sep[i])) << "output " << i << " against rms_norm and scale";
+                    EXPECT_LE(max_err(got, be.get(*be.cpu, oc[i])), 2e-6 * std::max(1.0f, s[i]))
+                        << "output " << i << " against the CPU backend";
+                }
+                if (rows == 1 && n % 32 == 0) {
+                    const Both w = make_weight(be, TensorType::Q8_0, n, 96, "w");
+                    auto [mc, mg] = be.out(1, 96);
+                    be.gpu->rms_norms(xg, wg, 1e-6f, pg, s);
+                    be.gpu->matmul(w.gpu, og[0], mg);
+                    const auto after_norms = be.get(*be.gpu, mg);
+                    be.gpu->upload(og[0], be.get(*be.gpu, og[0]));
+                    be.gpu->matmul(w.gpu, og[0], mg);
+                    EXPECT_EQ(after_norms, be.get(*be.gpu, mg)) << "the matvec after the norms";
+                }
+            }
+}
+
 // shared_expert_add's one launch equals sigmoid_mul, add and add on the GPU bit for bit, with one gate per row (the
 // models' shared-expert gate: Qwen3.6-35B-A3B's 2048 values a row) and one gate per value; and the CPU backend's
 // within the rounding of sigmoid's exp.

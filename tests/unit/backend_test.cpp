@@ -135,8 +135,23 @@ std::vector<std::string> bad_calls(Backend& be) {
     r.push_back(thrown_by([&] { be.norm_add(x, &norm, 1e-6f, out); }));
     r.push_back(thrown_by([&] { be.norm_add(x, &sinks, 1e-6f, out64); }));
     r.push_back(thrown_by([&] { be.norm_add(x, &norm, 1e-6f, x, 0.5f); }));
+    Act x2 = be.alloc(2, 64);
+    // rms_norms: no outputs, scales not one per output, a weight of the wrong length, an output over x, two outputs
+    // over each other.
+    const Weight* two_norms[] = {&norm, &norm};
+    const Weight* norm_and_sinks[] = {&norm, &sinks};
+    const float one_scale[] = {0.5f};
+    Act x3 = be.alloc(2, 64);
+    Act* outs_x2_x3[] = {&x2, &x3};
+    Act* outs_x2_x[] = {&x2, &x};
+    Act* outs_x2_x2[] = {&x2, &x2};
+    r.push_back(thrown_by([&] { be.rms_norms(x, {}, 1e-6f, {}); }));
+    r.push_back(thrown_by([&] { be.rms_norms(x, two_norms, 1e-6f, outs_x2_x3, one_scale); }));
+    r.push_back(thrown_by([&] { be.rms_norms(x, norm_and_sinks, 1e-6f, outs_x2_x3); }));
+    r.push_back(thrown_by([&] { be.rms_norms(x, two_norms, 1e-6f, outs_x2_x); }));
+    r.push_back(thrown_by([&] { be.rms_norms(x, two_norms, 1e-6f, outs_x2_x2); }));
     // shared_expert_add: a gate of neither b's shape nor one column, out over b.
-    Act gate3 = be.alloc(2, 3), x2 = be.alloc(2, 64);
+    Act gate3 = be.alloc(2, 3);
     r.push_back(thrown_by([&] { be.shared_expert_add(x, x2, gate3, out64); }));
     r.push_back(thrown_by([&] { be.shared_expert_add(x, x2, tmp64, x2); }));
     return r;
@@ -185,6 +200,11 @@ TEST(BackendChecks, EveryBackendRejectsTheSameCallsWithTheSameMessages) {
         "invalid_argument: norm_add blk.0.attn_norm.weight: shape mismatch",
         "invalid_argument: norm_add: weight blk.0.attn_sinks.weight must be f32 with 64 values",
         "invalid_argument: norm_add blk.0.attn_norm.weight: out must not overlap x",
+        "invalid_argument: rms_norms: give one output for each weight, at least one",
+        "invalid_argument: rms_norms: give no scales or one for each output",
+        "invalid_argument: rms_norms: weight blk.0.attn_sinks.weight must be f32 with 64 values",
+        "invalid_argument: rms_norms blk.0.attn_norm.weight: out must not overlap x",
+        "invalid_argument: rms_norms blk.0.attn_norm.weight: the outputs must not overlap each other",
         "invalid_argument: shared_expert_add: gate must have b's shape or one column",
         "invalid_argument: shared_expert_add: out must overlap neither a nor b",
     };

@@ -100,6 +100,8 @@ protected:
     // norm_ops.cpp
     void do_rms_norm(const Act& x, const Weight* w, float eps, int64_t group, Act& out) override;
     void do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s) override;
+    void do_rms_norms(const Act& x, std::span<const Weight* const> w, float eps, std::span<Act* const> out,
+                      std::span<const float> s) override;
     void do_l2_norm(const Act& x, float eps, int64_t group, Act& out) override;
     void do_gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) override;
 

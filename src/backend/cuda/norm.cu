@@ -5,7 +5,8 @@
 //  - up to 512 values (per-head q/k/v norms, head_dim 64-512): one warp per group, four groups per block of 128
 //    threads; lane l holds float4s l, l+32, ... (NV = 1, 2 or 4 of them);
 //  - up to 32768 values (a row of n_embd for the layer norms: 2048-8192): one block per group, thread t holding
-//    float4s t, t+T, ... (NV = 1-8): T = 256 threads up to 8192 values, more (up to 1024) beyond;
+//    float4s t, t+T, ... (NV = 1-8): T = 256 threads up to 8192 values, more (up to 1024) beyond; the same kernel
+//    stores up to three outputs of the group, each with its weight and scale (rms_norms);
 //  - a group that is no whole number of float4s, data not 16-byte aligned, or a longer group: one block of 256
 //    threads per group looping over the values, which reads x twice.
 // L2 norm and gated RMSNorm (delta-net layers): one warp per group, as their groups are head-sized (128); squares
@@ -13,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/norm_kernels.h"
@@ -93,22 +95,23 @@ __device__ __forceinline__ float4 add_scaled(float4 out, float4 v, float s) {
     return r;
 }
 
-// One block per group of n4 float4s (n4 <= blockDim.x * NV, blockDim.x a multiple of 32 up to 1024). With q8 (the
-// group a whole number of 32-value blocks, so that the 8 lanes of a block are all inside the group or all past it),
-// also the group's Q8_1 blocks. With `accumulate` (and no q8), out += the normalized group, then out *= s
-// (norm_add); else out = the normalized group.
-template <int NV>
-__global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, const float4* w, float eps,
-                                                              int64_t group, float4* out, BlockQ8_1f* q8,
-                                                              bool accumulate, float s) {
+// One block per group of n4 float4s (n4 <= blockDim.x * NV, blockDim.x a multiple of 32 up to 1024), for NO outputs
+// of the same normalized group: output j is the group times o.w[j], then (with `accumulate`, NO = 1 and no q8) added
+// to what o.out[j] holds, and times o.s[j] when that is not 1 (rms_norm, rms_norms, norm_add). With q8 (the group a
+// whole number of 32-value blocks, so that the 8 lanes of a block are all inside the group or all past it), also the
+// Q8_1 blocks of output 0.
+template <int NV, int NO>
+__global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, float eps, int64_t group, NormOuts o,
+                                                              BlockQ8_1f* q8, bool accumulate) {
     const int64_t g = blockIdx.x;
     const int n4 = int(group / 4), t = int(threadIdx.x), T = int(blockDim.x);
-    // The norm's weights are read before the kernel before this one has ended (no kernel writes them).
+    const float4 ones = make_float4(1.0f, 1.0f, 1.0f, 1.0f), zeros = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    // Output 0's weights are read before the kernel before this one has ended (no kernel writes them).
     float4 wv[NV];
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
         const int i = t + T * k;
-        wv[k] = w && i < n4 ? w[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+        wv[k] = o.w[0] && i < n4 ? o.w[0][i] : ones;
     }
     begin_kernel();
     const float4* xi = x + g * n4;
@@ -117,7 +120,7 @@ __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, c
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
         const int i = t + T * k;
-        v[k] = i < n4 ? xi[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        v[k] = i < n4 ? xi[i] : zeros;
         sum = add_squares(sum, v[k]);
     }
     __shared__ double part[32];
@@ -127,13 +130,24 @@ __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, c
     double total = 0;
     for (int i = 0; i < T / 32; ++i) total += part[i];  // the same order in every thread
     const float scale = rms_scale(total, group, eps);
-    float4* yo = out + g * n4;
 #pragma unroll
-    for (int k = 0; k < NV; ++k) {
-        const int i = t + T * k;
-        const float4 o = i < n4 ? scaled(v[k], scale, w ? &wv[k] : nullptr, 0) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (i < n4) yo[i] = accumulate ? add_scaled(yo[i], o, s) : o;
-        if (q8) quantize_8_lanes(o, q8 + g * (group / 32) + i / 8, i % 8, i < n4);
+    for (int j = 0; j < NO; ++j) {
+        float4* yo = o.out[j] + g * n4;
+        const float4* w = o.w[j];
+        const float s = o.s[j];
+#pragma unroll
+        for (int k = 0; k < NV; ++k) {
+            const int i = t + T * k;
+            if (j > 0) wv[k] = w && i < n4 ? w[i] : ones;
+            float4 r = i < n4 ? scaled(v[k], scale, w ? &wv[k] : nullptr, 0) : zeros;
+            if (accumulate) {
+                if (i < n4) r = add_scaled(yo[i], r, s);
+            } else if (s != 1.0f) {
+                r = make_float4(__fmul_rn(r.x, s), __fmul_rn(r.y, s), __fmul_rn(r.z, s), __fmul_rn(r.w, s));
+            }
+            if (i < n4) yo[i] = r;
+            if (j == 0 && q8) quantize_8_lanes(r, q8 + g * (group / 32) + i / 8, i % 8, i < n4);
+        }
     }
 }
 
@@ -202,24 +216,42 @@ unsigned warp_groups_grid(int64_t n_groups) { return unsigned((n_groups + kGroup
 
 constexpr int64_t kMaxBlockFloat4s = 8192;  // the longest group of rms_norm_block_kernel, in float4s
 
-// rms_norm_block_kernel for n_groups groups of `group` values (group % 4 == 0, group / 4 <= kMaxBlockFloat4s): 256
-// threads holding 1-8 float4s each up to 8192 values (fewer for a short group, which q8 always sends to this
-// kernel); 8 each and more threads beyond.
-void launch_block_norm(const float4* x4, const float4* w4, float eps, int64_t group, int64_t n_groups, float4* o4,
-                       BlockQ8_1f* q8, bool accumulate, float scale, cudaStream_t s) {
+// rms_norm_block_kernel for n_groups groups of `group` values (group % 4 == 0, group / 4 <= kMaxBlockFloat4s) and
+// n_out outputs: 256 threads holding 1-8 float4s each up to 8192 values (fewer for a short group, which q8 always
+// sends to this kernel); 8 each and more threads beyond. The threads and their values depend on the group alone, so
+// each output is the value a launch for it alone stores.
+void launch_block_norm(const float4* x4, float eps, int64_t group, int64_t n_groups, const NormOuts& o, int n_out,
+                       BlockQ8_1f* q8, bool accumulate, cudaStream_t s) {
     const int64_t n4 = group / 4;
     const int threads = n4 <= 2048 ? (n4 < kThreads ? int((n4 + 31) / 32 * 32) : kThreads)
                                     : int((n4 + 8 * 32 - 1) / (8 * 32) * 32);
     const unsigned blocks = unsigned(n_groups);
-    auto run = [&](auto kernel) { launch(kernel, blocks, threads, 0, s, x4, w4, eps, group, o4, q8, accumulate, scale); };
+    auto run = [&](auto nv) {
+        constexpr int NV = decltype(nv)::value;
+        auto go = [&](auto kernel) { launch(kernel, blocks, threads, 0, s, x4, eps, group, o, q8, accumulate); };
+        if (n_out == 1)
+            go(rms_norm_block_kernel<NV, 1>);
+        else if (n_out == 2)
+            go(rms_norm_block_kernel<NV, 2>);
+        else
+            go(rms_norm_block_kernel<NV, 3>);
+    };
     if (n4 <= int64_t(threads))
-        run(rms_norm_block_kernel<1>);
+        run(std::integral_constant<int, 1>{});
     else if (n4 <= 2 * int64_t(threads))
-        run(rms_norm_block_kernel<2>);
+        run(std::integral_constant<int, 2>{});
     else if (n4 <= 4 * int64_t(threads))
-        run(rms_norm_block_kernel<4>);
+        run(std::integral_constant<int, 4>{});
     else
-        run(rms_norm_block_kernel<8>);
+        run(std::integral_constant<int, 8>{});
+}
+
+NormOuts one_output(const float* w, float* out, float s) {
+    NormOuts o{};
+    o.w[0] = reinterpret_cast<const float4*>(w);
+    o.out[0] = reinterpret_cast<float4*>(out);
+    o.s[0] = s;
+    return o;
 }
 
 }  // namespace
@@ -232,8 +264,24 @@ cudaError_t rms_norm_add(const float* x, const float* w, float eps, int64_t grou
                          float scale, cudaStream_t s) {
     if (!rms_norm_add_fits(x, w, group, out) || n_groups > INT32_MAX) return cudaErrorInvalidValue;
     if (n_groups <= 0) return cudaGetLastError();
-    launch_block_norm(reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(w), eps, group, n_groups,
-                      reinterpret_cast<float4*>(out), nullptr, true, scale, s);
+    launch_block_norm(reinterpret_cast<const float4*>(x), eps, group, n_groups, one_output(w, out, scale), 1, nullptr,
+                      true, s);
+    return cudaGetLastError();
+}
+
+cudaError_t rms_norms(const float* x, const float* const* w, float* const* out, const float* scale, int n_out,
+                      float eps, int64_t group, int64_t n_groups, BlockQ8_1f* q8, cudaStream_t s) {
+    if (n_out < 1 || n_out > kMaxNormOuts || n_groups > INT32_MAX) return cudaErrorInvalidValue;
+    if (q8 && !rms_norm_can_quantize(x, w[0], group, out[0])) return cudaErrorInvalidValue;
+    NormOuts o{};
+    for (int j = 0; j < n_out; ++j) {
+        if (!rms_norm_add_fits(x, w[j], group, out[j])) return cudaErrorInvalidValue;
+        o.w[j] = reinterpret_cast<const float4*>(w[j]);
+        o.out[j] = reinterpret_cast<float4*>(out[j]);
+        o.s[j] = scale[j];
+    }
+    if (n_groups > 0)
+        launch_block_norm(reinterpret_cast<const float4*>(x), eps, group, n_groups, o, n_out, q8, false, s);
     return cudaGetLastError();
 }
 
@@ -259,7 +307,7 @@ cudaError_t rms_norm(const float* x, const float* w, float eps, int64_t group, i
         else
             launch(rms_norm_warp_kernel<4>, blocks, 128, 0, s, x4, w4, eps, group, n_groups, o4);
     } else if (vec && n4 <= kMaxBlockFloat4s) {
-        launch_block_norm(x4, w4, eps, group, n_groups, o4, q8, false, 1.0f, s);
+        launch_block_norm(x4, eps, group, n_groups, one_output(w, out, 1.0f), 1, q8, false, s);
     } else {
         const int threads = group >= kThreads ? kThreads : int((group + 31) / 32 * 32);
         launch(rms_norm_loop_kernel, unsigned(n_groups), threads, 0, s, x, w, eps, group, out);

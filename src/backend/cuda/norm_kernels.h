@@ -25,6 +25,19 @@ bool rms_norm_can_quantize(const float* x, const float* w, int64_t group, const 
 cudaError_t rms_norm_add(const float* x, const float* w, float eps, int64_t group, int64_t n_groups, float* out,
                          float scale, cudaStream_t s);
 bool rms_norm_add_fits(const float* x, const float* w, int64_t group, const float* out);
+// Several outputs of one normalization (Backend::rms_norms): out[j] = x / rms(x) * w[j] over each group, then times
+// scale[j] where that is not 1, each rounded as rms_norm and scale round it; w[j] may be null. With q8 (where
+// rms_norm_can_quantize for output 0), also output 0's Q8_1 blocks, as rms_norm writes them. For 1 <= n_out <=
+// kMaxNormOuts outputs where rms_norm_add_fits for each; the outputs overlap neither x nor each other.
+constexpr int kMaxNormOuts = 3;
+cudaError_t rms_norms(const float* x, const float* const* w, float* const* out, const float* scale, int n_out,
+                      float eps, int64_t group, int64_t n_groups, BlockQ8_1f* q8, cudaStream_t s);
+// The outputs of one launch of the norm kernel, passed by value.
+struct NormOuts {
+    const float4* w[kMaxNormOuts];
+    float4* out[kMaxNormOuts];
+    float s[kMaxNormOuts];
+};
 // out = x / sqrt(sum(x^2) + eps) over each group; out may alias x.
 cudaError_t l2_norm(const float* x, float eps, int64_t group, int64_t n_groups, float* out, cudaStream_t s);
 // out = x / rms(x) * w * SiLU(z) over each group; w has `group` values; out may alias x.

@@ -30,6 +30,34 @@ void CudaBackend::do_norm_add(Act& x, const Weight* w, float eps, Act& out, floa
                     w ? w->name : std::string());
 }
 
+// One launch for all the outputs (up to kMaxNormOuts of them), the first also in Q8_1 for one row, as rms_norm.
+void CudaBackend::do_rms_norms(const Act& x, std::span<const Weight* const> w, float eps, std::span<Act* const> out,
+                               std::span<const float> s) {
+    normed_ = {};
+    const int n = int(w.size());
+    const float* wd[cuda::kMaxNormOuts];
+    float* od[cuda::kMaxNormOuts];
+    float sd[cuda::kMaxNormOuts];
+    bool fits = n <= cuda::kMaxNormOuts;
+    for (int i = 0; fits && i < n; ++i) {
+        wd[i] = w[i] ? static_cast<const float*>(w[i]->data) : nullptr;
+        od[i] = out[i]->data;
+        sd[i] = s.empty() ? 1.0f : s[i];
+        fits = cuda::rms_norm_add_fits(x.data, wd[i], x.cols, od[i]);
+    }
+    const bool quantize = fits && x.rows == 1 && cuda::rms_norm_can_quantize(x.data, wd[0], x.cols, od[0]);
+    // Where rms_norm would run its kernel of one warp a row (short rows, no Q8_1), whose sums go in another order.
+    if (!fits || (x.cols <= 512 && !quantize)) return Backend::do_rms_norms(x, w, eps, out, s);
+    cuda::BlockQ8_1f* q8 = nullptr;
+    if (quantize) {
+        const size_t need = static_cast<size_t>(x.cols / 32) * sizeof(cuda::BlockQ8_1f);
+        q8 = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "rms_norms"));
+    }
+    ZINC_CUDA_CHECK(cuda::rms_norms(x.data, wd, od, sd, n, eps, x.cols, x.rows, q8, stream_), "rms_norms",
+                    w[0] ? w[0]->name : std::string());
+    if (q8) normed_ = {od[0], x.cols, ops_begun()};
+}
+
 void CudaBackend::do_l2_norm(const Act& x, float eps, int64_t group, Act& out) {
     ZINC_CUDA_CHECK(cuda::l2_norm(x.data, eps, group, x.size() / group, out.data, stream_), "l2_norm", "");
 }
