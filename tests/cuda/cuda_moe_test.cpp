@@ -740,7 +740,8 @@ TEST(CudaMoe, FfnGemma4Shapes) {
 }
 
 // gpt-oss-20b: 2880 -> 32 experts of 2880, top-4, separate gate/up (as the engine binds them), biases on every
-// projection, SwiGLU-OAI (alpha 1.702, limit 7). 2880 is no multiple of 256: Q8_0 and F32.
+// projection, SwiGLU-OAI (alpha 1.702, limit 7). 2880 is no multiple of 256: MXFP4, Q8_0 and F32, whose 2880-value
+// rows are read in place (not 16-byte aligned).
 TEST(CudaMoe, FfnGptOssShapes) {
     ZINC_REQUIRE_GPU();
     auto oss = [](TensorType t) {
@@ -748,6 +749,7 @@ TEST(CudaMoe, FfnGptOssShapes) {
         c.biases = true;
         return c;
     };
+    run_case(oss(TensorType::MXFP4), {1, 37});  // as released
     run_case(oss(TensorType::Q8_0), {1, 37});
     run_case(oss(TensorType::F32), {1, 37});
 }

@@ -49,6 +49,26 @@ ZINC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int s) {
 #endif
 }
 
+// The little-endian words of the 4N bytes at p, whatever p's alignment. On the device: N + 1 aligned 32-bit loads and
+// funnel shifts, one load per word instead of four byte loads or two 16-bit ones, for rows read in place from device
+// memory (gpt-oss's 2880-value MXFP4 and Q8_0 rows, which have no 16-byte alignment to be staged): up to 4 bytes past
+// p + 4N are read, which every weight has (kWeightSlack). On the host, byte loads.
+template <int N>
+ZINC_HD void load_words_any_alignment(const uint8_t* p, uint32_t (&v)[N]) {
+#ifdef __CUDA_ARCH__
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    const uint32_t* a = reinterpret_cast<const uint32_t*>(addr & ~uintptr_t(3));
+    const int s = int(addr & 3) * 8;
+    uint32_t w[N + 1];
+#pragma unroll
+    for (int i = 0; i <= N; ++i) w[i] = a[i];
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = funnel_right(w[i], w[i + 1], s);
+#else
+    for (int i = 0; i < N; ++i) v[i] = load_u32_bytes(p + 4 * i);
+#endif
+}
+
 // Bits 0-3 of x moved to bit 4 of bytes 0-3: the fifth bits of four Q5_0/Q5_1 quants.
 ZINC_HD int bit4_of_bytes(uint32_t x) {
     return int((x & 1) << 4 | (x & 2) << 11 | (x & 4) << 18 | (x & 8) << 25);
@@ -79,16 +99,25 @@ __device__ __forceinline__ void quantize_q8_1_warp(float v, BlockQ8_1f& b, int l
 }
 #endif
 
-// Dot product of chunk c of a weight row with the Q8_1 block y (the matching 32 activations).
-template <int T>
+// Dot product of chunk c of a weight row with the Q8_1 block y (the matching 32 activations). kInPlace: the row is a
+// weight in device memory (with its slack), not a copy in shared memory, and Q8_0 and MXFP4 read their quants as
+// whole words (load_words_any_alignment); the same bytes, so the same value.
+template <int T, bool kInPlace = false>
 ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
     int yq[8];  // the 32 int8 activations, four to an int
     load_32_bytes(reinterpret_cast<const uint8_t*>(y.qs), yq);
     if constexpr (T == kQ8_0) {
         const uint8_t* b = row + c * 34;
         int sumi = 0;
+        if constexpr (kInPlace) {
+            uint32_t q[8];
+            load_words_any_alignment(b + 2, q);
 #pragma unroll
-        for (int k = 0; k < 8; ++k) sumi = dp4a(load_b2(b + 2, k), yq[k], sumi);
+            for (int k = 0; k < 8; ++k) sumi = dp4a(int(q[k]), yq[k], sumi);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) sumi = dp4a(load_b2(b + 2, k), yq[k], sumi);
+        }
         return f16_to_f32(load_u16(b)) * y.d * float(sumi);
     } else if constexpr (T == kQ4_0 || T == kQ4_1) {
         // Q4_0: w = d (u - 8), so d * dy * (sum u*q - 8 * sum q); Q4_1: w = d u + m, so d * dy * sum u*q + m * s.
@@ -123,12 +152,18 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         // Symmetric table formats: int8 table values times the int8 activations.
         constexpr bool mx = T == kMXFP4;
         const uint8_t* b = row + c * (mx ? 17 : 18);
+        uint32_t q[4];
+        if constexpr (mx && kInPlace) {
+            load_words_any_alignment(b + 1, q);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) q[k] = uint32_t(mx ? load_b1(b + 1, k) : load_b2(b + 2, k));
+        }
         int sumi = 0;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             int lo, hi;
-            table16_lookup(uint32_t(mx ? load_b1(b + 1, k) : load_b2(b + 2, k)), mx ? fp4_table() : iq4nl_table(),
-                           lo, hi);
+            table16_lookup(q[k], mx ? fp4_table() : iq4nl_table(), lo, hi);
             sumi = dp4a(lo, yq[k], sumi);
             sumi = dp4a(hi, yq[k + 4], sumi);
         }
