@@ -331,7 +331,7 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
                 float sum = 0.0f;
 #pragma unroll 4
                 for (int64_t c = lane; c < n_chunks; c += 32)
-                    sum = __fadd_rn(sum, chunk_dot<T, true>(row, c, xq[c]));
+                    sum = __fadd_rn(sum, chunk_dot<T>(row, c, xq[c]));
                 done(k, sum);
             }
             return;

@@ -28,23 +28,6 @@ constexpr int BK = int(kMmaCols);  // values of the reduction per step
 constexpr int kThreads = 128;
 constexpr int kPad = 8;  // halves of padding per shared row: rows 144 bytes apart, so ldmatrix's 8 rows hit 32 banks
 
-// Bytes p[0 .. 4N) as N little-endian words, p at any alignment: the aligned words around them, funnel-shifted. Reads
-// up to 4 bytes past p + 4N - 1 (a block of B bytes read as ceil(B / 4) words: up to 7 past its end), which stay inside
-// the weight's allocation (kWeightSlack, matmul_kernels.h).
-template <int N>
-__device__ __forceinline__ void load_words(const uint8_t* p, uint32_t (&w)[N]) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    const uint32_t* q = reinterpret_cast<const uint32_t*>(a & ~uintptr_t(3));
-    const unsigned shift = unsigned(a & 3) * 8;
-    uint32_t lo = q[0];
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-        const uint32_t hi = q[i + 1];
-        w[i] = __funnelshift_r(lo, hi, shift);
-        lo = hi;
-    }
-}
-
 __device__ __forceinline__ int byte_of(const uint32_t* w, int i) { return int((w[i / 4] >> (8 * (i % 4))) & 0xFF); }
 
 // Values k .. k + 31 (k a multiple of 32) of a row of type T, as dequant8 gives them, read in whole words: the L1
@@ -52,10 +35,11 @@ __device__ __forceinline__ int byte_of(const uint32_t* w, int i) { return int((w
 template <int T>
 __device__ __forceinline__ void dequant32(const uint8_t* row, int64_t cols, int64_t k, float (&v)[32]) {
     if constexpr (block32_bytes(T) > 0) {
-        // A copy of the block in registers, decoded by the block's own dequant8 code at constant offsets.
+        // A copy of the block in registers, decoded by the block's own dequant8 code at constant offsets. The words
+        // reach up to 5 bytes past the block, inside the weight's allocation (kWeightSlack, matmul_kernels.h).
         constexpr int kWords = (block32_bytes(T) + 3) / 4;
         uint32_t w[kWords];
-        load_words<kWords>(row + (k / 32) * block32_bytes(T), w);
+        load_words_any_alignment(row + (k / 32) * block32_bytes(T), w);
 #pragma unroll
         for (int j = 0; j < 32; j += 8) dequant8_block32(T, reinterpret_cast<const uint8_t*>(w), j, v + j);
     } else if constexpr (T == kQ4_K || T == kQ5_K) {
@@ -98,8 +82,8 @@ __device__ __forceinline__ void dequant32(const uint8_t* row, int64_t cols, int6
         const uint8_t* b = row + (k / 256) * 210;
         const int e0 = int(k % 256), h = e0 / 128, g = (e0 % 128) / 32;
         uint32_t ql[8], qh[8];
-        load_words<8>(b + 64 * h + 32 * (g & 1), ql);
-        load_words<8>(b + 128 + 32 * h, qh);
+        load_words_any_alignment(b + 64 * h + 32 * (g & 1), ql);
+        load_words_any_alignment(b + 128 + 32 * h, qh);
         const uint16_t s2 = load_u16(b + 192 + e0 / 16);  // the scales of values 0-15 and 16-31
         const float d = f16_to_f32(load_u16(b + 208));
         const float ds0 = mul_rn(d, float(int8_t(s2 & 0xFF))), ds1 = mul_rn(d, float(int8_t(s2 >> 8)));

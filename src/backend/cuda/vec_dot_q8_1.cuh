@@ -14,18 +14,12 @@
 
 namespace zinc::backend::cuda {
 
-// 32-bit loads of quant bytes: b4 for 4-byte-aligned data (blocks of 20, 24, 84, 136, 144, 176 bytes), b2 (two 16-bit
-// loads) for 2-byte-aligned blocks (18, 22, 34, 110, 210 bytes), b1 (four byte loads) for MXFP4's 17-byte blocks.
+// Word i of 4-byte-aligned quant bytes (blocks of 20, 24, 84, 136, 144, 176 bytes); the blocks of other sizes are read
+// with load_words_any_alignment.
 ZINC_HD int load_b4(const uint8_t* p, int i) {
     check_aligned(p + 4 * i, 4);
     return reinterpret_cast<const int*>(p)[i];
 }
-ZINC_HD int load_b2(const uint8_t* p, int i) {
-    check_aligned(p + 4 * i, 2);
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
-    return int(uint32_t(h[2 * i]) | (uint32_t(h[2 * i + 1]) << 16));
-}
-ZINC_HD int load_b1(const uint8_t* p, int i) { return int(load_u32_bytes(p + 4 * i)); }
 // 32 bytes at p (16-byte aligned: inside the 144- and 176-byte blocks of 16-byte aligned rows) as eight ints, in two
 // 16-byte loads.
 ZINC_HD void load_32_bytes(const uint8_t* p, int (&v)[8]) {
@@ -49,19 +43,22 @@ ZINC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int s) {
 #endif
 }
 
-// The little-endian words of the 4N bytes at p, whatever p's alignment. On the device: N + 1 aligned 32-bit loads and
-// funnel shifts, one load per word instead of four byte loads or two 16-bit ones, for rows read in place from device
-// memory (gpt-oss's 2880-value MXFP4 and Q8_0 rows, which have no 16-byte alignment to be staged): up to 4 bytes past
-// p + 4N are read, which every weight has (kWeightSlack). On the host, byte loads.
+// The little-endian words of the 4N bytes at p, at any alignment. On the device: the aligned words that hold those
+// bytes, N of them (N + 1 where p is not word-aligned), joined by funnel shifts: one load per word where byte or
+// 16-bit loads would take four or two (MXFP4's 17-byte blocks, the 2-byte aligned blocks of Q8_0, Q4_0, Q5_0, IQ4_NL
+// and Q6_K, in device memory or in shared memory). No word is read that holds none of the 4N bytes, so the loads stay
+// inside whatever holds them. The pointer is moved back by arithmetic, not rebuilt from an integer, so that the
+// compiler still sees which memory it points into. On the host, byte loads.
 template <int N>
 ZINC_HD void load_words_any_alignment(const uint8_t* p, uint32_t (&v)[N]) {
 #ifdef __CUDA_ARCH__
-    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
-    const uint32_t* a = reinterpret_cast<const uint32_t*>(addr & ~uintptr_t(3));
-    const int s = int(addr & 3) * 8;
+    const int misalign = int(reinterpret_cast<uintptr_t>(p) & 3);
+    const uint32_t* a = reinterpret_cast<const uint32_t*>(p - misalign);
+    const int s = misalign * 8;
     uint32_t w[N + 1];
 #pragma unroll
-    for (int i = 0; i <= N; ++i) w[i] = a[i];
+    for (int i = 0; i < N; ++i) w[i] = a[i];
+    w[N] = s ? a[N] : 0u;
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = funnel_right(w[i], w[i + 1], s);
 #else
@@ -99,34 +96,35 @@ __device__ __forceinline__ void quantize_q8_1_warp(float v, BlockQ8_1f& b, int l
 }
 #endif
 
-// Dot product of chunk c of a weight row with the Q8_1 block y (the matching 32 activations). kInPlace: the row is a
-// weight in device memory (with its slack), not a copy in shared memory, and Q8_0 and MXFP4 read their quants as
-// whole words (load_words_any_alignment); the same bytes, so the same value.
-template <int T, bool kInPlace = false>
+// Dot product of chunk c of a weight row with the Q8_1 block y (the matching 32 activations), the row in device memory
+// or a copy of it in shared memory.
+template <int T>
 ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
     int yq[8];  // the 32 int8 activations, four to an int
     load_32_bytes(reinterpret_cast<const uint8_t*>(y.qs), yq);
     if constexpr (T == kQ8_0) {
         const uint8_t* b = row + c * 34;
+        uint32_t q[8];
+        load_words_any_alignment(b + 2, q);
         int sumi = 0;
-        if constexpr (kInPlace) {
-            uint32_t q[8];
-            load_words_any_alignment(b + 2, q);
 #pragma unroll
-            for (int k = 0; k < 8; ++k) sumi = dp4a(int(q[k]), yq[k], sumi);
-        } else {
-#pragma unroll
-            for (int k = 0; k < 8; ++k) sumi = dp4a(load_b2(b + 2, k), yq[k], sumi);
-        }
+        for (int k = 0; k < 8; ++k) sumi = dp4a(int(q[k]), yq[k], sumi);
         return f16_to_f32(load_u16(b)) * y.d * float(sumi);
     } else if constexpr (T == kQ4_0 || T == kQ4_1) {
         // Q4_0: w = d (u - 8), so d * dy * (sum u*q - 8 * sum q); Q4_1: w = d u + m, so d * dy * sum u*q + m * s.
         constexpr bool q4_1 = T == kQ4_1;
         const uint8_t* b = row + c * (q4_1 ? 20 : 18);
+        uint32_t q[4];
+        if constexpr (q4_1) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) q[k] = uint32_t(load_b4(b + 4, k));
+        } else {
+            load_words_any_alignment(b + 2, q);
+        }
         int sumi = 0;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            const int v = q4_1 ? load_b4(b + 4, k) : load_b2(b + 2, k);
+            const int v = int(q[k]);
             sumi = dp4a(v & 0x0F0F0F0F, yq[k], sumi);
             sumi = dp4a((v >> 4) & 0x0F0F0F0F, yq[k + 4], sumi);
         }
@@ -137,11 +135,18 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         // As Q4_0/Q4_1 with u in 0..31 and offset 16: the fifth bits come from the 32-bit qh.
         constexpr bool q5_1 = T == kQ5_1;
         const uint8_t* b = row + c * (q5_1 ? 24 : 22);
-        const uint32_t qh = uint32_t(q5_1 ? load_b4(b + 4, 0) : load_b2(b + 2, 0));
+        uint32_t q[5];  // qh, then the 16 bytes of low nibbles
+        if constexpr (q5_1) {
+#pragma unroll
+            for (int k = 0; k < 5; ++k) q[k] = uint32_t(load_b4(b + 4, k));
+        } else {
+            load_words_any_alignment(b + 2, q);
+        }
+        const uint32_t qh = q[0];
         int sumi = 0;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            const int v = q5_1 ? load_b4(b + 8, k) : load_b2(b + 6, k);
+            const int v = int(q[k + 1]);
             sumi = dp4a((v & 0x0F0F0F0F) | bit4_of_bytes(qh >> (4 * k)), yq[k], sumi);
             sumi = dp4a(((v >> 4) & 0x0F0F0F0F) | bit4_of_bytes(qh >> (4 * k + 16)), yq[k + 4], sumi);
         }
@@ -153,12 +158,7 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         constexpr bool mx = T == kMXFP4;
         const uint8_t* b = row + c * (mx ? 17 : 18);
         uint32_t q[4];
-        if constexpr (mx && kInPlace) {
-            load_words_any_alignment(b + 1, q);
-        } else {
-#pragma unroll
-            for (int k = 0; k < 4; ++k) q[k] = uint32_t(mx ? load_b1(b + 1, k) : load_b2(b + 2, k));
-        }
+        load_words_any_alignment(b + (mx ? 1 : 2), q);
         int sumi = 0;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -205,12 +205,14 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         // moved to bit 2, is subtracted per byte (results -4..3, no saturation).
         const uint8_t* b = row + (c / 8) * 110;
         const int j = int(c % 8);
-        const uint8_t* qs = b + 32 + 32 * (j / 4);
+        uint32_t qs[8], hm[8];
+        load_words_any_alignment(b + 32 + 32 * (j / 4), qs);
+        load_words_any_alignment(b, hm);
         int sumi0 = 0, sumi1 = 0;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            const int lo = (load_b2(qs, k) >> (2 * (j % 4))) & 0x03030303;
-            const int sub4 = int((~uint32_t(load_b2(b, k)) >> j) & 0x01010101u) << 2;
+            const int lo = int(qs[k] >> (2 * (j % 4))) & 0x03030303;
+            const int sub4 = int((~hm[k] >> j) & 0x01010101u) << 2;
             const int v = vsubss4(lo, sub4);
             if (k < 4)
                 sumi0 = dp4a(v, yq[k], sumi0);
@@ -242,14 +244,15 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
     } else if constexpr (T == kQ6_K) {  // 210-byte blocks, 2-byte aligned
         const uint8_t* b = row + (c / 8) * 210;
         const int jj = int(c % 8), hf = jj / 4, g = jj % 4;
-        const uint8_t* ql = b + 64 * hf + 32 * (g & 1);
-        const uint8_t* qh = b + 128 + 32 * hf;
+        uint32_t ql[8], qh[8];
+        load_words_any_alignment(b + 64 * hf + 32 * (g & 1), ql);
+        load_words_any_alignment(b + 128 + 32 * hf, qh);
         const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
         int sumi0 = 0, sumi1 = 0;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            const int lo = (load_b2(ql, k) >> (4 * (g >> 1))) & 0x0F0F0F0F;
-            const int hb = ((load_b2(qh, k) >> (2 * g)) & 0x03030303) << 4;
+            const int lo = int(ql[k] >> (4 * (g >> 1))) & 0x0F0F0F0F;
+            const int hb = (int(qh[k] >> (2 * g)) & 0x03030303) << 4;
             const int v = vsubss4(lo | hb, 0x20202020);
             if (k < 4)
                 sumi0 = dp4a(v, yq[k], sumi0);
@@ -340,21 +343,7 @@ ZINC_HD float k_group_dot(const KGroup<T>& w, int g, const ActGroup& a) {
     return fma_rn(d, pos, -mul_rn(dmin, neg));
 }
 
-// Four words of the 16 bytes at byte offset off (even) of the 4-byte aligned p: five aligned loads, realigned by
-// funnel shifts when off is 2 mod 4 (Q6_K's 210-byte super-blocks are 2-byte aligned).
-ZINC_HD void load_16_at_even(const uint8_t* p, int off, int (&v)[4]) {
-    check_aligned(p, 4);
-    const uint32_t* w = reinterpret_cast<const uint32_t*>(p + (off & ~3));
-    const int s = (off & 2) * 8;
-    uint32_t x[5];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) x[i] = w[i];
-    x[4] = s ? w[4] : 0u;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = int(funnel_right(x[i], x[i + 1], s));
-}
-
-// Group u (0-3) of the Q6_K super-block at byte offset off (even) of the 4-byte aligned p, dotted with its
+// Group u (0-3) of the Q6_K super-block at byte offset off of p (2-byte aligned, as 210-byte blocks are), dotted with its
 // activations y, the four Q8_1 blocks of the super-block's half u / 2: with l0 = 16 (u % 2), its pieces i = 0..3 are
 // values l0 .. l0 + 15 of block i, whose low 4 bits are ql bytes 64 (u / 2) + 32 (i % 2) + l0 .. (low nibbles for i
 // < 2, high for i >= 2) and whose high 2 bits are bits 2i, 2i + 1 of qh bytes 32 (u / 2) + l0 .. . The result is
@@ -362,11 +351,11 @@ ZINC_HD void load_16_at_even(const uint8_t* p, int off, int (&v)[4]) {
 // the piece's activations (a half of block i).
 ZINC_HD float q6_k_group_dot(const uint8_t* p, int off, int u, const BlockQ8_1f* y) {
     const int hf = u >> 1, half = u & 1;
-    int ql0[4], ql1[4], qh[4], sc[4];
-    load_16_at_even(p, off + 64 * hf + 16 * half, ql0);
-    load_16_at_even(p, off + 64 * hf + 32 + 16 * half, ql1);
-    load_16_at_even(p, off + 128 + 32 * hf + 16 * half, qh);
-    load_16_at_even(p, off + 192, sc);
+    uint32_t ql0[4], ql1[4], qh[4], sc[2];
+    load_words_any_alignment(p + off + 64 * hf + 16 * half, ql0);
+    load_words_any_alignment(p + off + 64 * hf + 32 + 16 * half, ql1);
+    load_words_any_alignment(p + off + 128 + 32 * hf + 16 * half, qh);
+    load_words_any_alignment(p + off + 192 + 8 * hf, sc);  // the scales of this half
     int s[4] = {0, 0, 0, 0}, a[4][4];
     uint32_t t[4][4];  // d, s, sum_lo | sum_hi << 16, unused
 #pragma unroll
@@ -378,14 +367,15 @@ ZINC_HD float q6_k_group_dot(const uint8_t* p, int off, int u, const BlockQ8_1f*
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        const int h = qh[k];
-        s[0] = dp4a((ql0[k] & 0x0F0F0F0F) | ((h << 4) & 0x30303030), a[0][k], s[0]);
-        s[1] = dp4a((ql1[k] & 0x0F0F0F0F) | ((h << 2) & 0x30303030), a[1][k], s[1]);
-        s[2] = dp4a(((ql0[k] >> 4) & 0x0F0F0F0F) | (h & 0x30303030), a[2][k], s[2]);
-        s[3] = dp4a(((ql1[k] >> 4) & 0x0F0F0F0F) | ((h >> 2) & 0x30303030), a[3][k], s[3]);
+        const int h = int(qh[k]), l0 = int(ql0[k]), l1 = int(ql1[k]);
+        s[0] = dp4a((l0 & 0x0F0F0F0F) | ((h << 4) & 0x30303030), a[0][k], s[0]);
+        s[1] = dp4a((l1 & 0x0F0F0F0F) | ((h << 2) & 0x30303030), a[1][k], s[1]);
+        s[2] = dp4a(((l0 >> 4) & 0x0F0F0F0F) | (h & 0x30303030), a[2][k], s[2]);
+        s[3] = dp4a(((l1 >> 4) & 0x0F0F0F0F) | ((h >> 2) & 0x30303030), a[3][k], s[3]);
     }
-    // Scale of piece i: int8 byte 8 hf + half + 2i, so bytes half and half + 2 of words 2 hf and 2 hf + 1.
-    const uint32_t w0 = uint32_t(hf ? sc[2] : sc[0]), w1 = uint32_t(hf ? sc[3] : sc[1]);
+    // Scale of piece i: int8 byte 8 hf + half + 2i of the super-block's scales, so bytes half and half + 2 of the
+    // half's words 0 and 1.
+    const uint32_t w0 = sc[0], w1 = sc[1];
     const int bs = 8 * half;
     const int scale[4] = {int8_t(w0 >> bs), int8_t(w0 >> (bs + 16)), int8_t(w1 >> bs), int8_t(w1 >> (bs + 16))};
     float r = 0.0f;
