@@ -45,16 +45,19 @@ test('the chat page streams a reply, stops one, and keeps the conversation', asy
   assert.match(stats, /tokens · [\d.]+ tok\/s · first token \d+ ms/);
   assert.equal(await page.isVisible('#send'), true);
 
-  // A long reply, stopped with the button once some of it has arrived.
-  await page.fill('#set-max_tokens', '3000');
+  // A long reply, stopped with the button once some of it has arrived. The button is pressed from inside the page, in
+  // the same look at it that sees the text arrive: a click from the test takes several round trips to a busy browser,
+  // in which the test model's whole reply (4096 tokens at most, a few thousand a second) can end.
+  await page.fill('#set-max_tokens', '4096');
   await page.fill('#input', 'Now write a very long story');
   await page.click('#send');
   await page.waitForFunction(() => {
     const all = document.querySelectorAll('.message.assistant .content');
-    return all.length === 2 && all[1].textContent.length > 20;
+    const stop = document.getElementById('stop');
+    if (all.length !== 2 || all[1].textContent.length <= 20 || stop.hidden) return false;
+    stop.click();
+    return true;
   }, null, { timeout: 60000 });
-  assert.equal(await page.isVisible('#stop'), true);
-  await page.click('#stop');
   await page.waitForFunction(() => document.querySelectorAll('.message.assistant .stats').length === 2);
   assert.match(await page.textContent('.message.assistant:nth-of-type(4) .stats'), /stopped/);
   const stoppedAt = (await page.textContent('.message.assistant:nth-of-type(4) .content')).length;
