@@ -160,6 +160,44 @@ void Backend::set_profiling(bool on) {
     profiling_changed();
 }
 
+Act Backend::run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+                      const std::function<Act()>& step) {
+    (void)shape, (void)ids, (void)pos;
+    Act out;
+    try {
+        out = step();
+    } catch (...) {
+        clear_side();
+        throw;
+    }
+    if (!clear_side()) throw std::logic_error("run_step: the step left side work unjoined");
+    return out;
+}
+
+bool Backend::clear_side() {
+    const bool none = side_ == Side::none;
+    side_ = Side::none;
+    return none;
+}
+
+void Backend::begin_side() {
+    if (side_ != Side::none) throw std::logic_error("begin_side: the side work before is not joined yet");
+    side_ = Side::open;
+    side_begun();
+}
+
+void Backend::end_side() {
+    if (side_ != Side::open) throw std::logic_error("end_side: no side work begun");
+    side_ = Side::closed;
+    side_ended();
+}
+
+void Backend::join_side() {
+    if (side_ != Side::closed) throw std::logic_error("join_side: no side work ended");
+    side_ = Side::none;
+    side_joined();
+}
+
 std::vector<Backend::OpTime> Backend::take_profile() {
     std::vector<OpTime> out;
     for (const auto& [label, us] : timed_ops()) {

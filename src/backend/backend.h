@@ -300,10 +300,18 @@ public:
     // only through `shape`, `ids` and `pos`: ops given these ids and positions (get_rows; rope, kv_write and
     // attention at pos[0]) read them from backend memory that this call fills, and a replay reads the new values.
     virtual Act run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
-                         const std::function<Act()>& step) {
-        (void)shape, (void)ids, (void)pos;
-        return step();
-    }
+                         const std::function<Act()>& step);
+
+    // Side work: the ops queued from begin_side() to end_side() may run beside those queued after end_side(), up to
+    // join_side(), after which every op sees their results. The CUDA backend runs them on a second stream in a decode
+    // step: a MoE layer's shared expert or dense FFN beside its router and routed experts, whose short kernels, one
+    // after another, leave most of the GPU idle. The side ops read only what was computed before begin_side(); the
+    // ops between end_side() and join_side() neither write what the side ops read nor read or write what they write.
+    // The three calls come in this order, once each per side; a backend that runs its ops in order (the default)
+    // runs them as queued, which gives the same values.
+    void begin_side();
+    void end_side();
+    void join_side();
 
     // Per-op timing (`zinc bench --profile`). While profiling is on, the time of every op is added up under its
     // label: the op's name, and for products with a weight the weight's type and shape. An op built from other ops
@@ -332,6 +340,15 @@ protected:
     virtual void op_finished();
     virtual void profiling_changed() {}
     virtual std::vector<std::pair<std::string, double>> timed_ops();
+
+    // The side work hooks (begin_side): called in order, so a backend only says where the ops go.
+    virtual void side_begun() {}
+    virtual void side_ended() {}
+    virtual void side_joined() {}
+    bool profiling() const { return profiling_; }
+    // Forgets side work a step left behind (it threw, or did not join), saying whether there was none; the next step
+    // starts without any.
+    bool clear_side();
 
     // How many ops have begun so far: every public op (a composed default's parts too), upload, allocation and free
     // counts one. An op that sees the count one above what it was in the op before knows that nothing came between
@@ -399,6 +416,8 @@ protected:
 private:
     friend class OpScope;
     bool profiling_ = false;
+    enum class Side { none, open, closed };  // no side work; its ops being queued; queued and not yet joined
+    Side side_ = Side::none;
     int op_depth_ = 0;  // ops in progress: only the outermost is timed
     uint64_t ops_begun_ = 0;
     std::vector<std::pair<std::string, double>> host_times_;  // the default hooks' timings

@@ -90,15 +90,19 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
         } else {
             be_.rms_norm(x, &L.ffn_norm, eps, E, h);
         }
+        // On MoE layers the dense MLP (f) runs beside the router and the routed experts (m2).
+        if (L.moe) be_.begin_side();
         be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::geglu, up, gate);
         be_.matmul(L.ffn_down, gate, f);
         if (L.moe) {
             be_.rms_norm(f, &L.post_ffw_norm_1, eps, E, f);
+            be_.end_side();
             backend::Act rl = rows(router_), rw = rows(route_w_), m2 = rows(moe_out_);
             backend::IdAct ri = rows(route_ids_);
             be_.matmul(L.gate_inp, router_in, rl);
             be_.moe_route(rl, p_.n_expert_used, true, ri, rw);
             be_.moe_ffn(experts_in, ri, rw, moe_weights(L.experts, backend::MoeActivation::geglu), m2);
+            be_.join_side();
             be_.norm_add(m2, &L.post_ffw_norm_2, eps, f);  // f += post_ffw_norm_2(m2)
         }
         // x = (x + post_ffw_norm(f)) * the layer's output scale: the whole residual stream

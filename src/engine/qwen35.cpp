@@ -151,8 +151,13 @@ void Qwen35::ffn(const Layer& L) {
     }
     auto router = rows(router_), rw = rows(route_w_), moe = rows(moe_out_), sg = rows(sh_gate_);
     auto ids = rows(route_ids_);
-    if (L.shared_expert) {  // the router and the shared expert's gate read the same input
-        const backend::Weight* gates_w[] = {&L.gate_inp, &L.gate_inp_shexp};
+    if (L.shared_expert) {  // the shared expert (y) beside the router and the routed experts, which read h too
+        auto gate = rows(ff_gate_, L.gate_shexp.rows), up = rows(ff_up_, L.gate_shexp.rows);
+        be_.begin_side();
+        be_.ffn_gated(L.gate_shexp, L.up_shexp, h, backend::GatedActivation::swiglu, up, gate);
+        be_.matmul(L.down_shexp, gate, y);
+        be_.end_side();
+        const backend::Weight* gates_w[] = {&L.gate_inp, &L.gate_inp_shexp};  // the router and the shared gate
         backend::Act* gates[] = {&router, &sg};
         be_.matmuls(gates_w, h, gates);
     } else {
@@ -161,9 +166,7 @@ void Qwen35::ffn(const Layer& L) {
     be_.moe_route(router, p_.n_expert_used, true, ids, rw);
     be_.moe_ffn(h, ids, rw, moe_weights(L.experts, backend::MoeActivation::swiglu), moe);
     if (L.shared_expert) {
-        auto gate = rows(ff_gate_, L.gate_shexp.rows), up = rows(ff_up_, L.gate_shexp.rows);
-        be_.ffn_gated(L.gate_shexp, L.up_shexp, h, backend::GatedActivation::swiglu, up, gate);
-        be_.matmul(L.down_shexp, gate, y);
+        be_.join_side();
         be_.shared_expert_add(moe, y, sg, x);  // x += moe + y * sigmoid(sg)
     } else {
         be_.add(x, moe, x);

@@ -330,6 +330,61 @@ TEST(CudaOps, UncomputableWeightTypeSaysSo) {
     }
 }
 
+// ---------------------------------------------------------------- side work
+
+// Side work in decode steps (a second stream; a branch of the recorded graph) gives what the same ops give in order on
+// one stream, bit for bit, in the eager, recorded and replayed steps. The side's matvec and the main stream's quantize
+// different rows to Q8_1 buffers of the same name, which a side op sharing the main stream's buffer would overwrite.
+// A step that leaves its side work unjoined is refused, and the next one runs.
+TEST(CudaSideWork, DecodeStepsMatchTheOpsInOrder) {
+    ZINC_REQUIRE_GPU();
+    auto gpu = zinc::backend::make_cuda_backend(0);
+    auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*gpu);
+    const int64_t n = 2048, m = 4096;
+    const auto t1 = random_tensor(TensorType::Q4_K, n, m, "blk.0.ffn_gate.weight");
+    const auto t2 = random_tensor(TensorType::Q8_0, n, m, "blk.0.ffn_up.weight");
+    const Weight w1 = gpu->load_weight(t1->info), w2 = gpu->load_weight(t2->info);
+    Act x1 = gpu->alloc(1, n), x2 = gpu->alloc(1, n), y1 = gpu->alloc(1, m), y2 = gpu->alloc(1, m);
+    Act out = gpu->alloc(1, m);
+    auto ops = [&] {
+        gpu->begin_side();
+        gpu->matmul(w1, x1, y1);
+        gpu->end_side();
+        gpu->matmul(w2, x2, y2);
+        gpu->join_side();
+        gpu->add(y1, y2, out);
+        return out;
+    };
+    std::vector<float> in_order(static_cast<size_t>(m)), stepped(static_cast<size_t>(m));
+    const int32_t id = 0;
+    for (int32_t pos = 0; pos < 6; ++pos) {
+        gpu->upload(x1, random_floats(size_t(n)));
+        gpu->upload(x2, random_floats(size_t(n)));
+        ops();  // outside a step: in order
+        gpu->download(out, in_order);
+        gpu->run_step(1, {&id, 1}, {&pos, 1}, ops);
+        gpu->download(out, stepped);
+        EXPECT_EQ(stepped, in_order) << "step " << pos;
+    }
+    EXPECT_GE(cuda.graphs_recorded(), 1u);
+    EXPECT_GE(cuda.graphs_replayed(), 3u);
+
+    const int32_t pos = 7;
+    EXPECT_THROW(gpu->run_step(2, {&id, 1}, {&pos, 1},
+                               [&] {
+                                   gpu->begin_side();
+                                   gpu->matmul(w1, x1, y1);
+                                   gpu->end_side();
+                                   return y1;
+                               }),
+                 std::logic_error);
+    gpu->run_step(1, {&id, 1}, {&pos, 1}, ops);
+    gpu->download(out, stepped);
+    ops();
+    gpu->download(out, in_order);
+    EXPECT_EQ(stepped, in_order);
+}
+
 // ---------------------------------------------------------------- free
 
 // free() gives device memory back once the work queued on the buffer is done (one wait for the stream), resets the

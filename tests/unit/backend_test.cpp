@@ -547,3 +547,41 @@ TEST(BackendProfile, CountsOutermostOpsByLabel) {
     cpu->rms_norm(x, nullptr, 1e-6f, 64, n);
     EXPECT_TRUE(cpu->take_profile().empty());
 }
+
+// Side work comes as begin_side, end_side, join_side, once each; any other order is a logic error. A step that leaves
+// side work unjoined is one too, and neither that nor a step that throws inside its side work keeps the next step
+// from having its own.
+TEST(BackendSideWork, CallsComeInOrder) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    EXPECT_THROW(cpu->end_side(), std::logic_error);
+    EXPECT_THROW(cpu->join_side(), std::logic_error);
+    cpu->begin_side();
+    EXPECT_THROW(cpu->begin_side(), std::logic_error);
+    EXPECT_THROW(cpu->join_side(), std::logic_error);
+    cpu->end_side();
+    EXPECT_THROW(cpu->end_side(), std::logic_error);
+    EXPECT_THROW(cpu->begin_side(), std::logic_error);
+    cpu->join_side();
+
+    Act x = cpu->alloc(1, 4), y = cpu->alloc(1, 4);
+    cpu->upload(x, std::vector<float>{1, 2, 3, 4});
+    const int32_t id = 0;
+    auto step = [&](bool join) {
+        return cpu->run_step(1, {&id, 1}, {&id, 1}, [&] {
+            cpu->begin_side();
+            cpu->add(x, x, y);
+            cpu->end_side();
+            if (join) cpu->join_side();
+            return y;
+        });
+    };
+    EXPECT_THROW(step(false), std::logic_error);
+    EXPECT_THROW(cpu->run_step(1, {&id, 1}, {&id, 1}, [&]() -> Act {
+        cpu->begin_side();
+        throw std::runtime_error("inside the side work");
+    }), std::runtime_error);
+    step(true);
+    std::vector<float> got(4);
+    cpu->download(y, got);
+    EXPECT_EQ(got, (std::vector<float>{2, 4, 6, 8}));
+}

@@ -44,7 +44,11 @@ CudaBackend::CudaBackend(int device) : device_(device) {
     cudaDeviceProp prop{};
     ZINC_CUDA_CHECK(cudaGetDeviceProperties(&prop, device), "init", "");
     device_name_ = prop.name;
-    ZINC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "init", "");
+    ZINC_CUDA_CHECK(cudaStreamCreateWithFlags(&main_stream_, cudaStreamNonBlocking), "init", "");
+    ZINC_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "init", "");
+    ZINC_CUDA_CHECK(cudaEventCreateWithFlags(&side_fork_, cudaEventDisableTiming), "init", "");
+    ZINC_CUDA_CHECK(cudaEventCreateWithFlags(&side_done_, cudaEventDisableTiming), "init", "");
+    stream_ = main_stream_;
     if (const char* g = std::getenv("ZINC_CUDA_GRAPHS"); g && std::string(g) == "0") graphs_on_ = false;
     if (const char* b = std::getenv("ZINC_CUBLAS"); b && std::string(b) == "0") {
         cublas_on_ = false;
@@ -58,7 +62,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 
 CudaBackend::~CudaBackend() {
     cudaSetDevice(device_);
-    if (stream_) cudaStreamSynchronize(stream_);
+    if (side_stream_) cudaStreamSynchronize(side_stream_);
+    if (main_stream_) cudaStreamSynchronize(main_stream_);
     cublas_.reset();
     for (auto& [key, g] : graphs_) drop(g);
     for (Mark& m : marks_)
@@ -73,7 +78,10 @@ CudaBackend::~CudaBackend() {
         if (staging_[i]) cudaFreeHost(staging_[i]);
         if (staged_[i]) cudaEventDestroy(staged_[i]);
     }
-    if (stream_) cudaStreamDestroy(stream_);
+    if (side_fork_) cudaEventDestroy(side_fork_);
+    if (side_done_) cudaEventDestroy(side_done_);
+    if (side_stream_) cudaStreamDestroy(side_stream_);
+    if (main_stream_) cudaStreamDestroy(main_stream_);
 }
 
 std::string CudaBackend::where() const { return "GPU " + std::to_string(device_) + " (" + device_name_ + ")"; }
@@ -155,7 +163,8 @@ void CudaBackend::synchronize() { ZINC_CUDA_CHECK(cuda_stream_synchronize(), "sy
 cudaError_t CudaBackend::cuda_stream_synchronize() {
     not_while_recording("a wait for the GPU");
     ++waits_;
-    return cudaStreamSynchronize(stream_);
+    if (cudaError_t e = cudaStreamSynchronize(side_stream_); e != cudaSuccess) return e;
+    return cudaStreamSynchronize(main_stream_);
 }
 
 cudaError_t CudaBackend::cuda_event_synchronize(cudaEvent_t e) {
@@ -200,7 +209,8 @@ bool CudaBackend::do_free(const void* data) {
 }
 
 void* CudaBackend::scratch(const std::string& key, size_t bytes, const char* op) {
-    DevBuf& b = scratch_[key];
+    // Side ops, which may run while the main stream's ops use the buffers of the same name, have their own.
+    DevBuf& b = scratch_[stream_ == side_stream_ ? key + " (side work)" : key];
     if (b.bytes >= bytes) return b.ptr;
     const size_t n = std::max(bytes, b.bytes * 2);
     ZINC_CUDA_CHECK(cuda_stream_synchronize(), op, key);
@@ -271,6 +281,56 @@ void CudaBackend::not_while_recording(const char* what) const {
 // eagerly so that the scratch buffers it needs are allocated before a recording points into them.
 Act CudaBackend::run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                           const std::function<Act()>& step) {
+    // Side work goes to the side stream in decode steps, where the kernels are few blocks each and the GPU has room
+    // for two at once; not while profiling, which times each op alone.
+    side_allowed_ = ids.size() == 1 && pos.size() == 1 && !profiling();
+    Act out;
+    try {
+        out = queue_step(shape, ids, pos, step);
+    } catch (...) {
+        side_allowed_ = false;
+        drop_side();
+        clear_side();
+        throw;
+    }
+    side_allowed_ = false;
+    if (!clear_side()) {
+        drop_side();
+        throw std::logic_error("run_step: the step left side work unjoined");
+    }
+    return out;
+}
+
+void CudaBackend::side_begun() {
+    if (!side_allowed_) return;
+    ZINC_CUDA_CHECK(cudaEventRecord(side_fork_, main_stream_), "begin_side", "");
+    ZINC_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, side_fork_, 0), "begin_side", "");
+    stream_ = side_stream_;
+    side_on_ = true;
+    normed_ = {};  // the main stream's Q8_1 buffer is not the side ops'
+}
+
+void CudaBackend::side_ended() {
+    if (!side_on_) return;
+    ZINC_CUDA_CHECK(cudaEventRecord(side_done_, side_stream_), "end_side", "");
+    stream_ = main_stream_;
+    normed_ = {};
+}
+
+void CudaBackend::side_joined() {
+    if (!side_on_) return;
+    side_on_ = false;
+    ZINC_CUDA_CHECK(cudaStreamWaitEvent(main_stream_, side_done_, 0), "join_side", "");
+}
+
+void CudaBackend::drop_side() {
+    if (!side_on_) return;
+    if (stream_ == side_stream_) side_ended();
+    side_joined();  // so that a recording being abandoned has no branch left open
+}
+
+Act CudaBackend::queue_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+                            const std::function<Act()>& step) {
     normed_ = {};  // a replay issues no ops: what the host knows of the last norm's row ends here
     const cuda::DecodeStepLaunches early(ids.size() == 1);
     if (ids.empty()) return step();
@@ -295,6 +355,8 @@ Act CudaBackend::run_step(uint64_t shape, std::span<const int32_t> ids, std::spa
     recording_graph_ = &g;
     const size_t marks_before = marks_.size();
     auto abandon = [&] {
+        drop_side();
+        clear_side();
         recording_ = false;
         recording_graph_ = nullptr;
         cudaGraph_t partial = nullptr;

@@ -1,10 +1,11 @@
 // The CUDA backend's class, shared by the files that implement it: cuda_backend.cpp for memory, transfers and scratch,
 // and one <group>_ops.cpp per group of ops next to the group's kernels (<group>.cu and <group>_kernels.h; the matmul
 // group's kernels are get_rows.cu, matvec_q.cu and matmul.cu, the attention group's rope.cu and attention.cu): matmul,
-// norm, elementwise, attention, delta_net, moe, sampling. One GPU and one stream. Weights are copied to device memory
+// norm, elementwise, attention, delta_net, moe, sampling. One GPU and one stream, and a second one for side work. Weights are copied to device memory
 // through two bounded pinned staging buffers; activations and the KV cache live in device memory.
 // upload/download/load_weight and the sampling ops wait for the stream; every other op only enqueues work on it.
-// Single-token forward passes (run_step) are recorded as CUDA graphs and replayed: one launch per decoded token.
+// Single-token forward passes (run_step) are recorded as CUDA graphs and replayed: one launch per decoded token. Their
+// side work (Backend::begin_side) goes to a second stream, which the graph holds as a branch beside the main one.
 // Every CUDA call is checked, and a failure names the call, the op and the tensor.
 #pragma once
 
@@ -78,6 +79,12 @@ public:
     const cuda::BlockQ8_1f* quantized_row(const Act& x, const char* op, const std::string& tensor);
 
 protected:
+    // cuda_backend.cpp: side work on the second stream, in decode steps that are not profiled (each op is timed alone
+    // there); elsewhere in order on the one stream
+    void side_begun() override;
+    void side_ended() override;
+    void side_joined() override;
+
     // cuda_backend.cpp: profiling with CUDA events around each op (recorded into a step's graph as event nodes)
     void op_started(const std::string& label) override;
     void op_finished() override;
@@ -149,7 +156,14 @@ protected:
     void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) override;
 
 private:
-    // Every wait of the host for the GPU goes through these two, which count them (host_waits).
+    // The step run_step is given, recorded or not, and with side work allowed where it is a decode step.
+    Act queue_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+                   const std::function<Act()>& step);
+    // Ends side work that a step left behind: the side stream joined to the main one, which is the stream again.
+    void drop_side();
+
+    // Every wait of the host for the GPU goes through these two, which count them (host_waits); the first waits for
+    // both streams.
     cudaError_t cuda_stream_synchronize();
     cudaError_t cuda_event_synchronize(cudaEvent_t e);
 
@@ -177,7 +191,11 @@ private:
 
     int device_ = 0;
     std::string device_name_;
-    cudaStream_t stream_ = nullptr;
+    cudaStream_t stream_ = nullptr;  // where ops go: main_stream_, or side_stream_ while side ops are queued
+    cudaStream_t main_stream_ = nullptr, side_stream_ = nullptr;
+    cudaEvent_t side_fork_ = nullptr, side_done_ = nullptr;  // the side stream waits for the first, the main for the second
+    bool side_allowed_ = false;  // in a decode step that is not profiled
+    bool side_on_ = false;       // side work of this step went to the side stream and is not joined yet
     void* staging_[2] = {nullptr, nullptr};
     cudaEvent_t staged_[2] = {nullptr, nullptr};
     int ring_ = 0;              // the staging buffer upload_ints fills
