@@ -1,8 +1,9 @@
 // The CUDA backend's class, shared by the files that implement it: cuda_backend.cpp for memory, transfers and scratch,
 // and one <group>_ops.cpp per group of ops next to the group's kernels (<group>.cu and <group>_kernels.h; the matmul
 // group's kernels are get_rows.cu, matvec_q.cu and matmul.cu, the attention group's rope.cu and attention.cu): matmul,
-// norm, elementwise, attention, delta_net, moe, sampling. One GPU and one stream, and a second one for side work. Weights are copied to device memory
-// through two bounded pinned staging buffers; activations and the KV cache live in device memory.
+// norm, elementwise, attention, delta_net, moe, sampling. One GPU and one stream, and a second one for side work.
+// Weights are copied to device memory through two bounded pinned staging buffers; activations and the KV cache live in
+// device memory.
 // upload/download/load_weight and the sampling ops wait for the stream; every other op only enqueues work on it.
 // Single-token forward passes (run_step) are recorded as CUDA graphs and replayed: one launch per decoded token. Their
 // side work (Backend::begin_side) goes to a second stream, which the graph holds as a branch beside the main one.
@@ -193,7 +194,8 @@ private:
     std::string device_name_;
     cudaStream_t stream_ = nullptr;  // where ops go: main_stream_, or side_stream_ while side ops are queued
     cudaStream_t main_stream_ = nullptr, side_stream_ = nullptr;
-    cudaEvent_t side_fork_ = nullptr, side_done_ = nullptr;  // the side stream waits for the first, the main for the second
+    cudaEvent_t side_fork_ = nullptr;  // recorded on the main stream, waited for by the side stream
+    cudaEvent_t side_done_ = nullptr;  // recorded on the side stream, waited for by the main stream
     bool side_allowed_ = false;  // in a decode step that is not profiled
     bool side_on_ = false;       // side work of this step went to the side stream and is not joined yet
     void* staging_[2] = {nullptr, nullptr};
