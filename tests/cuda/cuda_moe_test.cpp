@@ -290,6 +290,37 @@ TEST(CudaMoe, RouteTiesGoToTheLowerExpert) {
     }
 }
 
+// A NaN logit makes every probability of its row NaN (the softmax's sum is NaN), where the order of comparisons
+// decides the outcome: such a row takes the butterfly that emulated_top_k models, and still yields valid, distinct
+// ids, while the row beside it takes the reductions and matches the CPU.
+TEST(CudaMoe, RouteRowsWithNanTakeTheButterfly) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    for (int64_t n : {32, 128, 256, 300}) {  // each of the kernels' shapes
+        const int k = 8;
+        SCOPED_TRACE(std::to_string(n) + " experts");
+        std::vector<float> logits = spaced_logits(3, n);
+        logits[size_t(n) + 5] = std::numeric_limits<float>::quiet_NaN();  // row 1: one NaN
+        for (int64_t e = 0; e < n; ++e) logits[size_t(2 * n + e)] = std::numeric_limits<float>::quiet_NaN();
+        auto [lc, lg] = be.act(logits, 3, n);
+        auto [wc, wg] = be.out(3, k);
+        IdAct ids_c = be.cpu->alloc_ids(3, k), ids_g = poisoned_ids(*be.gpu, 3, k);
+        be.cpu->moe_route(lc, k, true, ids_c, wc);
+        be.gpu->moe_route(lg, k, true, ids_g, wg);
+        const std::vector<int32_t> got = get_ids(*be.gpu, ids_g);
+        for (int s = 0; s < k; ++s) EXPECT_EQ(got[s], ids_c.data[s]) << "row 0 slot " << s;
+        const auto nan_ids = emulated_top_k(std::vector<float>(size_t(n), std::numeric_limits<float>::quiet_NaN()), k);
+        for (int64_t r = 1; r < 3; ++r) {
+            std::vector<int32_t> row(got.begin() + r * k, got.begin() + (r + 1) * k);
+            for (int s = 0; s < k; ++s) EXPECT_EQ(row[s], nan_ids[s]) << "row " << r << " slot " << s;
+            std::sort(row.begin(), row.end());
+            EXPECT_EQ(std::adjacent_find(row.begin(), row.end()), row.end()) << "row " << r << ": an expert twice";
+            EXPECT_GE(row.front(), 0);
+            EXPECT_LT(row.back(), n);
+        }
+    }
+}
+
 TEST(CudaMoe, RouteRejectsBadShapes) {
     ZINC_REQUIRE_GPU();
     auto gpu = zinc::backend::make_cuda_backend(0);

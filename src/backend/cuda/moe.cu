@@ -8,6 +8,7 @@
 // as the expert matvecs do) and one thread adding them in slot order.
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "backend/cuda/elementwise_kernels.h"
@@ -74,9 +75,10 @@ __global__ void __launch_bounds__(kRouteRowsPerBlock * 32)
 
 // moe_route_kernel for rows of at most 32 R experts and k <= 32, the models' shapes: lane l holds the probabilities
 // of experts l, l + 32, ... in registers, so a round reads no shared memory, and the weights are renormalized before
-// they are stored rather than read back. Every comparison happens in the order moe_route_kernel makes it (each lane
-// its experts in ascending order, then the same butterfly, lane 0's result taking the slot), so both kernels choose
-// the same experts, NaN probabilities included.
+// they are stored rather than read back. Both kernels choose the same experts: a row without NaN by two reductions
+// per round that find the expert the order ranks_before defines, a row with NaN by every comparison in the order
+// moe_route_kernel makes it (each lane its experts in ascending order, then the same butterfly, lane 0's result
+// taking the slot), where NaN probabilities make the outcome depend on that order.
 template <int R>
 __global__ void __launch_bounds__(kRouteRowsPerBlock * 32)
     moe_route_regs_kernel(const float* logits, int64_t rows, int n_exp, int k, bool renormalize, int32_t* ids,
@@ -112,19 +114,50 @@ __global__ void __launch_bounds__(kRouteRowsPerBlock * 32)
 
     TopCand mine{0.0f, -1};  // lane s keeps slot s
     float wsum = 0.0f;       // the slots' probabilities summed in slot order, the same in every lane
-    for (int s = 0; s < k; ++s) {
-        TopCand c{0.0f, -1};
+    bool nan = false;
 #pragma unroll
-        for (int j = 0; j < R; ++j)
-            if (v[j] != kTakenExpert) c = better_of(c, TopCand{v[j], lane + 32 * j});
-        for (int off = 16; off > 0; off >>= 1)
-            c = better_of(c, TopCand{__shfl_xor_sync(kFullMask, c.p, off), __shfl_xor_sync(kFullMask, c.e, off)});
-        c = TopCand{__shfl_sync(kFullMask, c.p, 0), __shfl_sync(kFullMask, c.e, 0)};  // lane 0's, in every lane
-        wsum += c.p;
-        if (lane == s) mine = c;
+    for (int j = 0; j < R; ++j) nan = nan || isnan(v[j]);
+    if (!__any_sync(kFullMask, nan)) {
+        // No NaN in the row (a working model's every row): the probabilities are >= +0, so their bit patterns order
+        // as they do, and a round is two warp-wide reductions, the largest probability and then the lowest expert
+        // holding it: the expert that the butterfly of ranks_before below picks, with two reductions in place of its
+        // five rounds of shuffles and comparisons. key -1: taken, or past the row.
+        int key[R];
 #pragma unroll
-        for (int j = 0; j < R; ++j)
-            if (lane + 32 * j == c.e) v[j] = kTakenExpert;
+        for (int j = 0; j < R; ++j) key[j] = v[j] == kTakenExpert ? -1 : __float_as_int(v[j]);
+        for (int s = 0; s < k; ++s) {
+            int m = key[0];
+#pragma unroll
+            for (int j = 1; j < R; ++j) m = max(m, key[j]);
+            m = __reduce_max_sync(kFullMask, m);
+            int e = INT_MAX;
+#pragma unroll
+            for (int j = R - 1; j >= 0; --j)
+                if (key[j] == m) e = lane + 32 * j;
+            e = __reduce_min_sync(kFullMask, e);
+            const TopCand c = m < 0 ? TopCand{0.0f, -1} : TopCand{__int_as_float(m), e};
+            wsum += c.p;
+            if (lane == s) mine = c;
+#pragma unroll
+            for (int j = 0; j < R; ++j)
+                if (lane + 32 * j == c.e) key[j] = -1;
+        }
+    } else {
+        for (int s = 0; s < k; ++s) {
+            TopCand c{0.0f, -1};
+#pragma unroll
+            for (int j = 0; j < R; ++j)
+                if (v[j] != kTakenExpert) c = better_of(c, TopCand{v[j], lane + 32 * j});
+            for (int off = 16; off > 0; off >>= 1)
+                c = better_of(c,
+                              TopCand{__shfl_xor_sync(kFullMask, c.p, off), __shfl_xor_sync(kFullMask, c.e, off)});
+            c = TopCand{__shfl_sync(kFullMask, c.p, 0), __shfl_sync(kFullMask, c.e, 0)};  // lane 0's, in every lane
+            wsum += c.p;
+            if (lane == s) mine = c;
+#pragma unroll
+            for (int j = 0; j < R; ++j)
+                if (lane + 32 * j == c.e) v[j] = kTakenExpert;
+        }
     }
     if (lane < k) {
         float w = mine.p;
