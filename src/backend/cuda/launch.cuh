@@ -8,7 +8,9 @@
 // another kernel reads or writes (activations, caches, states, ids, outputs); only reads of weights, which no kernel
 // writes, may come before it. begin_kernel() waits until the kernel before has completed and its writes are visible
 // (a no-op when there is no such dependency), then lets the kernel after it be launched. Since every kernel waits for
-// the one before it, each also waits for all kernels before that one.
+// the one before it, each also waits for all kernels before that one. The next kernel is let in only after the wait:
+// letting it in before (so that it is placed, and fetches its weights, while the kernel two before it still runs)
+// measured slower (tg128 on the H200: Qwen3-8B 374.7 against 389.4 tok/s, gpt-oss-20b 500.5 against 516.1).
 //
 // ZINC_CUDA_PDL=0 in the environment launches every kernel plainly (the kernels stay the same; begin_kernel() then
 // returns at once).
