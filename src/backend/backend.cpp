@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <utility>
 #include <stdexcept>
@@ -66,6 +67,46 @@ void check_delta_net(const Act& q, const Act& k, const Act& v, const Act& g, con
     check_shape(beta, T, p.n_v, op, "beta");
     check_shape(state, p.n_v, int64_t(p.d_k) * p.d_v, op, "state");
     check_shape(out, T, int64_t(p.n_v) * p.d_v, op, "out");
+}
+
+void check_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, const Act& g,
+                           const Act& beta, const char* op) {
+    const int64_t n = a.cols;
+    check_shape(b, a.rows, n, op, "b");
+    check_shape(g, a.rows, n, op, "g");
+    check_shape(beta, a.rows, n, op, "beta");
+    check_f32_vector(dt_bias, n, op);
+    check_f32_vector(ssm_a, n, op);
+}
+
+void check_conv1d_causal(const Act& x, const Act& state, const Weight& w, const Act& out, const char* op) {
+    const int64_t C = x.cols, T = x.rows;
+    if (w.type != TensorType::F32 || w.rows != C || w.cols < 1) fail(op, w.name + " must be f32 {K, channels}");
+    check_shape(state, w.cols - 1, C, op, "state");
+    check_shape(out, T, C, op, "out");
+    // Each channel reads its whole input column before writing its outputs, so out may be x itself, but a shifted
+    // view of x would read values another channel has already overwritten.
+    if (out.data != x.data && overlap(out.data, out.size(), x.data, x.size()))
+        fail(op, "out overlaps x without being x");
+    if (overlap(state.data, state.size(), x.data, x.size()) || overlap(state.data, state.size(), out.data, out.size()))
+        fail(op, "state overlaps x or out");
+}
+
+void check_gated_rms_norm(const Act& x, const Weight& w, const Act& z, int64_t group, const Act& out,
+                          const char* op) {
+    check_shape(out, x.rows, x.cols, op, "out");
+    check_shape(z, x.rows, x.cols, op, "z");
+    check_group(x, group, op);
+    check_f32_vector(w, group, op);
+}
+
+void check_shared_expert_add(const Act& a, const Act& b, const Act& gate, const Act& out, const char* op) {
+    check_same_shape(a, out, op);
+    check_same_shape(b, out, op);
+    if (gate.rows != b.rows || (gate.cols != b.cols && gate.cols != 1))
+        fail(op, "gate must have b's shape or one column");
+    if (overlap(out.data, out.size(), a.data, a.size()) || overlap(out.data, out.size(), b.data, b.size()))
+        fail(op, "out must overlap neither a nor b");
 }
 
 // One 3-D expert projection {in, out, n_expert} of a MoE layer.
@@ -420,38 +461,20 @@ void Backend::l2_norm(const Act& x, float eps, int64_t group, Act& out) {
 
 void Backend::gated_rms_norm(const Act& x, const Weight& w, const Act& z, float eps, int64_t group, Act& out) {
     const OpScope scope(*this, "gated_rms_norm");
-    check_shape(out, x.rows, x.cols, "gated_rms_norm", "out");
-    check_shape(z, x.rows, x.cols, "gated_rms_norm", "z");
-    check_group(x, group, "gated_rms_norm");
-    check_f32_vector(w, group, "gated_rms_norm");
+    check_gated_rms_norm(x, w, z, group, out, "gated_rms_norm");
     do_gated_rms_norm(x, w, z, eps, group, out);
 }
 
 void Backend::delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
                               Act& beta_out) {
     const OpScope scope(*this, "delta_net_gates");
-    const int64_t n = a.cols;
-    check_shape(b, a.rows, n, "delta_net_gates", "b");
-    check_shape(g, a.rows, n, "delta_net_gates", "g");
-    check_shape(beta_out, a.rows, n, "delta_net_gates", "beta");
-    check_f32_vector(dt_bias, n, "delta_net_gates");
-    check_f32_vector(ssm_a, n, "delta_net_gates");
+    check_delta_net_gates(a, b, dt_bias, ssm_a, g, beta_out, "delta_net_gates");
     do_delta_net_gates(a, b, dt_bias, ssm_a, g, beta_out);
 }
 
 void Backend::conv1d_causal(const Act& x, Act& state, const Weight& w, bool silu, Act& out) {
     const OpScope scope(*this, "conv1d_causal");
-    const int64_t C = x.cols, T = x.rows;
-    if (w.type != TensorType::F32 || w.rows != C || w.cols < 1)
-        fail("conv1d_causal", w.name + " must be f32 {K, channels}");
-    check_shape(state, w.cols - 1, C, "conv1d_causal", "state");
-    check_shape(out, T, C, "conv1d_causal", "out");
-    // Each channel reads its whole input column before writing its outputs, so out may be x itself, but a shifted
-    // view of x would read values another channel has already overwritten.
-    if (out.data != x.data && overlap(out.data, out.size(), x.data, x.size()))
-        fail("conv1d_causal", "out overlaps x without being x");
-    if (overlap(state.data, state.size(), x.data, x.size()) || overlap(state.data, state.size(), out.data, out.size()))
-        fail("conv1d_causal", "state overlaps x or out");
+    check_conv1d_causal(x, state, w, out, "conv1d_causal");
     do_conv1d_causal(x, state, w, silu, out);
 }
 
@@ -596,13 +619,21 @@ void Backend::rms_norms(const Act& x, std::span<const Weight* const> w, float ep
 
 void Backend::shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) {
     const OpScope scope(*this, "shared_expert_add");
-    check_same_shape(a, out, "shared_expert_add");
-    check_same_shape(b, out, "shared_expert_add");
-    if (gate.rows != b.rows || (gate.cols != b.cols && gate.cols != 1))
-        fail("shared_expert_add", "gate must have b's shape or one column");
-    if (overlap(out.data, out.size(), a.data, a.size()) || overlap(out.data, out.size(), b.data, b.size()))
-        fail("shared_expert_add", "out must overlap neither a nor b");
+    check_shared_expert_add(a, b, gate, out, "shared_expert_add");
     do_shared_expert_add(a, b, gate, out);
+}
+
+void Backend::shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& out, const Weight* w, float eps, Act& h) {
+    const OpScope scope(*this, "shared_expert_add_norm");
+    const std::string op = op_of("shared_expert_add_norm", w);
+    check_shared_expert_add(a, b, gate, out, "shared_expert_add_norm");
+    check_same_shape(out, h, op);
+    if (w) check_f32_vector(*w, out.cols, "shared_expert_add_norm", "weight");
+    const Act* others[] = {&a, &b, &gate, &out};
+    for (const Act* other : others)
+        if (overlap(h.data, h.size(), other->data, other->size()))
+            fail(op, "h must overlap none of a, b, gate and out");
+    do_shared_expert_add_norm(a, b, gate, out, w, eps, h);
 }
 
 void Backend::do_matmuls(std::span<const Weight* const> w, const Act& x, std::span<Act* const> out,
@@ -649,6 +680,12 @@ void Backend::do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) {
     add(out, a, out);
 }
 
+void Backend::do_shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& out, const Weight* w, float eps,
+                                        Act& h) {
+    shared_expert_add(a, b, gate, out);
+    rms_norm(out, w, eps, out.cols, h);
+}
+
 void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                             std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
     const OpScope scope(*this, "rope_kv_write");
@@ -680,6 +717,45 @@ void Backend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, i
     this->rope(q, head_dim, pos, rope);
     this->rope(k, head_dim, pos, rope);
     kv_write(kv, k, v, pos0);
+}
+
+void Backend::delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
+                             float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
+                             Act& beta, Act& out) {
+    const OpScope scope(*this, "delta_net_step");
+    const char* op = "delta_net_step";
+    if (!w.conv || !w.dt_bias || !w.ssm_a || !w.norm) fail(op, "missing weight");
+    if (qkv.rows != 1) fail(op, "one token only");
+    // The checks of the ops it is made of, on the views the sequence passes them.
+    const int64_t key_dim = int64_t(p.n_k) * p.d_k;
+    if (p.n_k <= 0 || p.n_v <= 0 || p.d_k <= 0 || p.d_v <= 0 || p.n_v % p.n_k != 0) fail(op, "bad head counts");
+    check_shape(qkv, 1, 2 * key_dim + int64_t(p.n_v) * p.d_v, op, "qkv");
+    check_delta_net_gates(a, b, *w.dt_bias, *w.ssm_a, g, beta, op);
+    check_conv1d_causal(qkv, conv_state, *w.conv, conv, op);
+    const Act q{conv.data, 1, key_dim}, k{conv.data + key_dim, 1, key_dim};
+    const Act v{conv.data + 2 * key_dim, 1, conv.cols - 2 * key_dim};
+    check_delta_net(q, k, v, g, beta, state, p, out, op);
+    check_gated_rms_norm(out, *w.norm, z, p.d_v, out, op);
+    const Act* all[] = {&qkv, &z, &a, &b, &conv, &g, &beta, &out, &conv_state, &state};  // the inputs, then the rest
+    for (size_t i = 4; i < std::size(all); ++i)
+        for (size_t j = 0; j < std::size(all); ++j)
+            if (i != j && overlap(all[i]->data, all[i]->size(), all[j]->data, all[j]->size()))
+                fail(op, "the outputs and states must overlap neither the inputs nor each other");
+    do_delta_net_step(qkv, z, a, b, w, eps, conv_state, state, p, conv, g, beta, out);
+}
+
+void Backend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
+                                float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
+                                Act& beta, Act& out) {
+    const int64_t key_dim = int64_t(p.n_k) * p.d_k;
+    delta_net_gates(a, b, *w.dt_bias, *w.ssm_a, g, beta);
+    conv1d_causal(qkv, conv_state, *w.conv, true, conv);
+    Act qk{conv.data, 1, 2 * key_dim};
+    l2_norm(qk, eps, p.d_k, qk);
+    const Act q{conv.data, 1, key_dim}, k{conv.data + key_dim, 1, key_dim};
+    const Act v{conv.data + 2 * key_dim, 1, conv.cols - 2 * key_dim};
+    delta_net(q, k, v, g, beta, state, p, out);
+    gated_rms_norm(out, *w.norm, z, eps, p.d_v, out);
 }
 
 // ---- sampling ----

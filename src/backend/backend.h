@@ -64,6 +64,15 @@ struct DeltaNetParams {
     float scale = 1.0f;  // applied to the output (qwen35: 1/sqrt(d_k))
 };
 
+// The f32 weights of a gated delta-net layer that its decode step reads besides the input projections
+// (Backend::delta_net_step).
+struct DeltaNetWeights {
+    const Weight* conv = nullptr;     // {K, channels}: the causal conv's filters
+    const Weight* dt_bias = nullptr;  // {n_v}
+    const Weight* ssm_a = nullptr;    // {n_v}: -exp(A_log)
+    const Weight* norm = nullptr;     // {d_v}: the gated RMSNorm's weight, shared by the value heads
+};
+
 enum class MoeActivation {
     swiglu,      // SiLU(gate) * up
     geglu,       // GELU_tanh(gate) * up
@@ -277,6 +286,22 @@ public:
     // the shared expert's output): sigmoid_mul(b, gate, b); add(a, b, a); add(out, a, out). a, b and out have one
     // shape, gate b's shape or one column (one gate per row); a and b are left unspecified; out overlaps neither.
     void shared_expert_add(Act& a, Act& b, const Act& gate, Act& out);
+    // shared_expert_add(a, b, gate, out), then h = rms_norm(out) * w over each row: a MoE block's residual add and the
+    // next layer's input norm. shared_expert_add(a, b, gate, out); rms_norm(out, w, eps, out.cols, h). w (f32, out.cols
+    // values) may be null; h has out's shape and overlaps none of a, b, gate and out.
+    void shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& out, const Weight* w, float eps, Act& h);
+
+    // One token's gated delta-net step (decode), from the layer's input projections qkv (n_k d_k query, n_k d_k key and
+    // n_v d_v value channels), z (n_v d_v), a and b (n_v each) to the gated norm before its output projection:
+    //   delta_net_gates(a, b, *w.dt_bias, *w.ssm_a, g, beta);
+    //   conv1d_causal(qkv, conv_state, *w.conv, true, conv);
+    //   l2_norm(qk, eps, p.d_k, qk), qk the first 2 n_k d_k values of conv (the query and key heads);
+    //   delta_net(q, k, v, g, beta, state, p, out), q, k and v the consecutive pieces of conv;
+    //   gated_rms_norm(out, *w.norm, z, eps, p.d_v, out).
+    // conv, g and beta are left as the sequence leaves them. One row; none of the outputs and states (conv, g, beta,
+    // out, conv_state, state) overlaps another or an input.
+    void delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w, float eps,
+                        Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g, Act& beta, Act& out);
 
     // The steps from the Q/K/V projections to the cache, for rows at positions pos (pos[t] = pos0 + t), heads of
     // head_dim values: rms_norm(q, norms.q_weight, norms.eps, head_dim, q) if norms.q; the same for k if norms.k, and
@@ -410,8 +435,13 @@ protected:
     virtual void do_rms_norms(const Act& x, std::span<const Weight* const> w, float eps, std::span<Act* const> out,
                               std::span<const float> s);
     virtual void do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out);
+    virtual void do_shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& out, const Weight* w, float eps,
+                                           Act& h);
     virtual void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                                   std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0);
+    virtual void do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
+                                   float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
+                                   Act& beta, Act& out);
 
 private:
     friend class OpScope;

@@ -82,34 +82,28 @@ void Qwen35::delta_net_layer(const Layer& L, int l) {
     const backend::Weight* in_w[] = {&L.attn_qkv, &L.attn_gate, &L.ssm_beta, &L.ssm_alpha};
     backend::Act* in[] = {&qkv, &z, &b, &a};
     be_.matmuls(in_w, h, in);
-    be_.delta_net_gates(a, b, L.ssm_dt, L.ssm_a, g, beta);
-    be_.conv1d_causal(qkv, s.conv, L.ssm_conv1d, true, conv);
-    if (conv.rows == 1) {
-        // One row (decode): q, k and v are consecutive pieces of it, used in place, and q and k are normalized in one
-        // call (each head a group of d_state values either way): two launches fewer per layer and no copies.
-        q = {conv.data, 1, key_dim};
-        k = {conv.data + key_dim, 1, key_dim};
-        v = {conv.data + 2 * key_dim, 1, conv_dim - 2 * key_dim};
-        backend::Act qk{conv.data, 1, 2 * key_dim};
-        be_.l2_norm(qk, p_.rms_eps, p_.ssm_d_state, qk);
-    } else {
-        be_.slice_groups(conv, conv_dim, 0, q);
-        be_.slice_groups(conv, conv_dim, key_dim, k);
-        be_.slice_groups(conv, conv_dim, 2 * key_dim, v);
-        be_.l2_norm(q, p_.rms_eps, p_.ssm_d_state, q);
-        be_.l2_norm(k, p_.rms_eps, p_.ssm_d_state, k);
-    }
     backend::DeltaNetParams dp;
     dp.n_k = p_.ssm_n_k;
     dp.n_v = p_.ssm_n_v;
     dp.d_k = dp.d_v = p_.ssm_d_state;
     dp.tiled = true;  // GGUF value-head order (docs/models.md §4.3)
     dp.scale = 1.0f / std::sqrt(float(p_.ssm_d_state));
-    if (q.rows > 1)
+    if (qkv.rows == 1) {
+        // One token (decode): the gates, the conv, the q/k norms, the recurrence and the gated norm as one op, whose
+        // q, k and v are consecutive pieces of the conv's row, used in place.
+        const backend::DeltaNetWeights dw{&L.ssm_conv1d, &L.ssm_dt, &L.ssm_a, &L.ssm_norm};
+        be_.delta_net_step(qkv, z, a, b, dw, p_.rms_eps, s.conv, s.recurrence, dp, conv, g, beta, o);
+    } else {
+        be_.delta_net_gates(a, b, L.ssm_dt, L.ssm_a, g, beta);
+        be_.conv1d_causal(qkv, s.conv, L.ssm_conv1d, true, conv);
+        be_.slice_groups(conv, conv_dim, 0, q);
+        be_.slice_groups(conv, conv_dim, key_dim, k);
+        be_.slice_groups(conv, conv_dim, 2 * key_dim, v);
+        be_.l2_norm(q, p_.rms_eps, p_.ssm_d_state, q);
+        be_.l2_norm(k, p_.rms_eps, p_.ssm_d_state, k);
         be_.delta_net_chunked(q, k, v, g, beta, s.recurrence, dp, kDeltaNetChunk, o);
-    else
-        be_.delta_net(q, k, v, g, beta, s.recurrence, dp, o);
-    be_.gated_rms_norm(o, L.ssm_norm, z, p_.rms_eps, p_.ssm_d_state, o);
+        be_.gated_rms_norm(o, L.ssm_norm, z, p_.rms_eps, p_.ssm_d_state, o);
+    }
     be_.matmul_add(L.ssm_out, o, y, x);
 }
 
@@ -140,13 +134,14 @@ void Qwen35::attention_layer(const Layer& L, int l, int64_t pos0) {
     be_.matmul_add(L.attn_output, attn, y, x);
 }
 
-void Qwen35::ffn(const Layer& L) {
+void Qwen35::ffn(const Layer& L, const backend::Weight* next_norm) {
     auto h = rows(h_), y = rows(y_), x = rows(x_);
     be_.rms_norm(x, &L.post_attention_norm, p_.rms_eps, p_.n_embd, h);
     if (!L.moe) {
         auto gate = rows(ff_gate_, L.ffn_gate.rows), up = rows(ff_up_, L.ffn_gate.rows);
         be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::swiglu, up, gate);
         be_.matmul_add(L.ffn_down, gate, y, x);
+        if (next_norm) be_.rms_norm(x, next_norm, p_.rms_eps, p_.n_embd, h);
         return;
     }
     auto router = rows(router_), rw = rows(route_w_), moe = rows(moe_out_), sg = rows(sh_gate_);
@@ -167,9 +162,13 @@ void Qwen35::ffn(const Layer& L) {
     be_.moe_ffn(h, ids, rw, moe_weights(L.experts, backend::MoeActivation::swiglu), moe);
     if (L.shared_expert) {
         be_.join_side();
-        be_.shared_expert_add(moe, y, sg, x);  // x += moe + y * sigmoid(sg)
+        if (next_norm)  // x += moe + y * sigmoid(sg), and the next layer's input h = rms_norm(x) * w
+            be_.shared_expert_add_norm(moe, y, sg, x, next_norm, p_.rms_eps, h);
+        else
+            be_.shared_expert_add(moe, y, sg, x);
     } else {
         be_.add(x, moe, x);
+        if (next_norm) be_.rms_norm(x, next_norm, p_.rms_eps, p_.n_embd, h);
     }
 }
 
@@ -182,14 +181,15 @@ backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {
             }
     auto x = rows(x_), h = rows(h_);
     be_.get_rows(w_.token_embd, ids, x);
+    be_.rms_norm(x, &w_.layers[0].attn_norm, p_.rms_eps, p_.n_embd, h);
     for (int l = 0; l < p_.n_layer; ++l) {
         const Layer& L = w_.layers[l];
-        be_.rms_norm(x, &L.attn_norm, p_.rms_eps, p_.n_embd, h);
         if (p_.recurrent[l])
             delta_net_layer(L, l);
         else
             attention_layer(L, l, pos0);
-        ffn(L);
+        // Each layer's FFN leaves the next layer's input norm in h.
+        ffn(L, l + 1 < p_.n_layer ? &w_.layers[l + 1].attn_norm : nullptr);
     }
     return head(x, h, w_, p_.rms_eps);
 }

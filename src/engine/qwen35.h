@@ -21,7 +21,8 @@ private:
     backend::Act compute(std::span<const int32_t> ids, int64_t pos0) override;
     void delta_net_layer(const Layer& L, int l);
     void attention_layer(const Layer& L, int l, int64_t pos0);
-    void ffn(const Layer& L);
+    // The layer's FFN, then, where next_norm is given, the next layer's input norm of the residual stream into h.
+    void ffn(const Layer& L, const backend::Weight* next_norm);
 
     struct LayerState {
         backend::KvLayer kv;             // attention layers

@@ -609,6 +609,177 @@ TEST(CudaDeltaNet, LongPromptRunsInSegments) {
     EXPECT_LE(max_err(be.get(*be.gpu, sg), be.get(*be.cpu, sc)), 1e-5);
 }
 
+// ---------------------------------------------------------------- the fused decode step
+
+// A layer's weights and starting states in host memory: random, the states as partway through a sequence.
+struct StepHost {
+    DeltaNetParams p;
+    int K = 4;
+    std::unique_ptr<HostTensor> conv_w, dt_bias, ssm_a, norm;
+    std::vector<float> conv_state, state;
+
+    int64_t key_dim() const { return int64_t(p.n_k) * p.d_k; }
+    int64_t value_dim() const { return int64_t(p.n_v) * p.d_v; }
+    int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
+};
+
+StepHost step_host(const DeltaNetParams& p, int K) {
+    StepHost h;
+    h.p = p;
+    h.K = K;
+    h.conv_w = random_tensor(TensorType::F32, K, h.conv_dim(), "ssm_conv1d.weight");
+    h.dt_bias = f32_tensor(random_floats(size_t(p.n_v), -1, 4), p.n_v, 1, "ssm_dt.bias");
+    h.ssm_a = f32_tensor(random_floats(size_t(p.n_v), -8, -0.01f), p.n_v, 1, "ssm_a");
+    h.norm = f32_tensor(random_floats(size_t(p.d_v), 0.5f, 1.5f), p.d_v, 1, "ssm_norm.weight");
+    h.conv_state = random_floats(size_t((K - 1) * h.conv_dim()), -2, 2);
+    h.state = random_state(p);
+    return h;
+}
+
+// One layer's delta_net_step operands on one backend: the projections, the weights, the two states and the scratch
+// (NaN, so that what is not written shows).
+struct StepLayer {
+    const StepHost* host = nullptr;
+    Act qkv, z, a, b, conv_state, state, conv, g, beta, out;
+    Weight conv_w, dt_bias, ssm_a, norm;
+
+    zinc::backend::DeltaNetWeights weights() const { return {&conv_w, &dt_bias, &ssm_a, &norm}; }
+};
+
+StepLayer step_layer(Backend& be, const StepHost& h) {
+    StepLayer l;
+    l.host = &h;
+    const auto up = [&](const std::vector<float>& v, int64_t rows, int64_t cols) {
+        Act a = be.alloc(rows, cols);
+        be.upload(a, v);
+        return a;
+    };
+    const auto nan = [&](int64_t cols) { return up(std::vector<float>(size_t(cols), kNaN), 1, cols); };
+    l.conv_w = be.load_weight(h.conv_w->info);
+    l.dt_bias = be.load_weight(h.dt_bias->info);
+    l.ssm_a = be.load_weight(h.ssm_a->info);
+    l.norm = be.load_weight(h.norm->info);
+    l.conv_state = up(h.conv_state, h.K - 1, h.conv_dim());
+    l.state = up(h.state, h.p.n_v, int64_t(h.p.d_k) * h.p.d_v);
+    l.qkv = nan(h.conv_dim());
+    l.z = nan(h.value_dim());
+    l.a = nan(h.p.n_v);
+    l.b = nan(h.p.n_v);
+    l.conv = nan(h.conv_dim());
+    l.g = nan(h.p.n_v);
+    l.beta = nan(h.p.n_v);
+    l.out = nan(h.value_dim());
+    return l;
+}
+
+// Fresh projections of one token.
+struct StepInputs {
+    std::vector<float> qkv, z, a, b;
+};
+StepInputs step_inputs(const StepHost& h) {
+    return {random_floats(size_t(h.conv_dim()), -2, 2), random_floats(size_t(h.value_dim()), -5, 5),
+            random_floats(size_t(h.p.n_v), -6, 6), random_floats(size_t(h.p.n_v), -6, 6)};
+}
+void upload_inputs(Backend& be, StepLayer& l, const StepInputs& in) {
+    be.upload(l.qkv, in.qkv);
+    be.upload(l.z, in.z);
+    be.upload(l.a, in.a);
+    be.upload(l.b, in.b);
+}
+
+constexpr float kStepEps = 1e-6f;
+
+// The ops delta_net_step is defined as, one by one.
+void step_by_ops(Backend& be, StepLayer& l) {
+    const StepHost& h = *l.host;
+    const int64_t kd = h.key_dim();
+    be.delta_net_gates(l.a, l.b, l.dt_bias, l.ssm_a, l.g, l.beta);
+    be.conv1d_causal(l.qkv, l.conv_state, l.conv_w, true, l.conv);
+    Act qk{l.conv.data, 1, 2 * kd};
+    be.l2_norm(qk, kStepEps, h.p.d_k, qk);
+    const Act q{l.conv.data, 1, kd}, k{l.conv.data + kd, 1, kd}, v{l.conv.data + 2 * kd, 1, h.value_dim()};
+    be.delta_net(q, k, v, l.g, l.beta, l.state, h.p, l.out);
+    be.gated_rms_norm(l.out, l.norm, l.z, kStepEps, h.p.d_v, l.out);
+}
+
+void fused_step(Backend& be, StepLayer& l) {
+    be.delta_net_step(l.qkv, l.z, l.a, l.b, l.weights(), kStepEps, l.conv_state, l.state, l.host->p, l.conv, l.g,
+                      l.beta, l.out);
+}
+
+// The Qwen3.5-9B / Qwen3.6-35B-A3B shape (16 key heads, 32 value heads of 128, conv of 4) and Qwen3.6-27B's 48 value
+// heads, the HF head order, value heads that are no whole number of Q8_1 blocks (no Q8_1 output then), key heads of
+// 256 (the recurrence's largest register tile), other conv widths, and value heads of 3 and 5 Q8_1 blocks.
+std::vector<std::pair<DeltaNetParams, int>> step_shapes() {
+    return {{dn_params(16, 32, 128, 128, true), 4}, {dn_params(16, 48, 128, 128, true), 4},
+            {dn_params(16, 32, 128, 128, false), 4}, {dn_params(2, 6, 40, 20, true), 4},
+            {dn_params(1, 2, 256, 64, true), 3},    {dn_params(2, 4, 32, 96, false), 2},
+            {dn_params(1, 2, 64, 160, true), 4}};
+}
+
+TEST(CudaDeltaNet, StepEqualsTheSequenceOfOps) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    for (const auto& [p, K] : step_shapes()) {
+        SCOPED_TRACE(dn_name(p) + " K " + std::to_string(K));
+        const StepHost h = step_host(p, K);
+        StepLayer seq = step_layer(*be.gpu, h), fused = step_layer(*be.gpu, h), cpu = step_layer(*be.cpu, h);
+        for (int step = 0; step < 4; ++step) {
+            SCOPED_TRACE("step " + std::to_string(step));
+            const StepInputs in = step_inputs(h);
+            upload_inputs(*be.gpu, seq, in);
+            upload_inputs(*be.gpu, fused, in);
+            upload_inputs(*be.cpu, cpu, in);
+            step_by_ops(*be.gpu, seq);
+            fused_step(*be.gpu, fused);
+            fused_step(*be.cpu, cpu);
+            // Exact: the fused kernels compute every value as the separate kernels do.
+            const auto out = be.get(*be.gpu, fused.out);
+            EXPECT_EQ(out, be.get(*be.gpu, seq.out)) << "out";
+            EXPECT_EQ(be.get(*be.gpu, fused.conv), be.get(*be.gpu, seq.conv)) << "conv";
+            EXPECT_EQ(be.get(*be.gpu, fused.g), be.get(*be.gpu, seq.g)) << "g";
+            EXPECT_EQ(be.get(*be.gpu, fused.beta), be.get(*be.gpu, seq.beta)) << "beta";
+            EXPECT_EQ(be.get(*be.gpu, fused.conv_state), be.get(*be.gpu, seq.conv_state)) << "conv state";
+            EXPECT_EQ(be.get(*be.gpu, fused.state), be.get(*be.gpu, seq.state)) << "state";
+            // 2e-5 of the largest value against the CPU: the recurrence's 1e-5 (DecodeSteps), the states carried over
+            // the steps, and the norms' 2e-6.
+            EXPECT_LE(max_err(out, be.get(*be.cpu, cpu.out)), 2e-5) << "out against the CPU";
+            EXPECT_LE(max_err(be.get(*be.gpu, fused.state), be.get(*be.cpu, cpu.state)), 2e-5) << "state, CPU";
+        }
+    }
+}
+
+// The step leaves its output's Q8_1 blocks for the output projection right after it (as rms_norm does): that matvec
+// reads them instead of quantizing the row itself, and its result is the one after the sequence of ops, bit for bit.
+TEST(CudaDeltaNet, MatvecAfterStepEqualsMatvecAfterTheOps) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    Backend& g = *be.gpu;
+    for (const auto& [p, K] : step_shapes()) {
+        SCOPED_TRACE(dn_name(p) + " K " + std::to_string(K));
+        const StepHost h = step_host(p, K);
+        if (h.value_dim() % 32 != 0) continue;  // the Q8_0 rows of ssm_out: whole blocks
+        StepLayer seq = step_layer(g, h), fused = step_layer(g, h);
+        const auto wt = random_tensor(TensorType::Q8_0, h.value_dim(), 512, "ssm_out.weight");
+        const Weight w = g.load_weight(wt->info);
+        const auto start = random_floats(512);
+        Act res_seq = g.alloc(1, 512), res_fused = g.alloc(1, 512), tmp = g.alloc(1, 512);
+        g.upload(res_seq, start);
+        g.upload(res_fused, start);
+        for (int step = 0; step < 3; ++step) {
+            const StepInputs in = step_inputs(h);
+            upload_inputs(g, seq, in);
+            upload_inputs(g, fused, in);
+            step_by_ops(g, seq);
+            g.matmul_add(w, seq.out, tmp, res_seq);
+            fused_step(g, fused);
+            g.matmul_add(w, fused.out, tmp, res_fused);
+            EXPECT_EQ(be.get(g, res_fused), be.get(g, res_seq)) << "step " << step;
+        }
+        EXPECT_NE(be.get(g, res_seq), start);
+    }
+}
+
 TEST(CudaDeltaNet, BadShapesThrow) {
     ZINC_REQUIRE_GPU();
     Backends be;
@@ -653,6 +824,21 @@ TEST(CudaDeltaNet, BadShapesThrow) {
     Act qw = g.alloc(1, 512), kw = g.alloc(1, 512), vw = g.alloc(1, 16), gw = g.alloc(1, 1), bw = g.alloc(1, 1),
         Sw = g.alloc(1, 512 * 16), ow = g.alloc(1, 16);
     EXPECT_THROW(g.delta_net(qw, kw, vw, gw, bw, Sw, wide, ow), std::runtime_error);
+    // delta_net_step: one row only, every weight given, outputs over no input.
+    const StepHost h = step_host(p, 4);
+    StepLayer l = step_layer(g, h);
+    Act qkv2 = g.alloc(2, h.conv_dim());
+    zinc::backend::DeltaNetWeights no_norm = l.weights();
+    no_norm.norm = nullptr;
+    EXPECT_THROW(g.delta_net_step(qkv2, l.z, l.a, l.b, l.weights(), kStepEps, l.conv_state, l.state, p, l.conv, l.g,
+                                  l.beta, l.out),
+                 std::invalid_argument);
+    EXPECT_THROW(g.delta_net_step(l.qkv, l.z, l.a, l.b, no_norm, kStepEps, l.conv_state, l.state, p, l.conv, l.g,
+                                  l.beta, l.out),
+                 std::invalid_argument);
+    EXPECT_THROW(g.delta_net_step(l.qkv, l.z, l.a, l.b, l.weights(), kStepEps, l.conv_state, l.state, p, l.qkv, l.g,
+                                  l.beta, l.out),
+                 std::invalid_argument);
     g.synchronize();
 }
 

@@ -1,4 +1,4 @@
-// The CUDA backend's fused ops (matmuls, ffn_gated, matmul_add; norm_add and shared_expert_add at the end), at
+// The CUDA backend's fused ops (matmuls, ffn_gated, matmul_add; norm_add and shared_expert_add(_norm) at the end), at
 // Qwen3-8B shapes (n_embd 4096, 1024-wide K and V, n_ff 12288) for the weight types of real files and at small shapes
 // for every type, matmuls and matmul_add also with the biases gpt-oss adds in their epilogue. Each op is checked three
 // ways:
@@ -640,6 +640,56 @@ TEST(CudaSharedExpertAdd, EqualsSigmoidMulAddAdd) {
                 be.cpu->shared_expert_add(ac, bc, gc, xc);
                 EXPECT_LE(max_err(got, be.get(*be.cpu, xc)), 2e-6) << "against the CPU backend";
             }
+}
+
+// shared_expert_add_norm's one launch (one gate per row) equals shared_expert_add and rms_norm on the GPU bit for bit,
+// with and without a norm weight, at Qwen3.6-35B-A3B's 2048 values a row, other widths and several rows, one gate a
+// value (the sequence of ops then), and leaves its one row's Q8_1 blocks for the matvec after it.
+TEST(CudaSharedExpertAdd, NormEqualsAddThenRmsNorm) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    for (const int64_t n : {int64_t(2048), int64_t(4096), int64_t(200), int64_t(203)})
+        for (const int64_t rows : {int64_t(1), int64_t(3)})
+            for (const bool per_row : {true, false})
+                for (const bool weighted : {true, false}) {
+                    SCOPED_TRACE("n=" + std::to_string(n) + " rows=" + std::to_string(rows) +
+                                 (per_row ? " one gate a row" : " one gate a value") + (weighted ? "" : " no weight"));
+                    const int64_t gate_cols = per_row ? 1 : n;
+                    const auto a = random_floats(size_t(rows * n), -2.0f, 2.0f);
+                    const auto b = random_floats(size_t(rows * n), -2.0f, 2.0f);
+                    const auto g = random_floats(size_t(rows * gate_cols), -6.0f, 6.0f);
+                    const auto x = random_floats(size_t(rows * n), -3.0f, 3.0f);
+                    const Both nw = make_weight(be, TensorType::F32, n, 1, "blk.1.attn_norm.weight");
+                    const Weight* wg = weighted ? &nw.gpu : nullptr;
+                    auto [ac, ag] = be.act(a, rows, n);
+                    auto [bc, bg] = be.act(b, rows, n);
+                    auto [gc, gg] = be.act(g, rows, gate_cols);
+                    auto [xc, xg] = be.act(x, rows, n);
+                    auto [a2c, a2g] = be.act(a, rows, n);
+                    auto [b2c, b2g] = be.act(b, rows, n);
+                    auto [x2c, x2g] = be.act(x, rows, n);
+                    auto [hc, hg] = be.out(rows, n);
+                    auto [h2c, h2g] = be.out(rows, n);
+                    be.gpu->shared_expert_add_norm(ag, bg, gg, xg, wg, 1e-6f, hg);
+                    be.gpu->shared_expert_add(a2g, b2g, gg, x2g);
+                    be.gpu->rms_norm(x2g, wg, 1e-6f, n, h2g);
+                    EXPECT_EQ(be.get(*be.gpu, xg), be.get(*be.gpu, x2g)) << "the residual";
+                    const auto got = be.get(*be.gpu, hg);
+                    EXPECT_EQ(got, be.get(*be.gpu, h2g)) << "the norm";
+                    be.cpu->shared_expert_add_norm(ac, bc, gc, xc, weighted ? &nw.cpu : nullptr, 1e-6f, hc);
+                    EXPECT_LE(max_err(got, be.get(*be.cpu, hc)), 4e-6) << "against the CPU backend";
+                    if (rows == 1 && n % 32 == 0) {
+                        const Both w = make_weight(be, TensorType::Q8_0, n, 96, "w");
+                        auto [mc, mg] = be.out(1, 96);
+                        be.gpu->upload(xg, x);
+                        be.gpu->shared_expert_add_norm(ag, bg, gg, xg, wg, 1e-6f, hg);
+                        be.gpu->matmul(w.gpu, hg, mg);
+                        const auto after = be.get(*be.gpu, mg);
+                        be.gpu->upload(hg, be.get(*be.gpu, hg));  // an upload between: the matvec quantizes itself
+                        be.gpu->matmul(w.gpu, hg, mg);
+                        EXPECT_EQ(after, be.get(*be.gpu, mg)) << "the matvec after the op";
+                    }
+                }
 }
 
 }  // namespace

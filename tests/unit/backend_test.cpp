@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -154,6 +155,33 @@ std::vector<std::string> bad_calls(Backend& be) {
     Act gate3 = be.alloc(2, 3);
     r.push_back(thrown_by([&] { be.shared_expert_add(x, x2, gate3, out64); }));
     r.push_back(thrown_by([&] { be.shared_expert_add(x, x2, tmp64, x2); }));
+    // delta_net_step (1 key head and 2 value heads of 16, a conv of 4 taps): two rows, a missing weight, a projection
+    // of the wrong width, a norm weight of the wrong length, the conv's output over the projection.
+    zinc::backend::DeltaNetParams dp;
+    dp.n_k = 1;
+    dp.n_v = 2;
+    dp.d_k = dp.d_v = 16;
+    const Weight conv_w = f32_weight(host, "blk.0.ssm_conv1d.weight", 4, 64);
+    const Weight dt = f32_weight(host, "blk.0.ssm_dt.bias", 2), ssm_a = f32_weight(host, "blk.0.ssm_a", 2);
+    const Weight ssm_norm = f32_weight(host, "blk.0.ssm_norm.weight", 16);
+    const zinc::backend::DeltaNetWeights dw{&conv_w, &dt, &ssm_a, &ssm_norm}, no_norm{&conv_w, &dt, &ssm_a, nullptr};
+    const zinc::backend::DeltaNetWeights wide_norm{&conv_w, &dt, &ssm_a, &norm};
+    Act qkv = be.alloc(1, 64), qkv2 = be.alloc(2, 64), qkv48 = be.alloc(1, 48), z = be.alloc(1, 32);
+    Act da = be.alloc(1, 2), db = be.alloc(1, 2), dg = be.alloc(1, 2), dbeta = be.alloc(1, 2);
+    Act conv_state = be.alloc(3, 64), state = be.alloc(2, 256), conv = be.alloc(1, 64), o = be.alloc(1, 32);
+    const auto step = [&](const Act& in, const zinc::backend::DeltaNetWeights& w, Act& c) {
+        return thrown_by([&] { be.delta_net_step(in, z, da, db, w, 1e-6f, conv_state, state, dp, c, dg, dbeta, o); });
+    };
+    r.push_back(step(qkv2, dw, conv));
+    r.push_back(step(qkv, no_norm, conv));
+    r.push_back(step(qkv48, dw, conv));
+    r.push_back(step(qkv, wide_norm, conv));
+    r.push_back(step(qkv, dw, qkv));
+    // shared_expert_add_norm: h of another shape, a norm weight of the wrong length, h over the residual.
+    Act h = be.alloc(2, 64), h32 = be.alloc(2, 32), gate1 = be.alloc(2, 1);
+    r.push_back(thrown_by([&] { be.shared_expert_add_norm(x, x2, gate1, out64, &norm, 1e-6f, h32); }));
+    r.push_back(thrown_by([&] { be.shared_expert_add_norm(x, x2, gate1, out64, &sinks, 1e-6f, h); }));
+    r.push_back(thrown_by([&] { be.shared_expert_add_norm(x, x2, gate1, out64, &norm, 1e-6f, out64); }));
     return r;
 }
 
@@ -207,6 +235,14 @@ TEST(BackendChecks, EveryBackendRejectsTheSameCallsWithTheSameMessages) {
         "invalid_argument: rms_norms blk.0.attn_norm.weight: the outputs must not overlap each other",
         "invalid_argument: shared_expert_add: gate must have b's shape or one column",
         "invalid_argument: shared_expert_add: out must overlap neither a nor b",
+        "invalid_argument: delta_net_step: one token only",
+        "invalid_argument: delta_net_step: missing weight",
+        "invalid_argument: delta_net_step: qkv has shape 1x48, expected 1x64",
+        "invalid_argument: delta_net_step: blk.0.attn_norm.weight must be f32 with 16 values",
+        "invalid_argument: delta_net_step: the outputs and states must overlap neither the inputs nor each other",
+        "invalid_argument: shared_expert_add_norm blk.0.attn_norm.weight: shape mismatch",
+        "invalid_argument: shared_expert_add_norm: weight blk.0.attn_sinks.weight must be f32 with 64 values",
+        "invalid_argument: shared_expert_add_norm blk.0.attn_norm.weight: h must overlap none of a, b, gate and out",
     };
     EXPECT_EQ(on_cpu, want);
 }
@@ -500,6 +536,27 @@ TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
             cpu->add(res1, tmp1, res1);
             EXPECT_EQ(get(res), get(res1)) << "biased";
 
+            // shared_expert_add_norm, one gate a row and one a value: shared_expert_add, then rms_norm into h.
+            for (const int64_t gate_cols : {int64_t(1), cols}) {
+                const auto av = random(size_t(rows * cols)), bv = random(size_t(rows * cols));
+                const auto gv = random(size_t(rows * gate_cols));
+                const auto wv = random(size_t(cols));
+                const Weight nw = f32_weight(wv, "attn_norm", cols);
+                Act a = cpu->alloc(rows, cols), b = cpu->alloc(rows, cols), a1 = cpu->alloc(rows, cols);
+                Act b1 = cpu->alloc(rows, cols), g = cpu->alloc(rows, gate_cols);
+                Act hn = cpu->alloc(rows, cols), hn1 = cpu->alloc(rows, cols);
+                for (Act* t : {&a, &a1}) cpu->upload(*t, av);
+                for (Act* t : {&b, &b1}) cpu->upload(*t, bv);
+                cpu->upload(g, gv);
+                cpu->upload(res, start);
+                cpu->upload(res1, start);
+                cpu->shared_expert_add_norm(a, b, g, res, &nw, 1e-6f, hn);
+                cpu->shared_expert_add(a1, b1, g, res1);
+                cpu->rms_norm(res1, &nw, 1e-6f, cols, hn1);
+                EXPECT_EQ(get(res), get(res1)) << "shared_expert_add_norm's residual, gate cols " << gate_cols;
+                EXPECT_EQ(get(hn), get(hn1)) << "shared_expert_add_norm's norm, gate cols " << gate_cols;
+            }
+
             // norm_add, with and without a weight and an output scale: rms_norm in place, add, scale.
             const auto norm_values = random(size_t(cols));
             const Weight nw = f32_weight(norm_values, "post_norm", cols);
@@ -518,6 +575,72 @@ TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
                 }
         }
     }
+}
+
+// delta_net_step is its sequence of ops on the CPU too, bit for bit, over several tokens (the states carried over):
+// gates, conv, the q/k L2 norms in place, the recurrence on the pieces of the conv's row, the gated norm in place.
+TEST(BackendFusedOps, CpuDeltaNetStepEqualsTheSequenceOfOps) {
+    auto cpu = zinc::backend::make_cpu_backend(2);
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+    auto random = [&](size_t n, float scale = 1.0f) {
+        std::vector<float> v(n);
+        for (float& f : v) f = scale * ud(rng);
+        return v;
+    };
+    auto get = [&](const Act& a) {
+        std::vector<float> v(size_t(a.size()));
+        cpu->download(a, v);
+        return v;
+    };
+    zinc::backend::DeltaNetParams p;
+    p.n_k = 2;
+    p.n_v = 4;
+    p.d_k = 32;
+    p.d_v = 24;
+    p.scale = 0.125f;
+    const int64_t kd = 2 * 32, vd = 4 * 24, C = 2 * kd + vd, K = 4;
+    const auto conv_v = random(size_t(K * C)), dt_v = random(4), a_v = random(4, 4.0f), norm_v = random(24);
+    std::vector<float> ssm_a_v(4);
+    for (size_t i = 0; i < 4; ++i) ssm_a_v[i] = -std::exp(a_v[i]);
+    const Weight conv_w = f32_weight(conv_v, "ssm_conv1d.weight", K, C), dt = f32_weight(dt_v, "ssm_dt.bias", 4);
+    const Weight ssm_a = f32_weight(ssm_a_v, "ssm_a", 4), norm = f32_weight(norm_v, "ssm_norm.weight", 24);
+    const zinc::backend::DeltaNetWeights dw{&conv_w, &dt, &ssm_a, &norm};
+    // Two copies of the layer's states and scratch: one for the op, one for the sequence.
+    struct Layer {
+        Act conv_state, state, conv, g, beta, out;
+    };
+    const auto conv_state0 = random(size_t((K - 1) * C)), state0 = random(size_t(4 * 32 * 24), 0.3f);
+    auto layer = [&] {
+        Layer l{cpu->alloc(K - 1, C), cpu->alloc(4, 32 * 24), cpu->alloc(1, C),
+                cpu->alloc(1, 4),     cpu->alloc(1, 4),       cpu->alloc(1, vd)};
+        cpu->upload(l.conv_state, conv_state0);
+        cpu->upload(l.state, state0);
+        return l;
+    };
+    Layer f = layer(), s = layer();
+    Act qkv = cpu->alloc(1, C), z = cpu->alloc(1, vd), a = cpu->alloc(1, 4), b = cpu->alloc(1, 4);
+    for (int step = 0; step < 3; ++step) {
+        cpu->upload(qkv, random(size_t(C), 2.0f));
+        cpu->upload(z, random(size_t(vd), 4.0f));
+        cpu->upload(a, random(4, 4.0f));
+        cpu->upload(b, random(4, 4.0f));
+        cpu->delta_net_step(qkv, z, a, b, dw, 1e-6f, f.conv_state, f.state, p, f.conv, f.g, f.beta, f.out);
+        cpu->delta_net_gates(a, b, dt, ssm_a, s.g, s.beta);
+        cpu->conv1d_causal(qkv, s.conv_state, conv_w, true, s.conv);
+        Act qk{s.conv.data, 1, 2 * kd};
+        cpu->l2_norm(qk, 1e-6f, p.d_k, qk);
+        const Act q{s.conv.data, 1, kd}, k{s.conv.data + kd, 1, kd}, v{s.conv.data + 2 * kd, 1, vd};
+        cpu->delta_net(q, k, v, s.g, s.beta, s.state, p, s.out);
+        cpu->gated_rms_norm(s.out, norm, z, 1e-6f, p.d_v, s.out);
+        EXPECT_EQ(get(f.out), get(s.out)) << "step " << step;
+        EXPECT_EQ(get(f.conv), get(s.conv)) << "step " << step;
+        EXPECT_EQ(get(f.g), get(s.g)) << "step " << step;
+        EXPECT_EQ(get(f.beta), get(s.beta)) << "step " << step;
+        EXPECT_EQ(get(f.conv_state), get(s.conv_state)) << "step " << step;
+        EXPECT_EQ(get(f.state), get(s.state)) << "step " << step;
+    }
+    EXPECT_NE(get(f.state), state0);
 }
 
 }  // namespace

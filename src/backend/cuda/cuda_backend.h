@@ -131,6 +131,8 @@ protected:
     // delta_net_ops.cpp
     void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) override;
     void do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) override;
+    void do_shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& out, const Weight* w, float eps,
+                                   Act& h) override;
     void do_fill(Act& a, float value) override;
     void do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) override;
     void do_delta_net_gates(const Act& a, const Act& b, const Weight& dt_bias, const Weight& ssm_a, Act& g,
@@ -140,6 +142,9 @@ protected:
                       const DeltaNetParams& p, Act& out) override;
     void do_delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
                               const DeltaNetParams& p, int chunk, Act& out) override;
+    void do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
+                           float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
+                           Act& beta, Act& out) override;
 
     // moe_ops.cpp
     void do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override;

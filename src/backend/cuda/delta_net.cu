@@ -4,10 +4,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/delta_net_kernels.h"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma.cuh"
+#include "backend/cuda/norm_kernels.h"
+#include "backend/cuda/norm_math.cuh"
+#include "backend/cuda/vec_dot_q8_1.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -53,9 +57,8 @@ __global__ void gates_kernel(const float* a, const float* b, const float* dt_bia
     begin_kernel();
     for (int64_t i = first_index(); i < n; i += grid_stride()) {
         const int64_t h = i % heads;
-        const float gv = dn_softplus(a[i] + dt_bias[h]) * ssm_a[h];
         beta[i] = dn_sigmoid(b[i]);
-        g[i] = gv;
+        g[i] = dn_decay_gate(a[i], dt_bias[h], ssm_a[h]);
     }
 }
 
@@ -70,12 +73,23 @@ __global__ void conv1d_kernel(const float* x, float* state, const float* w, int6
     dn_conv_channel<KM1>(x, state, w, T, C, c, t_begin, dn_min(T, t_begin + tile), silu, out);
 }
 
-template <int KM1>
-void launch_conv(const float* x, float* state, const float* w, int64_t T, int64_t C, int64_t tile, bool silu,
-                 float* out, cudaStream_t s) {
-    const dim3 grid(unsigned((C + 255) / 256), unsigned((T + tile - 1) / tile));
-    launch(conv1d_kernel<KM1>, grid, 256, 0, s, x, state, w, T, C, tile, silu, out);
+// f(std::integral_constant<int, K - 1>{}) for a conv of 1 <= K <= kMaxConvK taps (the kernels' template argument);
+// false for other K.
+template <typename F>
+bool with_taps(int K, F&& f) {
+    switch (K) {
+    case 1: f(std::integral_constant<int, 0>{}); return true;
+    case 2: f(std::integral_constant<int, 1>{}); return true;
+    case 3: f(std::integral_constant<int, 2>{}); return true;
+    case 4: f(std::integral_constant<int, 3>{}); return true;
+    case 5: f(std::integral_constant<int, 4>{}); return true;
+    case 6: f(std::integral_constant<int, 5>{}); return true;
+    case 7: f(std::integral_constant<int, 6>{}); return true;
+    case 8: f(std::integral_constant<int, 7>{}); return true;
+    default: return false;
+    }
 }
+static_assert(kMaxConvK == 8, "with_taps covers 1 to kMaxConvK taps");
 
 // Adds x over the kSeqSplit lanes of a column group; a butterfly, so every lane ends with the same bits.
 __device__ __forceinline__ float quad_sum(float x) {
@@ -83,6 +97,25 @@ __device__ __forceinline__ float quad_sum(float x) {
     x += __shfl_xor_sync(0xffffffffu, x, 1);
     x += __shfl_xor_sync(0xffffffffu, x, 2);
     return x;
+}
+
+// f(std::integral_constant<int, R>{}) with R the smallest of 8, 16, 32, 64 that holds a thread's d_k / kSeqSplit key
+// rows (the recurrence kernels' template argument); false where d_k is wider.
+template <typename F>
+bool with_key_rows(int d_k, F&& f) {
+    static_assert(kMaxKeyDim <= 64 * kSeqSplit, "the largest instantiation covers kMaxKeyDim");
+    const int rows = (d_k + kSeqSplit - 1) / kSeqSplit;
+    if (rows <= 8)
+        f(std::integral_constant<int, 8>{});
+    else if (rows <= 16)
+        f(std::integral_constant<int, 16>{});
+    else if (rows <= 32)
+        f(std::integral_constant<int, 32>{});
+    else if (rows <= 64)
+        f(std::integral_constant<int, 64>{});
+    else
+        return false;
+    return true;
 }
 
 // Grid (column blocks of kSeqThreads / kSeqSplit, value heads); every lane runs every token (the shuffles need the
@@ -110,6 +143,60 @@ __global__ void __launch_bounds__(kSeqThreads) delta_net_seq_kernel(DeltaNetArgs
         if (valid && r == 0) a.out[t * vw + int64_t(h) * a.d_v + j] = o * a.scale;
     }
     dn_seq_store<kRows>(s, S, r, j, valid, a.d_k, a.d_v);
+}
+
+// ---- delta_net_step: one token ----
+
+constexpr int kInputsThreads = 256;
+
+// delta_net_step's first kernel: the warps of the first qk_blocks blocks take one query or key head each (lane l its
+// channels l, l + 32, ...: their conv, then the head's L2 norm, for which each lane reads back only the values it
+// wrote), the threads of the next v_blocks blocks one value channel each (its conv), and the last block the gates. The
+// arithmetic is conv1d_kernel's, l2_norm_kernel's and gates_kernel's.
+template <int KM1>
+__global__ void __launch_bounds__(kInputsThreads)
+    delta_net_inputs_kernel(DeltaNetArgs a, DeltaNetStepArgs st, unsigned qk_blocks, unsigned v_blocks) {
+    begin_kernel();
+    const int64_t key_dim = int64_t(a.n_k) * a.d_k, C = 2 * key_dim + int64_t(a.n_v) * a.d_v;
+    const unsigned block = blockIdx.x;
+    if (block < qk_blocks) {
+        const int64_t head = int64_t(block) * (kInputsThreads / 32) + threadIdx.x / 32;
+        const int lane = int(threadIdx.x % 32);
+        if (head >= 2 * a.n_k) return;  // whole warps
+        float* x = st.conv + head * a.d_k;
+        for (int64_t i = lane; i < a.d_k; i += 32)
+            dn_conv_channel<KM1>(st.qkv, st.conv_state, st.conv_w, 1, C, head * a.d_k + i, 0, 1, true, st.conv);
+        warp_l2_normalize(x, st.eps, a.d_k, lane, x);
+    } else if (block < qk_blocks + v_blocks) {
+        const int64_t c = 2 * key_dim + int64_t(block - qk_blocks) * kInputsThreads + threadIdx.x;
+        if (c < C) dn_conv_channel<KM1>(st.qkv, st.conv_state, st.conv_w, 1, C, c, 0, 1, true, st.conv);
+    } else {
+        for (int h = int(threadIdx.x); h < a.n_v; h += kInputsThreads) {
+            st.beta[h] = dn_sigmoid(st.b[h]);
+            st.g[h] = dn_decay_gate(st.a[h], st.dt_bias[h], st.ssm_a[h]);
+        }
+    }
+}
+
+// delta_net_step's third kernel: gated_rms_norm_kernel's arithmetic for groups (value heads) of 32 M values, a warp a
+// group, and each group's M Q8_1 blocks, as quantize_q8_1's kernel writes them: lane l's value l + 32 m of the group
+// is value l of block m.
+template <int M>
+__global__ void __launch_bounds__(256) gated_norm_q8_kernel(const float* x, const float* w, const float* z, float eps,
+                                                            int64_t n_groups, float* out, BlockQ8_1f* q8) {
+    begin_kernel();
+    const int64_t g = blockIdx.x * 8 + threadIdx.x / 32;
+    if (g >= n_groups) return;
+    const int lane = int(threadIdx.x % 32);
+    const float* xi = x + g * 32 * M;
+    const float scale = rms_scale(warp_sum_squares(xi, 32 * M, lane), 32 * M, eps);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+        const int i = lane + 32 * m;
+        const float y = gated_norm_value(xi[i], scale, w[i], z[g * 32 * M + i]);
+        out[g * 32 * M + i] = y;
+        quantize_q8_1_warp(y, q8[g * M + m], lane);
+    }
 }
 
 // The block of the chunked form's bodies on the GPU (delta_net_kernels.h): a phase is every thread's call then a
@@ -226,35 +313,52 @@ cudaError_t conv1d_causal(const float* x, float* state, const float* w, int64_t 
                           bool aliased, float* out, cudaStream_t s) {
     if (T <= 0 || C <= 0) return cudaGetLastError();
     const int64_t tile = dn_conv_tile(T, K, aliased);
-    switch (K) {
-    case 1: launch_conv<0>(x, state, w, T, C, tile, silu, out, s); break;
-    case 2: launch_conv<1>(x, state, w, T, C, tile, silu, out, s); break;
-    case 3: launch_conv<2>(x, state, w, T, C, tile, silu, out, s); break;
-    case 4: launch_conv<3>(x, state, w, T, C, tile, silu, out, s); break;
-    case 5: launch_conv<4>(x, state, w, T, C, tile, silu, out, s); break;
-    case 6: launch_conv<5>(x, state, w, T, C, tile, silu, out, s); break;
-    case 7: launch_conv<6>(x, state, w, T, C, tile, silu, out, s); break;
-    case 8: launch_conv<7>(x, state, w, T, C, tile, silu, out, s); break;
-    default: return cudaErrorInvalidValue;
-    }
+    const dim3 grid(unsigned((C + 255) / 256), unsigned((T + tile - 1) / tile));
+    if (!with_taps(K, [&](auto km1) {
+            launch(conv1d_kernel<decltype(km1)::value>, grid, 256, 0, s, x, state, w, T, C, tile, silu, out);
+        }))
+        return cudaErrorInvalidValue;
     return cudaGetLastError();
 }
 
 cudaError_t delta_net(const DeltaNetArgs& a, cudaStream_t s) {
     if (a.T <= 0) return cudaGetLastError();
     const dim3 grid(unsigned((a.d_v + kSeqThreads / kSeqSplit - 1) / (kSeqThreads / kSeqSplit)), unsigned(a.n_v));
-    const int rows = (a.d_k + kSeqSplit - 1) / kSeqSplit;
-    static_assert(kMaxKeyDim <= 64 * kSeqSplit, "the largest instantiation covers kMaxKeyDim");
-    if (rows <= 8)
-        launch(delta_net_seq_kernel<8>, grid, kSeqThreads, 0, s, a);
-    else if (rows <= 16)
-        launch(delta_net_seq_kernel<16>, grid, kSeqThreads, 0, s, a);
-    else if (rows <= 32)
-        launch(delta_net_seq_kernel<32>, grid, kSeqThreads, 0, s, a);
-    else if (rows <= 64)
-        launch(delta_net_seq_kernel<64>, grid, kSeqThreads, 0, s, a);
-    else
+    if (!with_key_rows(a.d_k, [&](auto rows) {
+            launch(delta_net_seq_kernel<decltype(rows)::value>, grid, kSeqThreads, 0, s, a);
+        }))
         return cudaErrorInvalidValue;
+    return cudaGetLastError();
+}
+
+bool delta_net_step_fits(int d_k, int K) { return d_k >= 1 && d_k <= kMaxKeyDim && K >= 1 && K <= kMaxConvK; }
+
+cudaError_t delta_net_step(const DeltaNetArgs& a, const DeltaNetStepArgs& st, BlockQ8_1f* q8, cudaStream_t s) {
+    if (a.T != 1 || !delta_net_step_fits(a.d_k, st.K) ||
+        (q8 && (a.d_v % 32 != 0 || a.d_v > 32 * kMaxStepNormBlocks)))
+        return cudaErrorInvalidValue;
+    const unsigned qk_blocks = unsigned((2 * a.n_k + kInputsThreads / 32 - 1) / (kInputsThreads / 32));
+    const unsigned v_blocks = unsigned((int64_t(a.n_v) * a.d_v + kInputsThreads - 1) / kInputsThreads);
+    with_taps(st.K, [&](auto km1) {
+        launch(delta_net_inputs_kernel<decltype(km1)::value>, qk_blocks + v_blocks + 1, kInputsThreads, 0, s, a, st,
+               qk_blocks, v_blocks);
+    });
+    if (const cudaError_t e = delta_net(a, s); e != cudaSuccess) return e;
+    if (!q8) return gated_rms_norm(a.out, st.norm_w, st.z, st.eps, a.d_v, a.n_v, a.out, s);
+    const auto go = [&](auto kernel) {
+        launch(kernel, unsigned((a.n_v + 7) / 8), 256, 0, s, a.out, st.norm_w, st.z, st.eps, int64_t(a.n_v), a.out, q8);
+    };
+    static_assert(kMaxStepNormBlocks == 8, "one instantiation for each count of blocks");
+    switch (a.d_v / 32) {
+    case 1: go(gated_norm_q8_kernel<1>); break;
+    case 2: go(gated_norm_q8_kernel<2>); break;
+    case 3: go(gated_norm_q8_kernel<3>); break;
+    case 4: go(gated_norm_q8_kernel<4>); break;
+    case 5: go(gated_norm_q8_kernel<5>); break;
+    case 6: go(gated_norm_q8_kernel<6>); break;
+    case 7: go(gated_norm_q8_kernel<7>); break;
+    default: go(gated_norm_q8_kernel<8>); break;
+    }
     return cudaGetLastError();
 }
 

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cuda/matmul_kernels.h"
+
 #ifdef __CUDACC__
 #define ZINC_DN_HD __host__ __device__ __forceinline__
 #define ZINC_DN_UNROLL _Pragma("unroll")
@@ -64,6 +66,26 @@ struct DeltaNetArgs {
 // registers for all T tokens.
 cudaError_t delta_net(const DeltaNetArgs& a, cudaStream_t s);
 
+// What Backend::delta_net_step reads and writes besides DeltaNetArgs's tensors (device pointers): the projections
+// qkv, z, a and b, the conv's filters and state, the gates' and the gated norm's weights, and the scratch conv, g and
+// beta that DeltaNetArgs's q, k, v, g and beta point into.
+struct DeltaNetStepArgs {
+    const float *qkv = nullptr, *z = nullptr, *a = nullptr, *b = nullptr;
+    const float *conv_w = nullptr, *dt_bias = nullptr, *ssm_a = nullptr, *norm_w = nullptr;
+    float *conv_state = nullptr, *conv = nullptr, *g = nullptr, *beta = nullptr;
+    int K = 0;  // the conv's taps
+    float eps = 0.0f;
+};
+bool delta_net_step_fits(int d_k, int K);
+// The most Q8_1 blocks of a value head whose quantized output delta_net_step writes (value heads of up to 256 values).
+constexpr int kMaxStepNormBlocks = 8;
+// One token's delta_net_step (a.T = 1) in three launches: the gates, the conv of every channel and the L2 norms of the
+// query and key heads in one; the recurrence (delta_net's kernel); the gated RMSNorm, with q8 (value heads of a whole
+// number of 32-value blocks, at most kMaxStepNormBlocks) also out's Q8_1 blocks, for the output projection's matvec.
+// Every value is the one the separate kernels (delta_net_gates, conv1d_causal, l2_norm, delta_net, gated_rms_norm,
+// quantize_q8_1) compute, bit for bit.
+cudaError_t delta_net_step(const DeltaNetArgs& a, const DeltaNetStepArgs& st, BlockQ8_1f* q8, cudaStream_t s);
+
 // The chunk length the kernels use for a requested chunk (> 0): at most kMaxChunk. The chunk only changes how the
 // sums are rounded, so a longer one is run as chunks of kMaxChunk.
 inline int dn_chunk_len(int chunk) { return chunk < kMaxChunk ? chunk : kMaxChunk; }
@@ -93,6 +115,8 @@ ZINC_DN_HD int64_t dn_slice_src(int64_t e, int64_t out_cols, int64_t width, int6
 ZINC_DN_HD float dn_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 ZINC_DN_HD float dn_silu(float x) { return x / (1.0f + expf(-x)); }
 ZINC_DN_HD float dn_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }  // torch's threshold
+// The log-decay gate g = softplus(a + dt_bias) * ssm_a of one value head.
+ZINC_DN_HD float dn_decay_gate(float a, float dt_bias, float ssm_a) { return dn_softplus(a + dt_bias) * ssm_a; }
 
 // conv1d_causal splits each channel's tokens into tiles of this many (one thread each). A thread of a later tile
 // reads its K-1 preceding inputs from x, so a tile must be at least K-1 long; when out aliases x one thread must

@@ -1,6 +1,9 @@
 // The CUDA backend's ops of the gated delta-net (Qwen3.5) layers. Backend checks their shapes; here only the
 // kernels' limits are. Every op only enqueues kernels (delta_net_chunked also needs a scratch buffer, sized by the
-// token count).
+// token count). A decode step's delta_net_step is three kernels instead of the six of its sequence (the gates, the
+// conv, the q/k norms, the recurrence, the gated norm, and the quantization of its output for the matvec after it): the
+// small ones joined around the recurrence, which keeps its own kernel of many blocks. (The recurrence and the gated
+// norm in one kernel, a block per value head, measured slower on the H100: Qwen3.6-35B-A3B tg128 340.1 against 342.1.)
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -86,6 +89,43 @@ void CudaBackend::do_delta_net(const Act& q, const Act& k, const Act& v, const A
                                Act& state, const DeltaNetParams& p, Act& out) {
     const cuda::DeltaNetArgs a = delta_net_args(q, k, v, g, beta, state, p, out, "delta_net");
     ZINC_CUDA_CHECK(cuda::delta_net(a, stream_), "delta_net", "");
+}
+
+// Three launches (delta_net_kernels.h), the last also leaving out's Q8_1 blocks for the output projection's matvec
+// right after it, as rms_norm does (quantized_row); key heads wider than the recurrence takes go to the sequence of
+// ops, whose delta_net says so.
+void CudaBackend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
+                                    float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
+                                    Act& beta, Act& out) {
+    const int K = static_cast<int>(w.conv->cols);
+    if (!cuda::delta_net_step_fits(p.d_k, K) || p.n_v > 65535)
+        return Backend::do_delta_net_step(qkv, z, a, b, w, eps, conv_state, state, p, conv, g, beta, out);
+    const int64_t key_dim = int64_t(p.n_k) * p.d_k;
+    cuda::DeltaNetArgs args = delta_net_args(conv, conv, conv, g, beta, state, p, out, "delta_net_step");
+    args.k = conv.data + key_dim;
+    args.v = conv.data + 2 * key_dim;
+    cuda::DeltaNetStepArgs st;
+    st.qkv = qkv.data;
+    st.z = z.data;
+    st.a = a.data;
+    st.b = b.data;
+    st.conv_w = static_cast<const float*>(w.conv->data);
+    st.dt_bias = static_cast<const float*>(w.dt_bias->data);
+    st.ssm_a = static_cast<const float*>(w.ssm_a->data);
+    st.norm_w = static_cast<const float*>(w.norm->data);
+    st.conv_state = conv_state.data;
+    st.conv = conv.data;
+    st.g = g.data;
+    st.beta = beta.data;
+    st.K = K;
+    st.eps = eps;
+    cuda::BlockQ8_1f* q8 = nullptr;
+    if (p.d_v % 32 == 0 && p.d_v <= 32 * cuda::kMaxStepNormBlocks) {
+        const size_t need = static_cast<size_t>(out.cols / 32) * sizeof(cuda::BlockQ8_1f);
+        q8 = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "delta_net_step"));
+    }
+    ZINC_CUDA_CHECK(cuda::delta_net_step(args, st, q8, stream_), "delta_net_step", w.norm->name);
+    if (q8) normed_ = {out.data, out.cols, ops_begun()};
 }
 
 // The chunked (WY) form, as the CPU's; chunks longer than cuda::kMaxChunk tokens run as chunks of kMaxChunk (the

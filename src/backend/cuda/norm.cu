@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backend/cuda/delta_net_kernels.h"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/norm_math.cuh"
@@ -95,14 +96,21 @@ __device__ __forceinline__ float4 add_scaled(float4 out, float4 v, float s) {
     return r;
 }
 
+// out + (a + b * sg) value by value, each product and sum rounded as shared_expert_add_kernel rounds them.
+__device__ __forceinline__ float4 shared_expert_sum(float4 out, float4 a, float4 b, float sg) {
+    const auto one = [&](float o, float av, float bv) { return __fadd_rn(o, __fadd_rn(av, __fmul_rn(bv, sg))); };
+    return make_float4(one(out.x, a.x, b.x), one(out.y, a.y, b.y), one(out.z, a.z, b.z), one(out.w, a.w, b.w));
+}
+
 // One block per group of n4 float4s (n4 <= blockDim.x * NV, blockDim.x a multiple of 32 up to 1024), for NO outputs
 // of the same normalized group: output j is the group times o.w[j], then (with `accumulate`, NO = 1 and no q8) added
 // to what o.out[j] holds, and times o.s[j] when that is not 1 (rms_norm, rms_norms, norm_add). With q8 (the group a
 // whole number of 32-value blocks, so that the 8 lanes of a block are all inside the group or all past it), also the
-// Q8_1 blocks of output 0.
+// Q8_1 blocks of output 0. With pre.a, the group normalized is x + pre.a + pre.b * sigmoid(gate), stored to pre.sum
+// (shared_expert_add_norm).
 template <int NV, int NO>
 __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, float eps, int64_t group, NormOuts o,
-                                                              BlockQ8_1f* q8, bool accumulate) {
+                                                              BlockQ8_1f* q8, bool accumulate, NormPreAdd pre) {
     const int64_t g = blockIdx.x;
     const int n4 = int(group / 4), t = int(threadIdx.x), T = int(blockDim.x);
     const float4 ones = make_float4(1.0f, 1.0f, 1.0f, 1.0f), zeros = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -121,6 +129,10 @@ __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, f
     for (int k = 0; k < NV; ++k) {
         const int i = t + T * k;
         v[k] = i < n4 ? xi[i] : zeros;
+        if (pre.a && i < n4) {
+            v[k] = shared_expert_sum(v[k], pre.a[g * n4 + i], pre.b[g * n4 + i], dn_sigmoid(pre.gate[g]));
+            pre.sum[g * n4 + i] = v[k];
+        }
         sum = add_squares(sum, v[k]);
     }
     __shared__ double part[32];
@@ -174,25 +186,11 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 constexpr int kGroupsPerBlock = kThreads / 32;
 
-// The sum of squares of the group at x, the same in every lane of the warp (a butterfly of commutative adds).
-__device__ double warp_sum_squares(const float* x, int64_t group, int lane) {
-    double sum = 0;
-    for (int64_t i = lane; i < group; i += 32) {
-        const float v = x[i];
-        sum += double(v * v);
-    }
-    return warp_sum(sum);
-}
-
 __global__ void l2_norm_kernel(const float* x, float eps, int64_t group, int64_t n_groups, float* out) {
     begin_kernel();
     const int64_t g = blockIdx.x * int64_t(kGroupsPerBlock) + threadIdx.x / 32;
     if (g >= n_groups) return;  // whole warps
-    const int lane = int(threadIdx.x % 32);
-    const float* xi = x + g * group;
-    float* yo = out + g * group;
-    const float scale = 1.0f / sqrtf(float(warp_sum_squares(xi, group, lane)) + eps);
-    for (int64_t i = lane; i < group; i += 32) yo[i] = xi[i] * scale;
+    warp_l2_normalize(x + g * group, eps, group, int(threadIdx.x % 32), out + g * group);
 }
 
 __global__ void gated_rms_norm_kernel(const float* x, const float* w, const float* z, float eps, int64_t group,
@@ -204,12 +202,8 @@ __global__ void gated_rms_norm_kernel(const float* x, const float* w, const floa
     const float* xi = x + g * group;
     const float* zi = z + g * group;
     float* yo = out + g * group;
-    const double sum = warp_sum_squares(xi, group, lane);
-    const float scale = 1.0f / sqrtf(float(sum / double(group)) + eps);
-    for (int64_t i = lane; i < group; i += 32) {
-        const float zv = zi[i];
-        yo[i] = xi[i] * scale * w[i] * (zv / (1.0f + expf(-zv)));
-    }
+    const float scale = rms_scale(warp_sum_squares(xi, group, lane), group, eps);
+    for (int64_t i = lane; i < group; i += 32) yo[i] = gated_norm_value(xi[i], scale, w[i], zi[i]);
 }
 
 unsigned warp_groups_grid(int64_t n_groups) { return unsigned((n_groups + kGroupsPerBlock - 1) / kGroupsPerBlock); }
@@ -221,14 +215,14 @@ constexpr int64_t kMaxBlockFloat4s = 8192;  // the longest group of rms_norm_blo
 // sends to this kernel); 8 each and more threads beyond. The threads and their values depend on the group alone, so
 // each output is the value a launch for it alone stores.
 void launch_block_norm(const float4* x4, float eps, int64_t group, int64_t n_groups, const NormOuts& o, int n_out,
-                       BlockQ8_1f* q8, bool accumulate, cudaStream_t s) {
+                       BlockQ8_1f* q8, bool accumulate, cudaStream_t s, const NormPreAdd& pre = {}) {
     const int64_t n4 = group / 4;
     const int threads = n4 <= 2048 ? (n4 < kThreads ? int((n4 + 31) / 32 * 32) : kThreads)
                                     : int((n4 + 8 * 32 - 1) / (8 * 32) * 32);
     const unsigned blocks = unsigned(n_groups);
     auto run = [&](auto nv) {
         constexpr int NV = decltype(nv)::value;
-        auto go = [&](auto kernel) { launch(kernel, blocks, threads, 0, s, x4, eps, group, o, q8, accumulate); };
+        auto go = [&](auto kernel) { launch(kernel, blocks, threads, 0, s, x4, eps, group, o, q8, accumulate, pre); };
         if (n_out == 1)
             go(rms_norm_block_kernel<NV, 1>);
         else if (n_out == 2)
@@ -282,6 +276,20 @@ cudaError_t rms_norms(const float* x, const float* const* w, float* const* out, 
     }
     if (n_groups > 0)
         launch_block_norm(reinterpret_cast<const float4*>(x), eps, group, n_groups, o, n_out, q8, false, s);
+    return cudaGetLastError();
+}
+
+cudaError_t shared_expert_add_norm(float* x, const float* a, const float* b, const float* gate, const float* w,
+                                   float eps, int64_t group, int64_t n_groups, float* out, BlockQ8_1f* q8,
+                                   cudaStream_t s) {
+    if (!rms_norm_add_fits(x, w, group, out) || !aligned16(a) || !aligned16(b) || n_groups > INT32_MAX ||
+        (q8 && !rms_norm_can_quantize(x, w, group, out)))
+        return cudaErrorInvalidValue;
+    if (n_groups <= 0) return cudaGetLastError();
+    const NormPreAdd pre{reinterpret_cast<const float4*>(a), reinterpret_cast<const float4*>(b), gate,
+                         reinterpret_cast<float4*>(x)};
+    launch_block_norm(reinterpret_cast<const float4*>(x), eps, group, n_groups, one_output(w, out, 1.0f), 1, q8, false,
+                      s, pre);
     return cudaGetLastError();
 }
 

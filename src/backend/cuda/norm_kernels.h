@@ -32,11 +32,26 @@ bool rms_norm_add_fits(const float* x, const float* w, int64_t group, const floa
 constexpr int kMaxNormOuts = 3;
 cudaError_t rms_norms(const float* x, const float* const* w, float* const* out, const float* scale, int n_out,
                       float eps, int64_t group, int64_t n_groups, BlockQ8_1f* q8, cudaStream_t s);
+// shared_expert_add then rms_norm, group by group (Backend::shared_expert_add_norm), in one launch: x[i] += a[i] + b[i]
+// * sigmoid(gate[g]) (one gate per group), each step rounded as shared_expert_add's kernel rounds it, stored back to x,
+// then out = x / rms(x) * w, with q8 (where rms_norm_can_quantize) also out's Q8_1 blocks, as rms_norm computes them.
+// Where rms_norm_add_fits and a and b are 16-byte aligned.
+cudaError_t shared_expert_add_norm(float* x, const float* a, const float* b, const float* gate, const float* w,
+                                   float eps, int64_t group, int64_t n_groups, float* out, BlockQ8_1f* q8,
+                                   cudaStream_t s);
 // The outputs of one launch of the norm kernel, passed by value.
 struct NormOuts {
     const float4* w[kMaxNormOuts];
     float4* out[kMaxNormOuts];
     float s[kMaxNormOuts];
+};
+// What the norm kernel adds to its input first, when `a` is set: x + a + b * sigmoid(gate[group]) is normalized, and
+// stored to sum (x itself: the residual stream).
+struct NormPreAdd {
+    const float4* a = nullptr;
+    const float4* b = nullptr;
+    const float* gate = nullptr;
+    float4* sum = nullptr;
 };
 // out = x / sqrt(sum(x^2) + eps) over each group; out may alias x.
 cudaError_t l2_norm(const float* x, float eps, int64_t group, int64_t n_groups, float* out, cudaStream_t s);

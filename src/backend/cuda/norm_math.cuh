@@ -1,6 +1,6 @@
-// RMSNorm arithmetic shared by the norm kernels (norm.cu) and the fused per-head steps before attention
-// (rope_kv_write.cu), so that both compute a head's norm in the same order, bit for bit: each value's square rounded
-// in float and summed in double, then the scale 1 / sqrt(mean + eps) in float.
+// RMSNorm arithmetic shared by the norm kernels (norm.cu) and the fused steps that normalize heads (rope_kv_write.cu
+// before attention, delta_net.cu's delta-net step), so that each computes a head's norm in the same order, bit for
+// bit: each value's square rounded in float and summed in double, then the scale 1 / sqrt(mean + eps) in float.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,6 +25,29 @@ __device__ __forceinline__ double add_squares(double sum, float4 v) {
 
 __device__ __forceinline__ float rms_scale(double sum, int64_t group, float eps) {
     return 1.0f / sqrtf(float(sum / double(group)) + eps);
+}
+
+// The sum of squares of the group at x, by one warp: lane l adds the values l, l + 32, ... in that order, then the
+// lanes' sums are added by warp_sum, so every lane has the same result.
+__device__ __forceinline__ double warp_sum_squares(const float* x, int64_t group, int lane) {
+    double sum = 0;
+    for (int64_t i = lane; i < group; i += 32) {
+        const float v = x[i];
+        sum += double(v * v);
+    }
+    return warp_sum(sum);
+}
+
+// y = x / sqrt(sum(x^2) + eps) over the group at x (transformers' l2norm), by one warp; y may be x. Lane l reads and
+// writes only the values l, l + 32, ...
+__device__ __forceinline__ void warp_l2_normalize(const float* x, float eps, int64_t group, int lane, float* y) {
+    const float scale = 1.0f / sqrtf(float(warp_sum_squares(x, group, lane)) + eps);
+    for (int64_t i = lane; i < group; i += 32) y[i] = x[i] * scale;
+}
+
+// A value of the gated RMSNorm: x * scale * w * SiLU(z), rounded step by step in that order.
+__device__ __forceinline__ float gated_norm_value(float x, float scale, float w, float z) {
+    return x * scale * w * (z / (1.0f + expf(-z)));
 }
 
 // v * scale * w value by value (as the CPU: (x * scale) * w); w null means 1.

@@ -1,5 +1,6 @@
 // The CUDA backend's normalizations: RMSNorm, and the L2 norm and gated RMSNorm of the delta-net layers. Kernels:
 // norm.cu (norm_kernels.h).
+#include <cstdint>
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
@@ -56,6 +57,29 @@ void CudaBackend::do_rms_norms(const Act& x, std::span<const Weight* const> w, f
     ZINC_CUDA_CHECK(cuda::rms_norms(x.data, wd, od, sd, n, eps, x.cols, x.rows, q8, stream_), "rms_norms",
                     w[0] ? w[0]->name : std::string());
     if (q8) normed_ = {od[0], x.cols, ops_begun()};
+}
+
+// One launch where the gate is one value per row and the rows fit the norm's block kernel; the norm's Q8_1 blocks for
+// one row, as rms_norm leaves them.
+void CudaBackend::do_shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& out, const Weight* w, float eps,
+                                            Act& h) {
+    const auto* wd = w ? static_cast<const float*>(w->data) : nullptr;
+    const bool quantize = out.rows == 1 && cuda::rms_norm_can_quantize(out.data, wd, out.cols, h.data);
+    const bool aligned = reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && reinterpret_cast<uintptr_t>(b.data) % 16 == 0;
+    // Not where rms_norm would run its kernel of one warp a row (short rows, no Q8_1), whose sums go in another order.
+    if (gate.cols != 1 || out.cols == 1 || !aligned || (out.cols <= 512 && !quantize) ||
+        !cuda::rms_norm_add_fits(out.data, wd, out.cols, h.data))
+        return Backend::do_shared_expert_add_norm(a, b, gate, out, w, eps, h);
+    normed_ = {};
+    cuda::BlockQ8_1f* q8 = nullptr;
+    if (quantize) {
+        const size_t need = static_cast<size_t>(out.cols / 32) * sizeof(cuda::BlockQ8_1f);
+        q8 = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "shared_expert_add_norm"));
+    }
+    ZINC_CUDA_CHECK(cuda::shared_expert_add_norm(out.data, a.data, b.data, gate.data, wd, eps, out.cols, out.rows,
+                                                 h.data, q8, stream_),
+                    "shared_expert_add_norm", w ? w->name : std::string());
+    if (q8) normed_ = {h.data, h.cols, ops_begun()};
 }
 
 void CudaBackend::do_l2_norm(const Act& x, float eps, int64_t group, Act& out) {

@@ -8,8 +8,9 @@
 // ggml names them: "decode q4_K ffn_gate"), "decode gated <type> gate+up 4096x12288" for the gated FFN's fused matvec,
 // "prefill matmul (<rows>[, way]) <type> <shape>" for the batched matmuls,
 // "moe <model> <tokens> tokens, <way>" for the MoE layers' expert FFN, "prefill attention <shape>, <n> tokens" for a
-// prompt's attention, "prefill delta-net <shape>, <n> tokens" for the chunked recurrence, "rms_norm 1x<cols>", and
-// the decode attention runs by cache type and depth.
+// prompt's attention, "prefill delta-net <shape>, <n> tokens" for the chunked recurrence, "decode delta-net
+// delta_net_step <shape>" and "decode delta-net its 5 ops <shape>" for a delta-net layer's decode step, fused and as
+// the ops it replaces, "rms_norm 1x<cols>", and the decode attention runs by cache type and depth.
 // --splits times the decode attention kernels at the given key-split counts as well as at the planned one (for
 // tuning plan_attention).
 //
@@ -475,6 +476,72 @@ void bench_delta_net(CudaBackend& be, const Options& o) {
         }
 }
 
+// A delta-net layer's decode step (delta_net_step, two kernels) against the five ops it replaces, on the Qwen3.5 /
+// Qwen3.6 shapes, replayed from a recorded step as a model's step is: µs per call, and the rate of the recurrent
+// state's bytes (read and written), each call on its own copy of the states among enough to exceed the L2 cache.
+void bench_delta_net_step(CudaBackend& be, const Options& o, double copy) {
+    struct DnShape {
+        const char* name;
+        int n_k, n_v, d_k, d_v;
+    };
+    const DnShape shapes[] = {{"16/32x128", 16, 32, 128, 128}, {"16/48x128", 16, 48, 128, 128}};
+    constexpr int K = 4;
+    namespace zb = zinc::backend;
+    for (const DnShape& d : shapes)
+        for (bool fused : {true, false}) {
+            const std::string kernel = fused ? "delta_net_step" : "its 5 ops";
+            if (("decode delta-net " + kernel + " " + d.name).find(o.filter) == std::string::npos) continue;
+            zb::DeltaNetParams p;
+            p.n_k = d.n_k;
+            p.n_v = d.n_v;
+            p.d_k = d.d_k;
+            p.d_v = d.d_v;
+            p.scale = 1.0f / std::sqrt(float(d.d_k));
+            const int64_t kd = int64_t(d.n_k) * d.d_k, vd = int64_t(d.n_v) * d.d_v, C = 2 * kd + vd;
+            const int64_t state_floats = int64_t(d.n_v) * d.d_k * d.d_v;
+            const double bytes = 2.0 * 4.0 * double(state_floats);
+            const int copies = int(std::max<size_t>(1, kColdBytes / size_t(bytes / 2)));
+            const auto up = [&](int64_t rows, int64_t cols, float lo, float hi) {
+                Act a = be.alloc(rows, cols);
+                be.upload(a, zinc::cuda_test::random_floats(size_t(rows * cols), lo, hi));
+                return a;
+            };
+            const auto weight = [&](int64_t ne0, int64_t ne1, float lo, float hi, const char* name) {
+                auto t = zinc::cuda_test::random_tensor(TensorType::F32, ne0, ne1, name);
+                const auto v = zinc::cuda_test::random_floats(size_t(ne0 * ne1), lo, hi);
+                std::memcpy(t->bytes.data(), v.data(), v.size() * sizeof(float));
+                return be.load_weight(t->info);
+            };
+            const Weight conv_w = weight(K, C, -0.5f, 0.5f, "ssm_conv1d.weight");
+            const Weight dt = weight(d.n_v, 1, -1.0f, 4.0f, "ssm_dt.bias");
+            const Weight ssm_a = weight(d.n_v, 1, -8.0f, -0.01f, "ssm_a");
+            const Weight norm = weight(d.d_v, 1, 0.5f, 1.5f, "ssm_norm.weight");
+            const zb::DeltaNetWeights dw{&conv_w, &dt, &ssm_a, &norm};
+            Act qkv = up(1, C, -2, 2), z = up(1, vd, -5, 5), a = up(1, d.n_v, -6, 6), b = up(1, d.n_v, -6, 6);
+            Act conv = be.alloc(1, C), g = be.alloc(1, d.n_v), beta = be.alloc(1, d.n_v), out = be.alloc(1, vd);
+            Act states = up(int64_t(copies) * d.n_v, int64_t(d.d_k) * d.d_v, -0.1f, 0.1f);
+            Act conv_states = up(int64_t(copies) * (K - 1), C, -2, 2);
+            const double us = time_us(be, o.reps, [&](int i) {
+                const int c = i % copies;
+                Act state = zb::Backend::rows_of(states, int64_t(c) * d.n_v, d.n_v);
+                Act conv_state = zb::Backend::rows_of(conv_states, int64_t(c) * (K - 1), K - 1);
+                if (fused) {
+                    be.delta_net_step(qkv, z, a, b, dw, 1e-6f, conv_state, state, p, conv, g, beta, out);
+                    return;
+                }
+                be.delta_net_gates(a, b, dt, ssm_a, g, beta);
+                be.conv1d_causal(qkv, conv_state, conv_w, true, conv);
+                Act qk{conv.data, 1, 2 * kd};
+                be.l2_norm(qk, 1e-6f, d.d_k, qk);
+                const Act q{conv.data, 1, kd}, k{conv.data + kd, 1, kd}, v{conv.data + 2 * kd, 1, vd};
+                be.delta_net(q, k, v, g, beta, state, p, out);
+                be.gated_rms_norm(out, norm, z, 1e-6f, d.d_v, out);
+            });
+            report(fused ? "delta_net_step" : "its 5 ops", std::string("decode delta-net ") + d.name, us, bytes, copy);
+            for (Act* x : {&qkv, &z, &a, &b, &conv, &g, &beta, &out, &states, &conv_states}) be.free(*x);
+        }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -514,6 +581,7 @@ int main(int argc, char** argv) {
     bench_moe(be, o);
     bench_prefill_attention(be, o);
     bench_delta_net(be, o);
+    bench_delta_net_step(be, o, copy);
     bench_norm(be, o, copy);
     bench_attention(be, o, copy);
     return 0;
