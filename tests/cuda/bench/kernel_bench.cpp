@@ -476,7 +476,7 @@ void bench_delta_net(CudaBackend& be, const Options& o) {
         }
 }
 
-// A delta-net layer's decode step (delta_net_step, two kernels) against the five ops it replaces, on the Qwen3.5 /
+// A delta-net layer's decode step (delta_net_step, three kernels) against the five ops it replaces, on the Qwen3.5 /
 // Qwen3.6 shapes, replayed from a recorded step as a model's step is: µs per call, and the rate of the recurrent
 // state's bytes (read and written), each call on its own copy of the states among enough to exceed the L2 cache.
 void bench_delta_net_step(CudaBackend& be, const Options& o, double copy) {
