@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "backend/cuda/delta_net_kernels.h"
+#include "backend/cuda/elementwise_kernels.h"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/norm_kernels.h"
@@ -34,10 +35,8 @@ __global__ void sigmoid_mul_kernel(const float* x, const float* gate, int64_t co
 __global__ void shared_expert_add_kernel(const float* a, const float* b, const float* gate, int64_t cols,
                                          bool per_row, float* out, int64_t n) {
     begin_kernel();
-    for (int64_t i = first_index(); i < n; i += grid_stride()) {
-        const float y = __fmul_rn(b[i], dn_sigmoid(per_row ? gate[i / cols] : gate[i]));
-        out[i] = __fadd_rn(out[i], __fadd_rn(a[i], y));
-    }
+    for (int64_t i = first_index(); i < n; i += grid_stride())
+        out[i] = shared_expert_sum(out[i], a[i], b[i], dn_sigmoid(per_row ? gate[i / cols] : gate[i]));
 }
 
 __global__ void fill_kernel(float* a, float value, int64_t n) {

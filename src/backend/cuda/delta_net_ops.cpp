@@ -100,10 +100,11 @@ void CudaBackend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, 
     const int K = static_cast<int>(w.conv->cols);
     if (!cuda::delta_net_step_fits(p.d_k, K) || p.n_v > 65535)
         return Backend::do_delta_net_step(qkv, z, a, b, w, eps, conv_state, state, p, conv, g, beta, out);
+    // q, k and v: the consecutive pieces of the conv's row, as the sequence passes them to delta_net.
     const int64_t key_dim = int64_t(p.n_k) * p.d_k;
-    cuda::DeltaNetArgs args = delta_net_args(conv, conv, conv, g, beta, state, p, out, "delta_net_step");
-    args.k = conv.data + key_dim;
-    args.v = conv.data + 2 * key_dim;
+    const Act q{conv.data, 1, key_dim}, k{conv.data + key_dim, 1, key_dim};
+    const Act v{conv.data + 2 * key_dim, 1, conv.cols - 2 * key_dim};
+    const cuda::DeltaNetArgs args = delta_net_args(q, k, v, g, beta, state, p, out, "delta_net_step");
     cuda::DeltaNetStepArgs st;
     st.qkv = qkv.data;
     st.z = z.data;
@@ -121,8 +122,7 @@ void CudaBackend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, 
     st.eps = eps;
     cuda::BlockQ8_1f* q8 = nullptr;
     if (p.d_v % 32 == 0 && p.d_v <= 32 * cuda::kMaxStepNormBlocks) {
-        const size_t need = static_cast<size_t>(out.cols / 32) * sizeof(cuda::BlockQ8_1f);
-        q8 = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "delta_net_step"));
+        q8 = q8_row_scratch(out.cols, "delta_net_step");
     }
     ZINC_CUDA_CHECK(cuda::delta_net_step(args, st, q8, stream_), "delta_net_step", w.norm->name);
     if (q8) normed_ = {out.data, out.cols, ops_begun()};

@@ -39,6 +39,13 @@ __device__ __forceinline__ float swiglu_oai_times(float g, float u, float alpha,
     const float x = fminf(g, limit), y = fminf(fmaxf(u, -limit), limit);
     return x / (1.0f + expf(-alpha * x)) * (y + 1.0f);
 }
+
+// One value of shared_expert_add: out + (a + b * sg), sg the gate's sigmoid, each product and sum rounded on its own
+// (the order of sigmoid_mul, add, add). shared_expert_add's kernel and the norm kernel that adds before it normalizes
+// (shared_expert_add_norm) both compute it here.
+__device__ __forceinline__ float shared_expert_sum(float out, float a, float b, float sg) {
+    return __fadd_rn(out, __fadd_rn(a, __fmul_rn(b, sg)));
+}
 #endif
 
 }  // namespace zinc::backend::cuda

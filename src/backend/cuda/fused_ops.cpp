@@ -36,9 +36,13 @@ cuda::MatvecJob job_of(const Weight& w, float* out, const Weight* bias) {
 
 }  // namespace
 
+cuda::BlockQ8_1f* CudaBackend::q8_row_scratch(int64_t cols, const char* op) {
+    const size_t need = static_cast<size_t>(cols / 32) * sizeof(cuda::BlockQ8_1f);
+    return static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, op));
+}
+
 const cuda::BlockQ8_1f* CudaBackend::quantized_row(const Act& x, const char* op, const std::string& tensor) {
-    const size_t need = static_cast<size_t>(x.cols / 32) * sizeof(cuda::BlockQ8_1f);
-    auto* xq = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, op));
+    cuda::BlockQ8_1f* xq = q8_row_scratch(x.cols, op);
     if (normed_.data == x.data && normed_.cols == x.cols && normed_.op + 1 == ops_begun()) return xq;
     ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, 1, x.cols, xq, stream_), std::string(op) + ": quantize_q8_1", tensor);
     return xq;

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "backend/cuda/delta_net_kernels.h"
+#include "backend/cuda/elementwise_kernels.h"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/norm_math.cuh"
@@ -96,10 +97,10 @@ __device__ __forceinline__ float4 add_scaled(float4 out, float4 v, float s) {
     return r;
 }
 
-// out + (a + b * sg) value by value, each product and sum rounded as shared_expert_add_kernel rounds them.
-__device__ __forceinline__ float4 shared_expert_sum(float4 out, float4 a, float4 b, float sg) {
-    const auto one = [&](float o, float av, float bv) { return __fadd_rn(o, __fadd_rn(av, __fmul_rn(bv, sg))); };
-    return make_float4(one(out.x, a.x, b.x), one(out.y, a.y, b.y), one(out.z, a.z, b.z), one(out.w, a.w, b.w));
+// shared_expert_sum value by value.
+__device__ __forceinline__ float4 shared_expert_sum4(float4 out, float4 a, float4 b, float sg) {
+    return make_float4(shared_expert_sum(out.x, a.x, b.x, sg), shared_expert_sum(out.y, a.y, b.y, sg),
+                       shared_expert_sum(out.z, a.z, b.z, sg), shared_expert_sum(out.w, a.w, b.w, sg));
 }
 
 // One block per group of n4 float4s (n4 <= blockDim.x * NV, blockDim.x a multiple of 32 up to 1024), for NO outputs
@@ -130,7 +131,7 @@ __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, f
         const int i = t + T * k;
         v[k] = i < n4 ? xi[i] : zeros;
         if (pre.a && i < n4) {
-            v[k] = shared_expert_sum(v[k], pre.a[g * n4 + i], pre.b[g * n4 + i], dn_sigmoid(pre.gate[g]));
+            v[k] = shared_expert_sum4(v[k], pre.a[g * n4 + i], pre.b[g * n4 + i], dn_sigmoid(pre.gate[g]));
             pre.sum[g * n4 + i] = v[k];
         }
         sum = add_squares(sum, v[k]);

@@ -15,8 +15,7 @@ void CudaBackend::do_rms_norm(const Act& x, const Weight* w, float eps, int64_t 
     cuda::BlockQ8_1f* q8 = nullptr;
     normed_ = {};
     if (x.rows == 1 && group == x.cols && cuda::rms_norm_can_quantize(x.data, wd, group, out.data)) {
-        const size_t need = static_cast<size_t>(x.cols / 32) * sizeof(cuda::BlockQ8_1f);
-        q8 = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "rms_norm"));
+        q8 = q8_row_scratch(x.cols, "rms_norm");
     }
     ZINC_CUDA_CHECK(cuda::rms_norm(x.data, wd, eps, group, x.size() / group, out.data, q8, stream_), "rms_norm",
                     w ? w->name : std::string());
@@ -51,8 +50,7 @@ void CudaBackend::do_rms_norms(const Act& x, std::span<const Weight* const> w, f
     if (!fits || (x.cols <= 512 && !quantize)) return Backend::do_rms_norms(x, w, eps, out, s);
     cuda::BlockQ8_1f* q8 = nullptr;
     if (quantize) {
-        const size_t need = static_cast<size_t>(x.cols / 32) * sizeof(cuda::BlockQ8_1f);
-        q8 = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "rms_norms"));
+        q8 = q8_row_scratch(x.cols, "rms_norms");
     }
     ZINC_CUDA_CHECK(cuda::rms_norms(x.data, wd, od, sd, n, eps, x.cols, x.rows, q8, stream_), "rms_norms",
                     w[0] ? w[0]->name : std::string());
@@ -73,8 +71,7 @@ void CudaBackend::do_shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act
     normed_ = {};
     cuda::BlockQ8_1f* q8 = nullptr;
     if (quantize) {
-        const size_t need = static_cast<size_t>(out.cols / 32) * sizeof(cuda::BlockQ8_1f);
-        q8 = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, "shared_expert_add_norm"));
+        q8 = q8_row_scratch(out.cols, "shared_expert_add_norm");
     }
     ZINC_CUDA_CHECK(cuda::shared_expert_add_norm(out.data, a.data, b.data, gate.data, wd, eps, out.cols, out.rows,
                                                  h.data, q8, stream_),
