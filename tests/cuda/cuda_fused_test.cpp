@@ -608,6 +608,31 @@ TEST(CudaRmsNorms, EqualsRmsNormAndScaleForEachOutput) {
             }
 }
 
+// shared_expert_add's operands on both backends (CPU, GPU), and on the GPU a second copy of a, b and out for the
+// sequence of ops the fused op is compared with (both write them).
+struct AddOperands {
+    std::vector<float> x;  // x's values
+    std::pair<Act, Act> a, b, gate, out;
+    Act a2, b2, out2;
+};
+
+AddOperands add_operands(Backends& be, int64_t rows, int64_t n, bool per_row) {
+    const int64_t gate_cols = per_row ? 1 : n;
+    const auto a = random_floats(size_t(rows * n), -2.0f, 2.0f);
+    const auto b = random_floats(size_t(rows * n), -2.0f, 2.0f);
+    const auto g = random_floats(size_t(rows * gate_cols), -6.0f, 6.0f);
+    AddOperands o;
+    o.x = random_floats(size_t(rows * n), -3.0f, 3.0f);
+    o.a = be.act(a, rows, n);
+    o.b = be.act(b, rows, n);
+    o.gate = be.act(g, rows, gate_cols);
+    o.out = be.act(o.x, rows, n);
+    o.a2 = be.act(a, rows, n).second;
+    o.b2 = be.act(b, rows, n).second;
+    o.out2 = be.act(o.x, rows, n).second;
+    return o;
+}
+
 // shared_expert_add's one launch equals sigmoid_mul, add and add on the GPU bit for bit, with one gate per row (the
 // models' shared-expert gate: Qwen3.6-35B-A3B's 2048 values a row) and one gate per value; and the CPU backend's
 // within the rounding of sigmoid's exp.
@@ -619,26 +644,15 @@ TEST(CudaSharedExpertAdd, EqualsSigmoidMulAddAdd) {
             for (const bool per_row : {true, false}) {
                 SCOPED_TRACE("n=" + std::to_string(n) + " rows=" + std::to_string(rows) +
                              (per_row ? " one gate a row" : " one gate a value"));
-                const int64_t gate_cols = per_row ? 1 : n;
-                const auto a = random_floats(size_t(rows * n), -2.0f, 2.0f);
-                const auto b = random_floats(size_t(rows * n), -2.0f, 2.0f);
-                const auto g = random_floats(size_t(rows * gate_cols), -6.0f, 6.0f);
-                const auto x = random_floats(size_t(rows * n), -3.0f, 3.0f);
-                auto [ac, ag] = be.act(a, rows, n);
-                auto [bc, bg] = be.act(b, rows, n);
-                auto [gc, gg] = be.act(g, rows, gate_cols);
-                auto [xc, xg] = be.act(x, rows, n);
-                auto [a2c, a2g] = be.act(a, rows, n);
-                auto [b2c, b2g] = be.act(b, rows, n);
-                auto [x2c, x2g] = be.act(x, rows, n);
-                be.gpu->shared_expert_add(ag, bg, gg, xg);
-                be.gpu->sigmoid_mul(b2g, gg, b2g);
-                be.gpu->add(a2g, b2g, a2g);
-                be.gpu->add(x2g, a2g, x2g);
-                const auto got = be.get(*be.gpu, xg);
-                EXPECT_EQ(got, be.get(*be.gpu, x2g)) << "against sigmoid_mul, add, add";
-                be.cpu->shared_expert_add(ac, bc, gc, xc);
-                EXPECT_LE(max_err(got, be.get(*be.cpu, xc)), 2e-6) << "against the CPU backend";
+                AddOperands o = add_operands(be, rows, n, per_row);
+                be.gpu->shared_expert_add(o.a.second, o.b.second, o.gate.second, o.out.second);
+                be.gpu->sigmoid_mul(o.b2, o.gate.second, o.b2);
+                be.gpu->add(o.a2, o.b2, o.a2);
+                be.gpu->add(o.out2, o.a2, o.out2);
+                const auto got = be.get(*be.gpu, o.out.second);
+                EXPECT_EQ(got, be.get(*be.gpu, o.out2)) << "against sigmoid_mul, add, add";
+                be.cpu->shared_expert_add(o.a.first, o.b.first, o.gate.first, o.out.first);
+                EXPECT_LE(max_err(got, be.get(*be.cpu, o.out.first)), 2e-6) << "against the CPU backend";
             }
 }
 
@@ -654,34 +668,25 @@ TEST(CudaSharedExpertAdd, NormEqualsAddThenRmsNorm) {
                 for (const bool weighted : {true, false}) {
                     SCOPED_TRACE("n=" + std::to_string(n) + " rows=" + std::to_string(rows) +
                                  (per_row ? " one gate a row" : " one gate a value") + (weighted ? "" : " no weight"));
-                    const int64_t gate_cols = per_row ? 1 : n;
-                    const auto a = random_floats(size_t(rows * n), -2.0f, 2.0f);
-                    const auto b = random_floats(size_t(rows * n), -2.0f, 2.0f);
-                    const auto g = random_floats(size_t(rows * gate_cols), -6.0f, 6.0f);
-                    const auto x = random_floats(size_t(rows * n), -3.0f, 3.0f);
+                    AddOperands o = add_operands(be, rows, n, per_row);
+                    auto [ag, bg, gg, xg] = std::tie(o.a.second, o.b.second, o.gate.second, o.out.second);
                     const Both nw = make_weight(be, TensorType::F32, n, 1, "blk.1.attn_norm.weight");
                     const Weight* wg = weighted ? &nw.gpu : nullptr;
-                    auto [ac, ag] = be.act(a, rows, n);
-                    auto [bc, bg] = be.act(b, rows, n);
-                    auto [gc, gg] = be.act(g, rows, gate_cols);
-                    auto [xc, xg] = be.act(x, rows, n);
-                    auto [a2c, a2g] = be.act(a, rows, n);
-                    auto [b2c, b2g] = be.act(b, rows, n);
-                    auto [x2c, x2g] = be.act(x, rows, n);
                     auto [hc, hg] = be.out(rows, n);
-                    auto [h2c, h2g] = be.out(rows, n);
+                    Act h2g = be.out(rows, n).second;
                     be.gpu->shared_expert_add_norm(ag, bg, gg, xg, wg, 1e-6f, hg);
-                    be.gpu->shared_expert_add(a2g, b2g, gg, x2g);
-                    be.gpu->rms_norm(x2g, wg, 1e-6f, n, h2g);
-                    EXPECT_EQ(be.get(*be.gpu, xg), be.get(*be.gpu, x2g)) << "the residual";
+                    be.gpu->shared_expert_add(o.a2, o.b2, gg, o.out2);
+                    be.gpu->rms_norm(o.out2, wg, 1e-6f, n, h2g);
+                    EXPECT_EQ(be.get(*be.gpu, xg), be.get(*be.gpu, o.out2)) << "the residual";
                     const auto got = be.get(*be.gpu, hg);
                     EXPECT_EQ(got, be.get(*be.gpu, h2g)) << "the norm";
-                    be.cpu->shared_expert_add_norm(ac, bc, gc, xc, weighted ? &nw.cpu : nullptr, 1e-6f, hc);
+                    be.cpu->shared_expert_add_norm(o.a.first, o.b.first, o.gate.first, o.out.first,
+                                                   weighted ? &nw.cpu : nullptr, 1e-6f, hc);
                     EXPECT_LE(max_err(got, be.get(*be.cpu, hc)), 4e-6) << "against the CPU backend";
                     if (rows == 1 && n % 32 == 0) {
                         const Both w = make_weight(be, TensorType::Q8_0, n, 96, "w");
-                        auto [mc, mg] = be.out(1, 96);
-                        be.gpu->upload(xg, x);
+                        Act mg = be.out(1, 96).second;
+                        be.gpu->upload(xg, o.x);
                         be.gpu->shared_expert_add_norm(ag, bg, gg, xg, wg, 1e-6f, hg);
                         be.gpu->matmul(w.gpu, hg, mg);
                         const auto after = be.get(*be.gpu, mg);
