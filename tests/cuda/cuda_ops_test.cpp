@@ -211,6 +211,33 @@ TEST_P(CudaMatmul, VocabMatvec) {
     check_matmul(be, GetParam(), {4096, 151936, 1});  // output.weight, one decode row
 }
 
+// A one-row Q6_K matvec of 2048-value rows with more rows than two waves of blocks hold (Qwen3.6's LM head) gives
+// each warp several rows; every row's value must be the one it gets where each warp has one row: here the same rows
+// computed in slices of 1000, each a matrix of its own. The other types, whose warps take one row each either way,
+// are held to the same.
+TEST_P(CudaMatmul, ManyRowsPerWarpEqualOneRowPerWarp) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    const int64_t cols = 2048, n_out = 40000, slice = 1000;
+    const auto t = random_tensor(GetParam(), cols, n_out, "output.weight");
+    const Weight w = be.gpu->load_weight(t->info);
+    auto [xc, x] = be.act(random_floats(size_t(cols)), 1, cols);
+    auto [oc, whole] = be.out(1, n_out);
+    be.gpu->matmul(w, x, whole);
+    const auto got = be.get(*be.gpu, whole);
+    const size_t rb = zinc::gguf::row_bytes(GetParam(), size_t(cols));
+    for (int64_t r0 = 0; r0 < n_out; r0 += slice) {
+        Weight part = w;
+        part.rows = part.ne[1] = slice;
+        part.data = static_cast<const uint8_t*>(w.data) + size_t(r0) * rb;
+        auto [pc, po] = be.out(1, slice);
+        be.gpu->matmul(part, x, po);
+        const auto want = be.get(*be.gpu, po);
+        for (int64_t o = 0; o < slice; ++o)
+            ASSERT_EQ(got[size_t(r0 + o)], want[size_t(o)]) << "row " << r0 + o;
+    }
+}
+
 // Expert, shared-expert and dense FFN matrices and the output matrix of the MoE models, one decode row (the dp4a
 // matvec) and a few prefill rows (the tiled kernel); shapes whose rows the type's block does not divide are skipped.
 TEST_P(CudaMatmul, ModelShapes) {

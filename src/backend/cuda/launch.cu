@@ -16,22 +16,32 @@ std::atomic<bool>& wanted() {
     return on;
 }
 
-// Whether device d has sm_90 or later; the answers are kept, since launch() asks for every kernel.
-bool supported(int d) {
+// Attribute A of device d, read once per device (launch() asks for every kernel); 0 where it cannot be read.
+template <cudaDeviceAttr A>
+int device_attribute(int d) {
     constexpr int kDevices = 64;
-    static std::atomic<int> known[kDevices];  // 0: not asked yet, 1: no, 2: yes
-    if (d < 0 || d >= kDevices) return false;
+    static std::atomic<int> known[kDevices];  // 0: not read yet, else the value + 1
+    if (d < 0 || d >= kDevices) return 0;
     int k = known[d].load(std::memory_order_relaxed);
     if (k == 0) {
-        int major = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess) {
+        int v = 0;
+        if (cudaDeviceGetAttribute(&v, A, d) != cudaSuccess) {
             cudaGetLastError();
-            return false;
+            return 0;
         }
-        k = major >= 9 ? 2 : 1;
+        k = v + 1;
         known[d].store(k, std::memory_order_relaxed);
     }
-    return k == 2;
+    return k - 1;
+}
+
+int current_device() {
+    int d = 0;
+    if (cudaGetDevice(&d) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return d;
 }
 
 thread_local bool in_decode_step = false;
@@ -44,13 +54,10 @@ DecodeStepLaunches::~DecodeStepLaunches() { in_decode_step = was_; }
 
 bool early_launch_enabled() {
     if (!in_decode_step || !wanted().load(std::memory_order_relaxed)) return false;
-    int d = 0;
-    if (cudaGetDevice(&d) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
-    return supported(d);
+    return device_attribute<cudaDevAttrComputeCapabilityMajor>(current_device()) >= 9;
 }
+
+int multiprocessors() { return device_attribute<cudaDevAttrMultiProcessorCount>(current_device()); }
 
 void set_early_launch(bool on) { wanted().store(on, std::memory_order_relaxed); }
 

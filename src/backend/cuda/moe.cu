@@ -235,6 +235,13 @@ __global__ void moe_combine_kernel(const float* y, const int32_t* y_rows, int64_
 
 // Block (i, t): kStageWarps warps (the block size matvec_row.cuh's staging is laid out for), warp w computing the
 // value i of slots w, w + kStageWarps, ...; thread 0 then adds the slots as moe_combine does.
+//
+// Q4_K rows of at most 32 chunks (Qwen3.6's 512-value expert rows: 16 chunks, so half the lanes have one and the rest
+// none) are read in place, each lane its chunk of two slots' rows at once: the warp then waits for memory once for
+// both of its slots, where the staged dot product copies one slot's row into shared memory and computes it before it
+// asks for the next. Each lane adds the same chunk to the same zero, so the values are the staged path's bit for bit.
+// (tg128 on the H100: Qwen3.6-35B-A3B 349.9 against 365.5 tok/s. Gemma 4's Q8_0 rows of 704 values, whose 34-byte
+// blocks are read in place a word at a time, measured slower that way: 360.0 against 354.8.)
 template <int T>
 __global__ void __launch_bounds__(kStageWarps * 32)
     moe_down_sum_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
@@ -243,27 +250,54 @@ __global__ void __launch_bounds__(kStageWarps * 32)
     begin_kernel();
     __shared__ float slot[kMaxDownSlots];
     const int64_t i = blockIdx.x, t = blockIdx.y;
-    const int lane = int(threadIdx.x % 32);
-    for (int s = int(threadIdx.x / 32); s < k; s += kStageWarps) {
+    const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
+    const auto row = [&](int s) { return w + size_t(ids[t * k + s]) * expert_bytes + i * row_bytes; };
+    // Slot s's value, scaled, biased and weighted, into slot[s].
+    const auto finish = [&](int s, float v) {
         const int64_t p = t * k + s;
-        const int e = ids[p];
-        const uint8_t* row = w + size_t(e) * expert_bytes + i * row_bytes;
-        float v;
-        if constexpr (is_float_weight(T))
-            v = warp_row_dot<T>(row, nullptr, a_f32 + p * cols, cols, lane, false);
-        else
-            v = warp_row_dot<T>(row, a_q + p * (cols / 32), nullptr, cols, lane, false);
         if (lane == 0) {
-            if (da.scale || da.bias) v = apply_affine(v, da, e, i);
+            if (da.scale || da.bias) v = apply_affine(v, da, ids[p], i);
             slot[s] = __fmul_rn(v, weights[p]);
         }
+    };
+    // The slots added in slot order by thread 0, once every warp has stored its slots.
+    const auto add_slots = [&] {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float acc = slot[0];
+            for (int j = 1; j < k; ++j) acc = __fadd_rn(acc, slot[j]);  // the CPU's o = y w, then o += y w per slot
+            out[t * n_out + i] = acc;
+        }
+    };
+    if constexpr (T == kQ4_K) {
+        if (cols <= 32 * 32) {
+            const int n = int(cols / 32);
+            for (int s0 = warp; s0 < k; s0 += 2 * kStageWarps) {
+                const int s1 = s0 + kStageWarps < k ? s0 + kStageWarps : s0;  // s0 again where there is no second
+                float v0 = 0.0f, v1 = 0.0f;
+                if (lane < n) {
+                    const float d0 = chunk_dot<T>(row(s0), lane, a_q[(t * k + s0) * n + lane]);
+                    const float d1 = chunk_dot<T>(row(s1), lane, a_q[(t * k + s1) * n + lane]);
+                    v0 = __fadd_rn(v0, d0);
+                    v1 = __fadd_rn(v1, d1);
+                }
+                v0 = warp_sum(v0);
+                v1 = warp_sum(v1);
+                finish(s0, v0);
+                if (s1 != s0) finish(s1, v1);
+            }
+            add_slots();
+            return;
+        }
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float acc = slot[0];
-        for (int j = 1; j < k; ++j) acc = __fadd_rn(acc, slot[j]);  // the CPU's o = y w, then o += y w per slot
-        out[t * n_out + i] = acc;
+    for (int s = warp; s < k; s += kStageWarps) {
+        const int64_t p = t * k + s;
+        if constexpr (is_float_weight(T))
+            finish(s, warp_row_dot<T>(row(s), nullptr, a_f32 + p * cols, cols, lane, false));
+        else
+            finish(s, warp_row_dot<T>(row(s), a_q + p * (cols / 32), nullptr, cols, lane, false));
     }
+    add_slots();
 }
 
 template <int ACT>

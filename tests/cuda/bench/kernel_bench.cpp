@@ -136,16 +136,19 @@ struct Shape {
     int64_t cols, rows;
 };
 
-// Qwen3-8B's decode matvecs (and its LM head), and the wider FFN of the MoE models' shared parts.
+// Qwen3-8B's decode matvecs (and its LM head), and the wider FFN of the MoE models' shared parts; Qwen3.6's LM head
+// and router.
 const Shape kShapes[] = {
     {"attn_k/v 4096x1024", 4096, 1024},    {"attn_q/o 4096x4096", 4096, 4096},
     {"ffn_gate/up 4096x12288", 4096, 12288}, {"ffn_down 12288x4096", 12288, 4096},
-    {"output 4096x151936", 4096, 151936},
+    {"output 4096x151936", 4096, 151936}, {"output 2048x248320", 2048, 248320},
+    {"ffn_gate_inp 2048x256", 2048, 256},
 };
 
 void bench_matvecs(CudaBackend& be, const Options& o, double copy) {
     const TensorType types[] = {TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K, TensorType::Q8_0,
-                                TensorType::MXFP4, TensorType::IQ4_XS, TensorType::F16,  TensorType::BF16};
+                                TensorType::MXFP4, TensorType::IQ4_XS, TensorType::F16,  TensorType::BF16,
+                                TensorType::F32};
     for (TensorType t : types)
         for (const Shape& s : kShapes) {
             const std::string what = std::string(zinc::gguf::type_name(t)) + " " + s.name;
