@@ -1,4 +1,5 @@
-// The switch of launch.cuh: whether kernels are launched early (programmatic dependent launch).
+// The host side of launch.cuh: whether kernels are launched early (programmatic dependent launch), and the device
+// attributes launches and launchers ask for.
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
