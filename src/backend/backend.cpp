@@ -719,6 +719,13 @@ void Backend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, i
     kv_write(kv, k, v, pos0);
 }
 
+DeltaNetPieces delta_net_pieces(const Act& conv, const DeltaNetParams& p) {
+    const int64_t key_dim = int64_t(p.n_k) * p.d_k;
+    return {{conv.data, 1, key_dim},
+            {conv.data + key_dim, 1, key_dim},
+            {conv.data + 2 * key_dim, 1, conv.cols - 2 * key_dim}};
+}
+
 void Backend::delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
                              float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
                              Act& beta, Act& out) {
@@ -732,9 +739,8 @@ void Backend::delta_net_step(const Act& qkv, const Act& z, const Act& a, const A
     check_shape(qkv, 1, 2 * key_dim + int64_t(p.n_v) * p.d_v, op, "qkv");
     check_delta_net_gates(a, b, *w.dt_bias, *w.ssm_a, g, beta, op);
     check_conv1d_causal(qkv, conv_state, *w.conv, conv, op);
-    const Act q{conv.data, 1, key_dim}, k{conv.data + key_dim, 1, key_dim};
-    const Act v{conv.data + 2 * key_dim, 1, conv.cols - 2 * key_dim};
-    check_delta_net(q, k, v, g, beta, state, p, out, op);
+    const DeltaNetPieces c = delta_net_pieces(conv, p);
+    check_delta_net(c.q, c.k, c.v, g, beta, state, p, out, op);
     check_gated_rms_norm(out, *w.norm, z, p.d_v, out, op);
     const Act* all[] = {&qkv, &z, &a, &b, &conv, &g, &beta, &out, &conv_state, &state};  // the inputs, then the rest
     for (size_t i = 4; i < std::size(all); ++i)
@@ -747,14 +753,12 @@ void Backend::delta_net_step(const Act& qkv, const Act& z, const Act& a, const A
 void Backend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
                                 float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
                                 Act& beta, Act& out) {
-    const int64_t key_dim = int64_t(p.n_k) * p.d_k;
     delta_net_gates(a, b, *w.dt_bias, *w.ssm_a, g, beta);
     conv1d_causal(qkv, conv_state, *w.conv, true, conv);
-    Act qk{conv.data, 1, 2 * key_dim};
+    const DeltaNetPieces c = delta_net_pieces(conv, p);
+    Act qk{c.q.data, 1, c.q.cols + c.k.cols};  // the query and key heads, normalized in one call
     l2_norm(qk, eps, p.d_k, qk);
-    const Act q{conv.data, 1, key_dim}, k{conv.data + key_dim, 1, key_dim};
-    const Act v{conv.data + 2 * key_dim, 1, conv.cols - 2 * key_dim};
-    delta_net(q, k, v, g, beta, state, p, out);
+    delta_net(c.q, c.k, c.v, g, beta, state, p, out);
     gated_rms_norm(out, *w.norm, z, eps, p.d_v, out);
 }
 

@@ -73,6 +73,13 @@ struct DeltaNetWeights {
     const Weight* norm = nullptr;     // {d_v}: the gated RMSNorm's weight, shared by the value heads
 };
 
+// The query, key and value pieces of one token's conv row in a delta-net step (n_k d_k, n_k d_k, then the n_v d_v
+// value channels), views into it as delta_net_step passes them to delta_net.
+struct DeltaNetPieces {
+    Act q, k, v;
+};
+DeltaNetPieces delta_net_pieces(const Act& conv, const DeltaNetParams& p);
+
 enum class MoeActivation {
     swiglu,      // SiLU(gate) * up
     geglu,       // GELU_tanh(gate) * up

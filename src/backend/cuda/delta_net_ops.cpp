@@ -100,11 +100,8 @@ void CudaBackend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, 
     const int K = static_cast<int>(w.conv->cols);
     if (!cuda::delta_net_step_fits(p.d_k, K) || p.n_v > 65535)
         return Backend::do_delta_net_step(qkv, z, a, b, w, eps, conv_state, state, p, conv, g, beta, out);
-    // q, k and v: the consecutive pieces of the conv's row, as the sequence passes them to delta_net.
-    const int64_t key_dim = int64_t(p.n_k) * p.d_k;
-    const Act q{conv.data, 1, key_dim}, k{conv.data + key_dim, 1, key_dim};
-    const Act v{conv.data + 2 * key_dim, 1, conv.cols - 2 * key_dim};
-    const cuda::DeltaNetArgs args = delta_net_args(q, k, v, g, beta, state, p, out, "delta_net_step");
+    const DeltaNetPieces c = delta_net_pieces(conv, p);
+    const cuda::DeltaNetArgs args = delta_net_args(c.q, c.k, c.v, g, beta, state, p, out, "delta_net_step");
     cuda::DeltaNetStepArgs st;
     st.qkv = qkv.data;
     st.z = z.data;
