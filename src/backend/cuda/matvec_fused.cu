@@ -1,15 +1,16 @@
 // Fused decode matvecs: the kernels behind the fused ops (fused_ops.cpp) for one activation row, where a token's
-// time goes to many small launches. Both are built on matvec_row.cuh's warp dot product (one warp per output row,
-// four rows per block of 128 threads, as matvec_q.cu), so each row's value equals the separate matvec's bit for bit.
+// time goes to many small launches. Both are built on matvec_row.cuh's warp dot products (one warp per output row,
+// or two where paired_rows allows; four warps per block of 128 threads, as matvec_q.cu), so each row's value equals
+// the separate matvec's bit for bit.
 //
 // matvec_multi: several weights of one type, or of the two types of a pair that K-quant mixes put side by side (a
 // Q6_K V beside Q4_K or Q5_K Q and K), read the same activation row (Q/K/V; the residual projections) in one launch;
 // a pair's kernel has both types' dot products, and each block takes its weight's. The grid's blocks are dealt to the
-// weights in order, ceil(n_out / 4) each; a block finds its weight by comparing its index with the first block of
-// each (at most kMaxMatvecJobs, passed by value in the kernel's parameters, so nothing is copied to the device and a
-// captured launch holds its whole description). The epilogue adds the weight's bias to the row's value when it has
-// one (add_bias), then either stores it or adds it to what out holds (out[o] += W[o] . x + bias[o]: the residual add
-// of matmul_add), one f32 add each, in the separate ops' order.
+// weights in order, ceil(n_out / 4) each (ceil(n_out / 8) with two rows a warp); a block finds its weight by
+// comparing its index with the first block of each (at most kMaxMatvecJobs, passed by value in the kernel's
+// parameters, so nothing is copied to the device and a captured launch holds its whole description). The epilogue
+// adds the weight's bias to the row's value when it has one (add_bias), then either stores it or adds it to what out
+// holds (out[o] += W[o] . x + bias[o]: the residual add of matmul_add), one f32 add each, in the separate ops' order.
 //
 // matvec_gated: the gate and up rows o of a gated FFN in one warp, one after the other, and the activation
 // applied to the two sums by lane 0 with the element-wise kernels' expressions (silu_times, gelu_tanh_times): the
@@ -20,6 +21,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/elementwise_kernels.h"
 #include "backend/cuda/launch.cuh"
@@ -46,9 +48,12 @@ struct JobTable {
     int n;
 };
 
-// Weights of type T, or of T and T2 (T2 = T: of T only; else T is Q4_K or Q5_K and T2 Q6_K).
-template <int T, int T2>
-__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
+// Weights of type T, or of T and T2 (T2 = T: of T only; else T is Q4_K or Q5_K and T2 Q6_K). Each warp computes
+// kRows consecutive rows of its weight (kRows = 2 where paired_rows allows it: the two rows' groups read together,
+// sharing their activation loads, as the gated FFN's gate and up rows do; more registers, so fewer blocks per
+// multiprocessor).
+template <int T, int T2, int kRows>
+__global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPerSm : kMinBlocksPerSm - 2)
     matvec_multi_kernel(const JobTable t, int64_t cols, const BlockQ8_1f* xq, const float* x, bool accumulate) {
     // This block's weight: the last one that starts at or before it. Constant indices keep the table in the parameter
     // space (a computed index would copy it to local memory).
@@ -56,20 +61,41 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
 #pragma unroll
     for (int k = 1; k < kMaxMatvecJobs; ++k)
         if (k < t.n && blockIdx.x >= t.job[k].first_block) job = t.job[k];
-    const int64_t o = int64_t(blockIdx.x - job.first_block) * kRowsPerBlock + threadIdx.x / 32;
+    const int64_t o = (int64_t(blockIdx.x - job.first_block) * kRowsPerBlock + threadIdx.x / 32) * kRows;
     const int lane = int(threadIdx.x % 32);
     if (o >= job.n_out) return;  // whole warps leave together
-    const uint8_t* row = job.w + o * job.row_bytes;
-    float sum;
-    if constexpr (T == T2)
-        sum = warp_row_dot<T>(row, xq, x, cols, lane, true);
-    else  // a pair's kernel stages the Q6_K rows (T2) only, so that its shared memory is one type's
-        sum = job.type == T ? warp_row_dot<T, false>(row, xq, x, cols, lane, true)
-                            : warp_row_dot<T2>(row, xq, x, cols, lane, true);
-    if (lane == 0) {
-        // add_bias's x + b, then add's a + b with a = out: the separate ops' adds, which __fadd_rn keeps as they are.
-        const float v = job.bias ? __fadd_rn(sum, job.bias[o]) : sum;
-        job.out[o] = accumulate ? __fadd_rn(job.out[o], v) : v;
+    const int count = job.n_out - o < kRows ? int(job.n_out - o) : kRows;  // a last odd row is computed alone
+    const auto row_of = [&](int k) { return job.w + (o + k) * job.row_bytes; };
+    const auto done = [&](int k, float sum) {
+        sum = warp_sum(sum);
+        if (lane == 0 && k < count) {
+            // add_bias's x + b, then add's a + b with a = out: the separate ops' adds, which __fadd_rn keeps as they
+            // are.
+            const float v = job.bias ? __fadd_rn(sum, job.bias[o + k]) : sum;
+            job.out[o + k] = accumulate ? __fadd_rn(job.out[o + k], v) : v;
+        }
+    };
+    if constexpr (T2 == kQ6_K && kRows == 2) {
+        if (job.type == kQ6_K) {  // a last odd row is computed twice, its second sum dropped
+            lane_row_pair_q6_k([&](int k) { return row_of(k < count ? k : 0); }, xq, cols / 32, lane, true, done);
+            return;
+        }
+    }
+    if constexpr (T != kQ6_K || kRows == 1) {
+        // The row count as a constant, so that the kernel holds registers for kRows rows and no other count.
+        const auto rows_dot = [&](auto n) {
+            constexpr int N = decltype(n)::value;
+            if constexpr (T == T2)
+                lane_rows_dot<T>(row_of, N, xq, x, cols, lane, true, done);
+            else if (job.type == T)  // a pair's kernel stages the Q6_K rows (T2) only: its shared memory is one type's
+                lane_rows_dot<T, false>(row_of, N, xq, x, cols, lane, true, done);
+            else if constexpr (kRows == 1)
+                lane_rows_dot<T2>(row_of, N, xq, x, cols, lane, true, done);
+        };
+        if (count == kRows)
+            rows_dot(std::integral_constant<int, kRows>{});
+        else
+            rows_dot(std::integral_constant<int, 1>{});
     }
 }
 
@@ -109,17 +135,24 @@ cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const 
     if (n_jobs < 1 || n_jobs > kMaxMatvecJobs || cols <= 0) return cudaErrorInvalidValue;
     const int type = jobs[0].type;
     int type2 = type;
-    JobTable t{};
-    int64_t blocks = 0;
     for (int i = 0; i < n_jobs; ++i) {
         if (jobs[i].n_out < 0 || !has_input(jobs[i].type, xq, x)) return cudaErrorInvalidValue;
         if (jobs[i].type != type) {
             if (type2 != type && jobs[i].type != type2) return cudaErrorInvalidValue;  // a third type
             type2 = jobs[i].type;
         }
+    }
+    if (type2 != type && !matvec_multi_pair(type, type2)) return cudaErrorInvalidValue;
+    const int k_type = type == kQ6_K ? type2 : type;  // a pair's K-quant beside Q6_K (or Q6_K alone)
+    bool pairs = true;
+    for (int i = 0; i < n_jobs; ++i) pairs = pairs && paired_rows(jobs[i].type, jobs[i].w, jobs[i].row_bytes, cols);
+    JobTable t{};
+    int64_t blocks = 0;
+    for (int i = 0; i < n_jobs; ++i) {
         t.job[i] = {jobs[i].type, static_cast<const uint8_t*>(jobs[i].w), jobs[i].row_bytes, jobs[i].n_out,
                     jobs[i].out, jobs[i].bias, unsigned(blocks)};
-        blocks += (jobs[i].n_out + kRowsPerBlock - 1) / kRowsPerBlock;
+        const int64_t warps = pairs ? (jobs[i].n_out + 1) / 2 : jobs[i].n_out;
+        blocks += (warps + kRowsPerBlock - 1) / kRowsPerBlock;
         if (blocks > INT_MAX) return cudaErrorInvalidValue;
     }
     t.n = n_jobs;
@@ -127,13 +160,15 @@ cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const 
     auto run = [&](auto kernel) { return launch(kernel, unsigned(blocks), kRowsPerBlock * 32, 0, s, t, cols, xq, x,
                                                 accumulate); };
     if (type2 != type) {
-        if (!matvec_multi_pair(type, type2)) return cudaErrorInvalidValue;
-        const int k = type == kQ6_K ? type2 : type;  // the pair's K-quant beside Q6_K
-        return k == kQ4_K ? run(matvec_multi_kernel<kQ4_K, kQ6_K>) : run(matvec_multi_kernel<kQ5_K, kQ6_K>);
+        if (k_type == kQ4_K)
+            return pairs ? run(matvec_multi_kernel<kQ4_K, kQ6_K, 2>) : run(matvec_multi_kernel<kQ4_K, kQ6_K, 1>);
+        return run(matvec_multi_kernel<kQ5_K, kQ6_K, 1>);  // Q5_K rows are never paired
     }
     return for_weight_type<kAllTypes>(type, [&](auto w) {
         constexpr int T = decltype(w)::value;
-        return run(matvec_multi_kernel<T, T>);
+        if constexpr (kPairedTypes<T>)
+            if (pairs) return run(matvec_multi_kernel<T, T, 2>);
+        return run(matvec_multi_kernel<T, T, 1>);
     });
 }
 

@@ -38,34 +38,41 @@ __global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1
     quantize_q8_1_warp(x[b * 32 + lane], dst[b], lane);
 }
 
-// One warp per output row o of the weights, or with kMany the rows o, o + W, o + 2W, ... (W = the grid's warps) in
-// turn; blockIdx.y is the activation row p. With ids (MoE experts) row p reads expert ids[p], whose matrix starts
-// expert_bytes * ids[p] into w, and activation row p / x_div (x_div = slots per token when every slot of a token reads
-// the same input row); without, p reads w itself and activation row p. Without ids the rows are known before the
-// kernels before this one have ended, and their first segments are asked for at once. xq is the Q8_1 activations for
-// the quantized types, x the f32 ones for the float types (the other is null).
-template <int T, bool kMany>
-__global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
+// One warp per kRows consecutive output rows o, o + 1, ... of the weights (kRows = 2 where paired_rows allows it:
+// the two rows' dot products then share their activation loads); blockIdx.y is the activation row p. With ids (MoE
+// experts) row p reads expert ids[p], whose matrix starts expert_bytes * ids[p] into w, and activation row p / x_div
+// (x_div = slots per token when every slot of a token reads the same input row); without, p reads w itself and
+// activation row p. Without ids the rows are known before the kernels before this one have ended, and their first
+// weights are asked for at once. xq is the Q8_1 activations for the quantized types, x the f32 ones for the float
+// types (the other is null). Each row's value is the same whatever kRows (lane_rows_dot, lane_row_pair_q6_k).
+template <int T, int kRows>
+__global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPerSm : kMinBlocksPerSm - 2)
     matvec_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids, int64_t n_out,
                   int64_t cols, const BlockQ8_1f* xq, const float* x, int x_div, float* out, int64_t out_stride) {
-    const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
-    const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
+    const int64_t o = (blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32) * kRows;
     const int64_t p = blockIdx.y;
     const int lane = threadIdx.x % 32;
     if (o >= n_out) return;
     if (ids) begin_kernel();  // before the ids are read
     const uint8_t* first = w + (ids ? size_t(ids[p]) * expert_bytes : 0) + o * row_bytes;
-    const int count = kMany ? int((n_out - 1 - o) / stride) + 1 : 1;
+    const int count = n_out - o < kRows ? int(n_out - o) : kRows;  // a last odd row is computed alone
     const int64_t a = p / x_div;
-    const auto row_of = [&](int k) { return first + k * stride * row_bytes; };
+    const auto row_of = [&](int k) { return first + k * row_bytes; };
     const auto done = [&](int k, float sum) {
         sum = warp_sum(sum);
-        if (lane == 0) out[p * out_stride + o + k * stride] = sum;
+        if (lane == 0 && k < count) out[p * out_stride + o + k] = sum;
     };
-    if constexpr (is_float_weight(T))
-        lane_rows_dot<T>(row_of, count, nullptr, x + a * cols, cols, lane, !ids, done);
-    else
-        lane_rows_dot<T>(row_of, count, xq + a * (cols / 32), nullptr, cols, lane, !ids, done);
+    if constexpr (is_float_weight(T)) {
+        lane_rows_dot<T>(row_of, 1, nullptr, x + a * cols, cols, lane, !ids, done);
+    } else if constexpr (T == kQ6_K && kRows == 2) {
+        // A last odd row is computed twice, its second sum dropped.
+        lane_row_pair_q6_k([&](int k) { return row_of(k < count ? k : 0); }, xq + a * (cols / 32), cols / 32, lane,
+                           !ids, done);
+    } else if (count == kRows) {  // the row count as a constant, so that the kernel holds registers for it only
+        lane_rows_dot<T>(row_of, kRows, xq + a * (cols / 32), nullptr, cols, lane, !ids, done);
+    } else {
+        lane_rows_dot<T>(row_of, 1, xq + a * (cols / 32), nullptr, cols, lane, !ids, done);
+    }
 }
 
 // The expert matvecs of pairs sorted by expert (moe_group_pairs): blockIdx.y is a group of up to kPairsPerGroup pairs
@@ -89,15 +96,6 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm)
     }
 }
 
-// Q6_K rows of one staged segment (kStageChunks chunks, 2048 values: Qwen3.6's LM head) take several rows per warp
-// where a matvec without ids has more rows than kManyRowsWaves waves of blocks hold: a warp's copies then run ahead
-// into its next row while it computes one, where with a single row it has nothing to do while its one segment comes
-// in. Each row's value is the one-row kernel's bit for bit (lane_rows_dot).
-// Measured alone on the H100 (LM head 2048 x 248320): 185 against 166 µs. The other types and wider rows were the same
-// or slower that way (Q6_K 4096 x 151936 193 against 195 µs; Q4_K, read in place, 123 against 142 µs with its rows'
-// registers; Q8_0, already at copy bandwidth, 214 against 224 µs).
-constexpr int kManyRowsWaves = 2;
-
 // The launch shared by the plain and the expert matvecs: n_rows activation rows (grid y, at most 65535).
 template <int kSet>
 cudaError_t launch_matvec(int type, const void* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids,
@@ -105,19 +103,19 @@ cudaError_t launch_matvec(int type, const void* w, size_t row_bytes, size_t expe
                           float* out, int64_t out_stride, cudaStream_t s) {
     if (n_out <= 0 || n_rows <= 0) return cudaGetLastError();
     if (n_rows > 65535 || x_div <= 0) return cudaErrorInvalidValue;
-    const int64_t blocks = (n_out + kRowsPerBlock - 1) / kRowsPerBlock;
-    const int64_t wave = int64_t(multiprocessors()) * kMinBlocksPerSm;
     const auto* wb = static_cast<const uint8_t*>(w);
+    const bool pairs = paired_rows(type, wb, row_bytes, cols) && (!ids || expert_bytes % 16 == 0);
     return for_weight_type<kSet>(type, [&](auto t) {
         constexpr int T = decltype(t)::value;
-        if constexpr (T == kQ6_K) {
-            if (!ids && cols <= 32 * kStageChunks && wave > 0 && blocks > kManyRowsWaves * wave)
-                return launch(matvec_kernel<T, true>, dim3(unsigned(kManyRowsWaves * wave), unsigned(n_rows)),
-                              kRowsPerBlock * 32, 0, s, wb, row_bytes, expert_bytes, ids, n_out, cols, xq, x, x_div,
-                              out, out_stride);
-        }
-        return launch(matvec_kernel<T, false>, dim3(unsigned(blocks), unsigned(n_rows)), kRowsPerBlock * 32, 0, s, wb,
-                      row_bytes, expert_bytes, ids, n_out, cols, xq, x, x_div, out, out_stride);
+        const auto run = [&](auto kernel, int rows) {
+            const int64_t warps = (n_out + rows - 1) / rows;
+            return launch(kernel, dim3(unsigned((warps + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_rows)),
+                          kRowsPerBlock * 32, 0, s, wb, row_bytes, expert_bytes, ids, n_out, cols, xq, x, x_div, out,
+                          out_stride);
+        };
+        if constexpr (kPairedTypes<T>)
+            if (pairs) return run(matvec_kernel<T, 2>, 2);
+        return run(matvec_kernel<T, 1>, 1);
     });
 }
 

@@ -150,14 +150,30 @@ __device__ __forceinline__ void copies_wait() {
 
 // Q4_K/Q5_K rows of at least 32 groups (2048 values) are read in place, a 64-value group per lane and step
 // (vec_dot_q8_1.cuh): lane l takes groups l, l + 32, ... of a row, loaded straight into registers two at a time (one
-// for Q5_K), and for two rows at once (the gate and up rows of a gated FFN) the same groups of both, which share their
-// activation loads. A lane then has 96 bytes of weights of each row in flight, and a warp waits for memory once per
-// 4096-value row: giving the plain matvecs two rows per warp, one group of each at a time, measured slower (Qwen3-8B
-// tg128 334 against 380 tok/s).
+// for Q5_K), and for two rows at once (the gate and up rows of a gated FFN; two Q4_K rows of a plain matvec,
+// paired_rows) the same groups of both, which share their activation loads. A lane then has 96 bytes of weights of
+// each row in flight, and a warp waits for memory once per 4096-value row. (Two rows per warp for the plain matvecs
+// at 64 registers spilled and measured slower, Qwen3-8B tg128 334 against 380 tok/s; at 80 registers, six blocks
+// per multiprocessor, they measured faster, with Q6_K's rows paired too: 420 against 388 on the H200.)
 constexpr int kMinGroupsInPlace = 32;
 
 template <int T>
 constexpr bool kGroupsInPlace = T == kQ4_K || T == kQ5_K;
+
+// Rows of these types go two to a warp where paired_rows allows it, their dot products sharing the activation loads
+// (lane_k_groups_dot's two rows, lane_row_pair_q6_k): a single row is limited by its activation loads, its lanes
+// reading Q8_1 blocks 96 bytes apart, more than by its weights (Qwen3-8B's 12288 -> 4096 Q4_K matvec alone on the
+// H200: L1 82% busy, DRAM 34%). Q4_K rows pair where they are read in place, Q6_K rows where they are staged. On the
+// H100, alone: Q4_K 4096 -> 4096 6.41 against 7.83 µs, 12288 -> 4096 13.10 against 15.49; Q6_K 12288 -> 4096 22.08
+// against 24.07, the LM head 4096 -> 151936 178 against 190. Q5_K rows, whose paired kernels spill, were as fast or
+// slower that way (4096 -> 4096 8.34 against 7.93 µs) and stay single.
+template <int T>
+constexpr bool kPairedTypes = T == kQ4_K || T == kQ6_K;
+inline bool paired_rows(int type, const void* w, size_t row_bytes, int64_t cols) {
+    const bool aligned = reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
+    if (type == kQ6_K) return aligned;
+    return type == kQ4_K && aligned && cols / 64 >= kMinGroupsInPlace;
+}
 
 // The R rows r (R = 1 or 2) dotted group by group, U groups of each row in flight: two for one row, one for two rows
 // (the gated FFN's gate and up: with two, its Qwen3-8B shape took 20.4 µs against 18.5) and for Q5_K, whose groups
@@ -257,6 +273,56 @@ __device__ __forceinline__ void lane_rows_staged(const RowOf& row_of, int n_rows
             i = 0;
         }
     }
+}
+
+// Two Q6_K rows of the same width through shared memory, their segments in turn (segment i of row 0, then of row 1),
+// so that each lane computes its group of both rows' segment i together, from one load of its activations: half the
+// activation loads of lane_rows_staged's one row after the other. Four segments of a warp in shared memory: the next
+// pair comes in while a pair is computed. Each row's sum is lane_rows_staged's bit for bit (its groups in the same
+// order, the same arithmetic). Without early_weights the caller has waited for the kernels before (begin_kernel).
+constexpr int kPairStages = 4;
+template <typename RowOf, typename Done>
+__device__ __forceinline__ void lane_row_pair_q6_k(const RowOf& row_of, const BlockQ8_1f* xq, int64_t n_chunks,
+                                                   int lane, bool early_weights, const Done& done) {
+    constexpr int T = kQ6_K;
+    __shared__ __align__(16) uint8_t stage[kStageWarps][kPairStages][kSegmentBytes<T>];
+    uint8_t(*buf)[kSegmentBytes<T>] = stage[(threadIdx.x / 32) % kStageWarps];
+    const int n_seg = int((n_chunks + kStageChunks - 1) / kStageChunks);
+    const uint8_t* rows[2] = {row_of(0), row_of(1)};
+    // Segment i of both rows into buffers 2 (i % 2) and 2 (i % 2) + 1, one copy group for the pair (committed also
+    // past the last, so that the count of groups in flight says which pair has landed).
+    auto ask = [&](int i) {
+        if (i < n_seg) {
+            const int64_t c0 = int64_t(i) * kStageChunks;
+            const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
+            for (int r = 0; r < 2; ++r) {
+                const uint8_t* src = rows[r] + chunks_bytes<T>(c0);
+                for (int off = lane * 16; off < int(chunks_bytes<T>(seg)); off += 32 * 16)
+                    copy_16_async(buf[2 * (i % 2) + r] + off, src + off);
+            }
+        }
+        copies_commit();
+    };
+    ask(0);
+    if (early_weights) begin_kernel();
+    float acc[2] = {0.0f, 0.0f};
+    const int sb = lane >> 2, u = lane & 3;
+    for (int i = 0; i < n_seg; ++i) {
+        copies_wait<0>();  // pair i has landed (this lane's copies) ...
+        __syncwarp();      // ... and every lane's; every lane is done with pair i - 1
+        ask(i + 1);        // into pair i - 1's buffers
+        const int64_t c0 = int64_t(i) * kStageChunks;
+        const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
+        if (2 * lane < seg) {
+            // A segment is 8 super-blocks, one 64-value group per lane: group u of super-block sb.
+            Q6Act x;
+            load_q6_k_act(xq + c0 + 8 * sb + 4 * (u >> 1), u & 1, x);
+            acc[0] = __fadd_rn(acc[0], q6_k_group_dot(buf[2 * (i % 2)], 210 * sb, u, x));
+            acc[1] = __fadd_rn(acc[1], q6_k_group_dot(buf[2 * (i % 2) + 1], 210 * sb, u, x));
+        }
+    }
+    done(0, acc[0]);
+    done(1, acc[1]);
 }
 
 // Each lane's partial sums of the dot products with x of the n_rows rows row_of(0), row_of(1), ... (of one weight type

@@ -343,35 +343,47 @@ ZINC_HD float k_group_dot(const KGroup<T>& w, int g, const ActGroup& a) {
     return fma_rn(d, pos, -mul_rn(dmin, neg));
 }
 
+// The activations of a Q6_K group of half `half` (u % 2) of a super-block half, from y, the four Q8_1 blocks of that
+// half: the quants of its four pieces (16 bytes of each block), the blocks' scales and the pieces' integer sums. Apart
+// from the dot product, so that two rows' groups can share them.
+struct Q6Act {
+    int a[4][4];
+    float d[4];
+    int q[4];
+};
+ZINC_HD void load_q6_k_act(const BlockQ8_1f* y, int half, Q6Act& x) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        uint32_t v[4], t[4];  // t: d, s, sum_lo | sum_hi << 16, unused
+        load_16_bytes(reinterpret_cast<const uint8_t*>(y[i].qs) + 16 * half, v);
+        for (int k = 0; k < 4; ++k) x.a[i][k] = int(v[k]);
+        load_16_bytes(reinterpret_cast<const uint8_t*>(&y[i].d), t);
+        x.d[i] = bits_to_f32(t[0]);
+        x.q[i] = half ? int16_t(t[2] >> 16) : int16_t(t[2]);
+    }
+}
+
 // Group u (0-3) of the Q6_K super-block at byte offset off of p (2-byte aligned, as 210-byte blocks are), dotted with its
-// activations y, the four Q8_1 blocks of the super-block's half u / 2: with l0 = 16 (u % 2), its pieces i = 0..3 are
-// values l0 .. l0 + 15 of block i, whose low 4 bits are ql bytes 64 (u / 2) + 32 (i % 2) + l0 .. (low nibbles for i
-// < 2, high for i >= 2) and whose high 2 bits are bits 2i, 2i + 1 of qh bytes 32 (u / 2) + l0 .. . The result is
-// d sum_i sc_i y_i.d (s_i - 32 q_i): s_i the integer dot product of the unsigned 6-bit quants, q_i the integer sum of
-// the piece's activations (a half of block i).
-ZINC_HD float q6_k_group_dot(const uint8_t* p, int off, int u, const BlockQ8_1f* y) {
+// activations x (load_q6_k_act of the four Q8_1 blocks of the super-block's half u / 2): with l0 = 16 (u % 2), its
+// pieces i = 0..3 are values l0 .. l0 + 15 of block i, whose low 4 bits are ql bytes 64 (u / 2) + 32 (i % 2) + l0 ..
+// (low nibbles for i < 2, high for i >= 2) and whose high 2 bits are bits 2i, 2i + 1 of qh bytes 32 (u / 2) + l0 .. .
+// The result is d sum_i sc_i y_i.d (s_i - 32 q_i): s_i the integer dot product of the unsigned 6-bit quants, q_i the
+// integer sum of the piece's activations (a half of block i).
+ZINC_HD float q6_k_group_dot(const uint8_t* p, int off, int u, const Q6Act& x) {
     const int hf = u >> 1, half = u & 1;
     uint32_t ql0[4], ql1[4], qh[4], sc[2];
     load_words_any_alignment(p + off + 64 * hf + 16 * half, ql0);
     load_words_any_alignment(p + off + 64 * hf + 32 + 16 * half, ql1);
     load_words_any_alignment(p + off + 128 + 32 * hf + 16 * half, qh);
     load_words_any_alignment(p + off + 192 + 8 * hf, sc);  // the scales of this half
-    int s[4] = {0, 0, 0, 0}, a[4][4];
-    uint32_t t[4][4];  // d, s, sum_lo | sum_hi << 16, unused
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        uint32_t v[4];
-        load_16_bytes(reinterpret_cast<const uint8_t*>(y[i].qs) + 16 * half, v);
-        for (int k = 0; k < 4; ++k) a[i][k] = int(v[k]);
-        load_16_bytes(reinterpret_cast<const uint8_t*>(&y[i].d), t[i]);
-    }
+    int s[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int h = int(qh[k]), l0 = int(ql0[k]), l1 = int(ql1[k]);
-        s[0] = dp4a((l0 & 0x0F0F0F0F) | ((h << 4) & 0x30303030), a[0][k], s[0]);
-        s[1] = dp4a((l1 & 0x0F0F0F0F) | ((h << 2) & 0x30303030), a[1][k], s[1]);
-        s[2] = dp4a(((l0 >> 4) & 0x0F0F0F0F) | (h & 0x30303030), a[2][k], s[2]);
-        s[3] = dp4a(((l1 >> 4) & 0x0F0F0F0F) | ((h >> 2) & 0x30303030), a[3][k], s[3]);
+        s[0] = dp4a((l0 & 0x0F0F0F0F) | ((h << 4) & 0x30303030), x.a[0][k], s[0]);
+        s[1] = dp4a((l1 & 0x0F0F0F0F) | ((h << 2) & 0x30303030), x.a[1][k], s[1]);
+        s[2] = dp4a(((l0 >> 4) & 0x0F0F0F0F) | (h & 0x30303030), x.a[2][k], s[2]);
+        s[3] = dp4a(((l1 >> 4) & 0x0F0F0F0F) | ((h >> 2) & 0x30303030), x.a[3][k], s[3]);
     }
     // Scale of piece i: int8 byte 8 hf + half + 2i of the super-block's scales, so bytes half and half + 2 of the
     // half's words 0 and 1.
@@ -381,11 +393,16 @@ ZINC_HD float q6_k_group_dot(const uint8_t* p, int off, int u, const BlockQ8_1f*
     float r = 0.0f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        const int q = half ? int16_t(t[i][2] >> 16) : int16_t(t[i][2]);
         // |s - 32 q| <= 16 * 32 * 127, so the scaled integer (< 2^24) converts exactly.
-        r = fma_rn(bits_to_f32(t[i][0]), float(scale[i] * (s[i] - 32 * q)), r);
+        r = fma_rn(x.d[i], float(scale[i] * (s[i] - 32 * x.q[i])), r);
     }
     return mul_rn(f16_to_f32(load_u16(p + off + 208)), r);
+}
+// The same with its activations read from y.
+ZINC_HD float q6_k_group_dot(const uint8_t* p, int off, int u, const BlockQ8_1f* y) {
+    Q6Act x;
+    load_q6_k_act(y, u & 1, x);
+    return q6_k_group_dot(p, off, u, x);
 }
 
 }  // namespace zinc::backend::cuda
