@@ -1,5 +1,4 @@
-// The host side of launch.cuh: whether kernels are launched early (programmatic dependent launch), and the device
-// attributes launches and launchers ask for.
+// The switch of launch.cuh: whether kernels are launched early (programmatic dependent launch).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -57,8 +56,6 @@ bool early_launch_enabled() {
     if (!in_decode_step || !wanted().load(std::memory_order_relaxed)) return false;
     return device_attribute<cudaDevAttrComputeCapabilityMajor>(current_device()) >= 9;
 }
-
-int multiprocessors() { return device_attribute<cudaDevAttrMultiProcessorCount>(current_device()); }
 
 void set_early_launch(bool on) { wanted().store(on, std::memory_order_relaxed); }
 

@@ -39,9 +39,6 @@ public:
 private:
     bool was_;
 };
-// The multiprocessors of the current device (0 where they cannot be read): launchers size grids by them.
-int multiprocessors();
-
 // Turns early launches on or off for every later launch (tests compare both); they are on only where the device
 // supports them. early_launch_requested() is the switch's position.
 void set_early_launch(bool on);
