@@ -19,6 +19,7 @@
 // fences and counts took 24.3 µs for Qwen3-8B's shape against 18.5 without, more than the quantization's launch.)
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <type_traits>
@@ -51,10 +52,12 @@ struct JobTable {
 // Weights of type T, or of T and T2 (T2 = T: of T only; else T is Q4_K or Q5_K and T2 Q6_K). Each warp computes
 // kRows consecutive rows of its weight (kRows = 2 where paired_rows allows it: the two rows' groups read together,
 // sharing their activation loads, as the gated FFN's gate and up rows do; more registers, so fewer blocks per
-// multiprocessor).
+// multiprocessor). With act_shared (act_shared_bytes of the launch's rows of type T), the blocks of T's weights read
+// their activations from their copy in shared memory (ActShared).
 template <int T, int T2, int kRows>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPerSm : kMinBlocksPerSm - 2)
-    matvec_multi_kernel(const JobTable t, int64_t cols, const BlockQ8_1f* xq, const float* x, bool accumulate) {
+    matvec_multi_kernel(const JobTable t, int64_t cols, const BlockQ8_1f* xq, const float* x, bool accumulate,
+                        bool act_shared) {
     // This block's weight: the last one that starts at or before it. Constant indices keep the table in the parameter
     // space (a computed index would copy it to local memory).
     Job job = t.job[0];
@@ -63,9 +66,16 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPer
         if (k < t.n && blockIdx.x >= t.job[k].first_block) job = t.job[k];
     const int64_t o = (int64_t(blockIdx.x - job.first_block) * kRowsPerBlock + threadIdx.x / 32) * kRows;
     const int lane = int(threadIdx.x % 32);
-    if (o >= job.n_out) return;  // whole warps leave together
-    const int count = job.n_out - o < kRows ? int(job.n_out - o) : kRows;  // a last odd row is computed alone
-    const auto row_of = [&](int k) { return job.w + (o + k) * job.row_bytes; };
+    const ActShared act{xq, act_shared_memory(), int(cols / 64)};
+    const bool shared = kGroupsInPlace<T> && act_shared && job.type == T;  // the same in the whole block
+    const bool q6_pairs = T2 == kQ6_K && kRows == 2 && job.type == kQ6_K;  // the same in the whole block
+    if (o >= job.n_out && !q6_pairs) {  // whole warps leave together, after their part of the block's copy
+        if (shared) act.ready();
+        return;
+    }
+    // A warp past the last row of Q6_K pairs computes row 0 again and stores nothing (lane_row_pair_q6_k).
+    const int count = o >= job.n_out ? 0 : job.n_out - o < kRows ? int(job.n_out - o) : kRows;
+    const auto row_of = [&](int k) { return job.w + (count > 0 ? o + k : 0) * job.row_bytes; };
     const auto done = [&](int k, float sum) {
         sum = warp_sum(sum);
         if (lane == 0 && k < count) {
@@ -76,7 +86,7 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPer
         }
     };
     if constexpr (T2 == kQ6_K && kRows == 2) {
-        if (job.type == kQ6_K) {  // a last odd row is computed twice, its second sum dropped
+        if (q6_pairs) {  // a last odd row is computed twice, its second sum dropped
             lane_row_pair_q6_k([&](int k) { return row_of(k < count ? k : 0); }, xq, cols / 32, lane, true, done);
             return;
         }
@@ -85,6 +95,12 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPer
         // The row count as a constant, so that the kernel holds registers for kRows rows and no other count.
         const auto rows_dot = [&](auto n) {
             constexpr int N = decltype(n)::value;
+            if constexpr (kGroupsInPlace<T>) {
+                if (shared) {
+                    lane_k_groups_dot<T>(row_of, N, act, int(cols / 64), lane, true, done);
+                    return;
+                }
+            }
             if constexpr (T == T2)
                 lane_rows_dot<T>(row_of, N, xq, x, cols, lane, true, done);
             else if (job.type == T)  // a pair's kernel stages the Q6_K rows (T2) only: its shared memory is one type's
@@ -102,20 +118,31 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPer
 template <int T>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, kMinBlocksPerSm - 2)  // two rows: more registers
     matvec_gated_kernel(const uint8_t* gate, const uint8_t* up, size_t row_bytes, int64_t n_out, int64_t cols,
-                        const BlockQ8_1f* xq, const float* x, int act, float* out) {
+                        const BlockQ8_1f* xq, const float* x, int act, float* out, bool act_shared) {
     const int64_t o = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32;
     const int lane = int(threadIdx.x % 32);
-    if (o >= n_out) return;  // whole warps leave together
+    const ActShared shared{xq, act_shared_memory(), int(cols / 64)};
+    if (o >= n_out) {  // whole warps leave together, after their part of the block's copy
+        if (act_shared) shared.ready();
+        return;
+    }
     // Row 0 is the gate's row o, row 1 the up's, whose copies run ahead while the gate's row is computed.
     float g = 0.0f;
-    lane_rows_dot<T>([&](int k) { return (k == 0 ? gate : up) + o * row_bytes; }, 2, xq, x, cols, lane, true,
-                     [&](int k, float s) {
-                         s = warp_sum(s);
-                         if (k == 0)
-                             g = s;
-                         else if (lane == 0)
-                             out[o] = act == 0 ? silu_times(g, s) : gelu_tanh_times(g, s);
-                     });
+    const auto row_of = [&](int k) { return (k == 0 ? gate : up) + o * row_bytes; };
+    const auto done = [&](int k, float s) {
+        s = warp_sum(s);
+        if (k == 0)
+            g = s;
+        else if (lane == 0)
+            out[o] = act == 0 ? silu_times(g, s) : gelu_tanh_times(g, s);
+    };
+    if constexpr (kGroupsInPlace<T>) {
+        if (act_shared) {
+            lane_k_groups_dot<T>(row_of, 2, shared, int(cols / 64), lane, true, done);
+            return;
+        }
+    }
+    lane_rows_dot<T>(row_of, 2, xq, x, cols, lane, true, done);
 }
 
 // Whether `type` reads the f32 row (float types) or the Q8_1 blocks, and that the one it reads is there.
@@ -146,6 +173,11 @@ cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const 
     const int k_type = type == kQ6_K ? type2 : type;  // a pair's K-quant beside Q6_K (or Q6_K alone)
     bool pairs = true;
     for (int i = 0; i < n_jobs; ++i) pairs = pairs && paired_rows(jobs[i].type, jobs[i].w, jobs[i].row_bytes, cols);
+    // The rows of k_type read their activations from the block's copy (ActShared) where all of them are read in place.
+    int act_bytes = INT_MAX;
+    for (int i = 0; i < n_jobs; ++i)
+        if (jobs[i].type == k_type)
+            act_bytes = std::min(act_bytes, act_shared_bytes(k_type, jobs[i].w, jobs[i].row_bytes, cols));
     JobTable t{};
     int64_t blocks = 0;
     for (int i = 0; i < n_jobs; ++i) {
@@ -157,8 +189,10 @@ cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const 
     }
     t.n = n_jobs;
     if (blocks == 0) return cudaGetLastError();
-    auto run = [&](auto kernel) { return launch(kernel, unsigned(blocks), kRowsPerBlock * 32, 0, s, t, cols, xq, x,
-                                                accumulate); };
+    auto run = [&](auto kernel) {
+        return launch(kernel, unsigned(blocks), kRowsPerBlock * 32, size_t(act_bytes), s, t, cols, xq, x, accumulate,
+                      act_bytes > 0);
+    };
     if (type2 != type) {
         if (k_type == kQ4_K)
             return pairs ? run(matvec_multi_kernel<kQ4_K, kQ6_K, 2>) : run(matvec_multi_kernel<kQ4_K, kQ6_K, 1>);
@@ -180,9 +214,12 @@ cudaError_t matvec_gated(int type, const void* gate, const void* up, size_t row_
     if (blocks == 0) return cudaGetLastError();
     const auto* g = static_cast<const uint8_t*>(gate);
     const auto* u = static_cast<const uint8_t*>(up);
+    // The gate and up rows, of one width and alignment, both read in place or neither.
+    const int act_bytes =
+        std::min(act_shared_bytes(type, g, row_bytes, cols), act_shared_bytes(type, u, row_bytes, cols));
     return for_weight_type<kAllTypes>(type, [&](auto w) {
-        return launch(matvec_gated_kernel<decltype(w)::value>, unsigned(blocks), kRowsPerBlock * 32, 0, s, g, u,
-                      row_bytes, n_out, cols, xq, x, act, out);
+        return launch(matvec_gated_kernel<decltype(w)::value>, unsigned(blocks), kRowsPerBlock * 32, size_t(act_bytes),
+                      s, g, u, row_bytes, n_out, cols, xq, x, act, out, act_bytes > 0);
     });
 }
 

@@ -44,27 +44,45 @@ __global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1
 // (x_div = slots per token when every slot of a token reads the same input row); without, p reads w itself and
 // activation row p. Without ids the rows are known before the kernels before this one have ended, and their first
 // weights are asked for at once. xq is the Q8_1 activations for the quantized types, x the f32 ones for the float
-// types (the other is null). Each row's value is the same whatever kRows (lane_rows_dot, lane_row_pair_q6_k).
+// types (the other is null). Each row's value is the same whatever kRows (lane_rows_dot, lane_row_pair_q6_k). With
+// act_shared (act_shared_bytes of the rows), the block's warps read their activations from its copy in shared memory.
 template <int T, int kRows>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPerSm : kMinBlocksPerSm - 2)
     matvec_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, const int32_t* ids, int64_t n_out,
-                  int64_t cols, const BlockQ8_1f* xq, const float* x, int x_div, float* out, int64_t out_stride) {
+                  int64_t cols, const BlockQ8_1f* xq, const float* x, int x_div, float* out, int64_t out_stride,
+                  bool act_shared) {
     const int64_t o = (blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / 32) * kRows;
     const int64_t p = blockIdx.y;
     const int lane = threadIdx.x % 32;
-    if (o >= n_out) return;
-    if (ids) begin_kernel();  // before the ids are read
-    const uint8_t* first = w + (ids ? size_t(ids[p]) * expert_bytes : 0) + o * row_bytes;
-    const int count = n_out - o < kRows ? int(n_out - o) : kRows;  // a last odd row is computed alone
     const int64_t a = p / x_div;
+    const ActShared shared{xq + (act_shared ? a * (cols / 32) : 0), act_shared_memory(), int(cols / 64)};
+    constexpr bool kQ6Pairs = T == kQ6_K && kRows == 2;
+    if (o >= n_out && !kQ6Pairs) {  // whole warps leave together, after their part of the block's copy
+        if (act_shared) shared.ready();
+        return;
+    }
+    // A warp past the last row of Q6_K pairs computes the first row of w again and stores nothing
+    // (lane_row_pair_q6_k).
+    const int count = o >= n_out ? 0 : n_out - o < kRows ? int(n_out - o) : kRows;
+    if (ids) begin_kernel();  // before the ids are read
+    const uint8_t* first = count == 0 ? w : w + (ids ? size_t(ids[p]) * expert_bytes : 0) + o * row_bytes;
     const auto row_of = [&](int k) { return first + k * row_bytes; };
     const auto done = [&](int k, float sum) {
         sum = warp_sum(sum);
         if (lane == 0 && k < count) out[p * out_stride + o + k] = sum;
     };
+    if constexpr (kGroupsInPlace<T>) {
+        if (act_shared) {
+            if (count == kRows)
+                lane_k_groups_dot<T>(row_of, kRows, shared, int(cols / 64), lane, !ids, done);
+            else
+                lane_k_groups_dot<T>(row_of, 1, shared, int(cols / 64), lane, !ids, done);
+            return;
+        }
+    }
     if constexpr (is_float_weight(T)) {
         lane_rows_dot<T>(row_of, 1, nullptr, x + a * cols, cols, lane, !ids, done);
-    } else if constexpr (T == kQ6_K && kRows == 2) {
+    } else if constexpr (kQ6Pairs) {
         // A last odd row is computed twice, its second sum dropped.
         lane_row_pair_q6_k([&](int k) { return row_of(k < count ? k : 0); }, xq + a * (cols / 32), cols / 32, lane,
                            !ids, done);
@@ -105,13 +123,14 @@ cudaError_t launch_matvec(int type, const void* w, size_t row_bytes, size_t expe
     if (n_rows > 65535 || x_div <= 0) return cudaErrorInvalidValue;
     const auto* wb = static_cast<const uint8_t*>(w);
     const bool pairs = paired_rows(type, wb, row_bytes, cols) && (!ids || expert_bytes % 16 == 0);
+    const int act_bytes = !ids || expert_bytes % 16 == 0 ? act_shared_bytes(type, wb, row_bytes, cols) : 0;
     return for_weight_type<kSet>(type, [&](auto t) {
         constexpr int T = decltype(t)::value;
         const auto run = [&](auto kernel, int rows) {
             const int64_t warps = (n_out + rows - 1) / rows;
             return launch(kernel, dim3(unsigned((warps + kRowsPerBlock - 1) / kRowsPerBlock), unsigned(n_rows)),
-                          kRowsPerBlock * 32, 0, s, wb, row_bytes, expert_bytes, ids, n_out, cols, xq, x, x_div, out,
-                          out_stride);
+                          kRowsPerBlock * 32, size_t(act_bytes), s, wb, row_bytes, expert_bytes, ids, n_out, cols, xq,
+                          x, x_div, out, out_stride, act_bytes > 0);
         };
         if constexpr (kPairedTypes<T>)
             if (pairs) return run(matvec_kernel<T, 2>, 2);

@@ -141,6 +141,11 @@ __device__ __forceinline__ void copy_16_async(void* dst, const void* src) {
     const unsigned d = unsigned(__cvta_generic_to_shared(dst));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
 }
+// The same through L1 (.ca): for data that other blocks of the multiprocessor read too.
+__device__ __forceinline__ void copy_16_async_l1(void* dst, const void* src) {
+    const unsigned d = unsigned(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
 __device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // Waits until at most N of this thread's copy groups are still in flight.
 template <int N>
@@ -175,11 +180,71 @@ inline bool paired_rows(int type, const void* w, size_t row_bytes, int64_t cols)
     return type == kQ4_K && aligned && cols / 64 >= kMinGroupsInPlace;
 }
 
+// Where the groups read in place find their activations: act.ready() takes begin_kernel()'s place (every lane of the
+// block calls it exactly once, after its first weights are asked for), act.group(gi, a) loads group gi's two Q8_1
+// blocks. ActBlocks reads them where they lie. There a lane's blocks are 96 bytes from its neighbours', so each
+// 16-byte load of a warp touches 24 cache lines where 4 would hold its bytes, and these loads, more than the weights,
+// kept L1 busy (Qwen3-8B's 12288 -> 4096 Q4_K matvec alone on the H200, one row per warp: L1 82% busy, DRAM 34%).
+// ActShared has the block's warps, which all read the same activation row, copy it once into shared memory, where
+// each group's bytes are laid out so that a warp's loads are free of bank conflicts.
+struct ActBlocks {
+    const BlockQ8_1f* xq;
+    __device__ __forceinline__ void ready() const { begin_kernel(); }
+    __device__ __forceinline__ void group(int gi, ActGroup& a) const { load_act_group(xq + 2 * gi, a); }
+};
+
+// ActShared's layout: group g at 112 g, its blocks' quants at 0 and 32, their headers at 64 and 80, 16 bytes unused.
+// A quarter-warp's 16-byte loads (eight lanes, eight consecutive groups) then start 7 pieces apart, in 8 different
+// 16-byte bank slots: no two of them conflict (at 96 bytes a group, two would).
+constexpr int kActGroupBytes = 112;
+// Rows of at most 64 groups (4096 values) only: the copy is waited for before the first dot product, and for longer
+// rows that wait costs more than the loads it saves (H200, alone: Q4_K 4096 -> 12288 11.04 -> 9.82 µs, the gated FFN
+// 4096 -> 2 x 12288 18.61 -> 17.15, 4096 -> 4096 5.72 -> 5.40, Q5_K 4096 -> 4096 7.21 -> 5.89; but 12288 -> 4096
+// Q4_K 11.07 -> 12.71, Q5_K 15.35 -> 15.76).
+constexpr int kMaxActSharedGroups = 64;
+struct ActShared {
+    const BlockQ8_1f* xq;
+    uint8_t* s;  // the block's dynamic shared memory, kActGroupBytes per group
+    int n_groups;
+    // Waits for the kernel before, then copies the row: 16-byte piece q of the Q8_1 blocks (piece r = q % 6 of group
+    // q / 6: block 2g's quants (r = 0, 1) and header (2), block 2g + 1's (3-5)) to its slot, coalesced reads of the
+    // row that other blocks of the multiprocessor find in L1.
+    __device__ __forceinline__ void ready() const {
+        begin_kernel();
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(xq);
+        for (int q = int(threadIdx.x); q < 6 * n_groups; q += int(blockDim.x)) {
+            const int g = q / 6, r = q - 6 * g;
+            const int slot = (0x532410 >> (4 * r)) & 0xF;  // r = 0..5 -> slots 0, 1, 4, 2, 3, 5
+            copy_16_async_l1(s + kActGroupBytes * g + 16 * slot, src + 16 * q);
+        }
+        copies_commit();
+        copies_wait<0>();
+        __syncthreads();
+    }
+    __device__ __forceinline__ void group(int gi, ActGroup& a) const {
+        const uint8_t* p = s + kActGroupBytes * gi;
+        load_act_group(p, p + 32, p + 64, p + 80, a);
+    }
+};
+// The dynamic shared memory of a matvec block whose rows of `type` are all read in place with ActShared (the in-place
+// conditions of lane_rows_dot: Q4_K or Q5_K, 16-byte aligned rows of at least kMinGroupsInPlace groups), or 0 where
+// they are not (their activations are read where they lie). The launcher passes it as the launch's shared memory.
+inline int act_shared_bytes(int type, const void* w, size_t row_bytes, int64_t cols) {
+    const bool aligned = reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
+    if ((type != kQ4_K && type != kQ5_K) || !aligned || cols / 64 < kMinGroupsInPlace) return 0;
+    return cols / 64 <= kMaxActSharedGroups ? int(cols / 64 * kActGroupBytes) : 0;
+}
+// The block's dynamic shared memory, where ActShared keeps its row.
+__device__ __forceinline__ uint8_t* act_shared_memory() {
+    extern __shared__ __align__(16) uint8_t act_smem[];
+    return act_smem;
+}
+
 // The R rows r (R = 1 or 2) dotted group by group, U groups of each row in flight: two for one row, one for two rows
 // (the gated FFN's gate and up: with two, its Qwen3-8B shape took 20.4 µs against 18.5) and for Q5_K, whose groups
 // carry 32 more bytes each; acc[k] is this lane's sum for row k, its groups added in ascending order.
-template <int T, int R>
-__device__ __forceinline__ void rows_k_groups_dot(const uint8_t* const (&r)[R], const BlockQ8_1f* xq, int n_groups,
+template <int T, int R, typename Act>
+__device__ __forceinline__ void rows_k_groups_dot(const uint8_t* const (&r)[R], const Act& act, int n_groups,
                                                   int lane, bool& waiting, float (&acc)[R]) {
     constexpr int U = T == kQ5_K || R == 2 ? 1 : 2;
     const int g = lane & 3;  // every group of this lane is group g of its super-block
@@ -192,38 +257,40 @@ __device__ __forceinline__ void rows_k_groups_dot(const uint8_t* const (&r)[R], 
             if (gi + 32 * u < n_groups)
 #pragma unroll
                 for (int k = 0; k < R; ++k) load_k_group<T>(r[k], gi + 32 * u, w[u][k]);
-        if (waiting) begin_kernel(), waiting = false;
+        if (waiting) act.ready(), waiting = false;
 #pragma unroll
         for (int u = 0; u < U; ++u)
             if (gi + 32 * u < n_groups) {
                 ActGroup a;
-                load_act_group(xq + 2 * (gi + 32 * u), a);
+                act.group(gi + 32 * u, a);
 #pragma unroll
                 for (int k = 0; k < R; ++k) acc[k] = __fadd_rn(acc[k], k_group_dot<T>(w[u][k], g, a));
             }
     }
 }
 
-template <int T, typename RowOf, typename Done>
-__device__ __forceinline__ void lane_k_groups_dot(const RowOf& row_of, int n_rows, const BlockQ8_1f* xq, int n_groups,
+// The n_rows rows row_of(k), two at a time (lane_rows_dot's contract; n_groups >= 32, so that every lane has a group of
+// every row and calls act.ready()).
+template <int T, typename RowOf, typename Act, typename Done>
+__device__ __forceinline__ void lane_k_groups_dot(const RowOf& row_of, int n_rows, const Act& act, int n_groups,
                                                   int lane, bool early_weights, const Done& done) {
-    if (!early_weights) begin_kernel();
-    bool waiting = early_weights;  // begin_kernel() once this lane's first weights are asked for
+    if (!early_weights) act.ready();
+    bool waiting = early_weights;  // act.ready() once this lane's first weights are asked for
     for (int k = 0; k < n_rows; k += 2) {
         if (k + 1 < n_rows) {
             const uint8_t* r[2] = {row_of(k), row_of(k + 1)};
             float acc[2];
-            rows_k_groups_dot<T, 2>(r, xq, n_groups, lane, waiting, acc);
+            rows_k_groups_dot<T, 2>(r, act, n_groups, lane, waiting, acc);
             done(k, acc[0]);
             done(k + 1, acc[1]);
         } else {
             const uint8_t* r[1] = {row_of(k)};
             float acc[1];
-            rows_k_groups_dot<T, 1>(r, xq, n_groups, lane, waiting, acc);
+            rows_k_groups_dot<T, 1>(r, act, n_groups, lane, waiting, acc);
             done(k, acc[0]);
         }
     }
-    if (waiting) begin_kernel();
+    if (waiting) act.ready();
 }
 
 // lane_rows_dot's rows of a quantized type T through shared memory, in segments of kStageChunks chunks that
@@ -275,48 +342,84 @@ __device__ __forceinline__ void lane_rows_staged(const RowOf& row_of, int n_rows
     }
 }
 
+// A segment's activations for the Q6_K pairs (lane_row_pair_q6_k), copied once by the whole block, since every warp
+// of it reads the same activation row and goes through the same segments. Read where they lie, a lane's four Q8_1
+// blocks are 384 bytes from those of the lanes of its neighbouring super-block, which made these loads more of L1's
+// work than the weights' (H100, alone, read where they lie against copied: 12288 -> 4096 21.95 -> 20.19 µs,
+// 4096 -> 12288 21.06 -> 18.19, 4096 -> 4096 9.62 -> 8.38, the LM head 4096 -> 151936 170.98 -> 168.96). Layout:
+// quad m of the segment (its blocks 4m .. 4m + 3, the activations of one half of super-block m / 2) at
+// kQ6QuadBytes m, block i's two 16-byte halves of quants at 32 i and 32 i + 16, its header at 128 + 16 i, 32 bytes
+// unused. The lanes of a quarter-warp read four quads, both halves (super-blocks 2q, 2q + 1, groups 0-3), which then
+// lie in eight different 16-byte bank slots (quads 14 slots apart); the two lanes of a quad read its headers together.
+constexpr int kQ6QuadBytes = 224;
+constexpr int kQ6ActBytes = kStageChunks / 4 * kQ6QuadBytes;  // a segment's 16 quads
+// Piece q of the segment's blocks xq (16 bytes: piece q % 3 of block q / 3, its two halves of quants, then its
+// header) to its place in dst, the copies spread over the block's threads.
+__device__ __forceinline__ void copy_q6_act_segment(const BlockQ8_1f* xq, int seg, uint8_t* dst) {
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(xq);
+    for (int q = int(threadIdx.x); q < 3 * seg; q += int(blockDim.x)) {
+        const int b = q / 3, r = q - 3 * b, i = b & 3;
+        copy_16_async_l1(dst + kQ6QuadBytes * (b >> 2) + (r < 2 ? 32 * i + 16 * r : 128 + 16 * i), src + 16 * q);
+    }
+}
+
 // Two Q6_K rows of the same width through shared memory, their segments in turn (segment i of row 0, then of row 1),
 // so that each lane computes its group of both rows' segment i together, from one load of its activations: half the
 // activation loads of lane_rows_staged's one row after the other. Four segments of a warp in shared memory: the next
-// pair comes in while a pair is computed. Each row's sum is lane_rows_staged's bit for bit (its groups in the same
-// order, the same arithmetic). Without early_weights the caller has waited for the kernels before (begin_kernel).
+// pair comes in while a pair is computed; the activations of two segments of the block (copy_q6_act_segment), the
+// next one coming in too. Every warp of the block calls this with the same n_chunks and xq, since they wait for each
+// other's copies at each segment (a warp past the last row computes some row again and drops it). Each row's sum is
+// lane_rows_staged's bit for bit (its groups in the same order, the same arithmetic). Without early_weights the caller
+// has waited for the kernels before (begin_kernel).
 constexpr int kPairStages = 4;
 template <typename RowOf, typename Done>
 __device__ __forceinline__ void lane_row_pair_q6_k(const RowOf& row_of, const BlockQ8_1f* xq, int64_t n_chunks,
                                                    int lane, bool early_weights, const Done& done) {
     constexpr int T = kQ6_K;
     __shared__ __align__(16) uint8_t stage[kStageWarps][kPairStages][kSegmentBytes<T>];
+    __shared__ __align__(16) uint8_t act[2][kQ6ActBytes];
     uint8_t(*buf)[kSegmentBytes<T>] = stage[(threadIdx.x / 32) % kStageWarps];
     const int n_seg = int((n_chunks + kStageChunks - 1) / kStageChunks);
     const uint8_t* rows[2] = {row_of(0), row_of(1)};
-    // Segment i of both rows into buffers 2 (i % 2) and 2 (i % 2) + 1, one copy group for the pair (committed also
-    // past the last, so that the count of groups in flight says which pair has landed).
-    auto ask = [&](int i) {
-        if (i < n_seg) {
-            const int64_t c0 = int64_t(i) * kStageChunks;
-            const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
+    const auto seg_chunks = [&](int i) {
+        const int64_t c0 = int64_t(i) * kStageChunks;
+        return int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
+    };
+    // Segment i of both rows into buffers 2 (i % 2) and 2 (i % 2) + 1 and, once the kernels before have ended, its
+    // activations into act[i % 2]; one copy group for the three (committed also past the last, so that the count of
+    // groups in flight says which segment has landed).
+    const auto ask_weights = [&](int i) {
+        if (i < n_seg)
             for (int r = 0; r < 2; ++r) {
-                const uint8_t* src = rows[r] + chunks_bytes<T>(c0);
-                for (int off = lane * 16; off < int(chunks_bytes<T>(seg)); off += 32 * 16)
+                const uint8_t* src = rows[r] + chunks_bytes<T>(int64_t(i) * kStageChunks);
+                for (int off = lane * 16; off < int(chunks_bytes<T>(seg_chunks(i))); off += 32 * 16)
                     copy_16_async(buf[2 * (i % 2) + r] + off, src + off);
             }
-        }
-        copies_commit();
     };
-    ask(0);
+    const auto ask_act = [&](int i) {
+        if (i < n_seg) copy_q6_act_segment(xq + int64_t(i) * kStageChunks, seg_chunks(i), act[i % 2]);
+    };
+    ask_weights(0);
     if (early_weights) begin_kernel();
+    ask_act(0);
+    copies_commit();
     float acc[2] = {0.0f, 0.0f};
     const int sb = lane >> 2, u = lane & 3;
     for (int i = 0; i < n_seg; ++i) {
-        copies_wait<0>();  // pair i has landed (this lane's copies) ...
-        __syncwarp();      // ... and every lane's; every lane is done with pair i - 1
-        ask(i + 1);        // into pair i - 1's buffers
-        const int64_t c0 = int64_t(i) * kStageChunks;
-        const int seg = int(n_chunks - c0 < kStageChunks ? n_chunks - c0 : kStageChunks);
-        if (2 * lane < seg) {
-            // A segment is 8 super-blocks, one 64-value group per lane: group u of super-block sb.
+        copies_wait<0>();  // segment i has landed (this thread's copies) ...
+        __syncthreads();   // ... and every thread's; the block is done with segment i - 1
+        ask_weights(i + 1);  // into segment i - 1's buffers
+        ask_act(i + 1);
+        copies_commit();
+        if (2 * lane < seg_chunks(i)) {
+            // A segment is 8 super-blocks, one 64-value group per lane: group u of super-block sb, whose activations
+            // are quad 2 sb + u / 2, half u % 2.
+            const uint8_t* quad = act[i % 2] + kQ6QuadBytes * (2 * sb + (u >> 1));
+            const uint8_t* q[4] = {quad + 16 * (u & 1), quad + 32 + 16 * (u & 1), quad + 64 + 16 * (u & 1),
+                                   quad + 96 + 16 * (u & 1)};
+            const uint8_t* h[4] = {quad + 128, quad + 144, quad + 160, quad + 176};
             Q6Act x;
-            load_q6_k_act(xq + c0 + 8 * sb + 4 * (u >> 1), u & 1, x);
+            load_q6_k_act(q, h, u & 1, x);
             acc[0] = __fadd_rn(acc[0], q6_k_group_dot(buf[2 * (i % 2)], 210 * sb, u, x));
             acc[1] = __fadd_rn(acc[1], q6_k_group_dot(buf[2 * (i % 2) + 1], 210 * sb, u, x));
         }
@@ -389,7 +492,7 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
         for (int k = 0; k < n_rows; ++k) aligned = aligned && reinterpret_cast<uintptr_t>(row_of(k)) % 16 == 0;
         if constexpr (kGroupsInPlace<T>) {
             if (aligned && n_chunks / 2 >= kMinGroupsInPlace && n_chunks / 2 <= INT32_MAX) {
-                lane_k_groups_dot<T>(row_of, n_rows, xq, int(n_chunks / 2), lane, early_weights, done);
+                lane_k_groups_dot<T>(row_of, n_rows, ActBlocks{xq}, int(n_chunks / 2), lane, early_weights, done);
                 return;
             }
         }

@@ -282,16 +282,23 @@ struct ActGroup {
     float d0, d1;
     int sum0, sum1;
 };
-ZINC_HD void load_act_group(const BlockQ8_1f* y, ActGroup& a) {
-    load_32_bytes(reinterpret_cast<const uint8_t*>(y[0].qs), a.q0);
-    load_32_bytes(reinterpret_cast<const uint8_t*>(y[1].qs), a.q1);
+// From the blocks' quants q0, q1 (32 bytes each) and their 16-byte headers h0, h1 (d, s, sum_lo, sum_hi, unused: the
+// last 16 bytes of a BlockQ8_1f), wherever they lie, 16-byte aligned.
+ZINC_HD void load_act_group(const uint8_t* q0, const uint8_t* q1, const uint8_t* h0, const uint8_t* h1, ActGroup& a) {
+    load_32_bytes(q0, a.q0);
+    load_32_bytes(q1, a.q1);
     uint32_t t0[4], t1[4];  // d, s, sum_lo | sum_hi << 16, unused
-    load_16_bytes(reinterpret_cast<const uint8_t*>(&y[0].d), t0);
-    load_16_bytes(reinterpret_cast<const uint8_t*>(&y[1].d), t1);
+    load_16_bytes(h0, t0);
+    load_16_bytes(h1, t1);
     a.d0 = bits_to_f32(t0[0]);
     a.d1 = bits_to_f32(t1[0]);
     a.sum0 = int16_t(t0[2]) + int16_t(t0[2] >> 16);
     a.sum1 = int16_t(t1[2]) + int16_t(t1[2] >> 16);
+}
+// From the two blocks at y.
+ZINC_HD void load_act_group(const BlockQ8_1f* y, ActGroup& a) {
+    load_act_group(reinterpret_cast<const uint8_t*>(y[0].qs), reinterpret_cast<const uint8_t*>(y[1].qs),
+                   reinterpret_cast<const uint8_t*>(&y[0].d), reinterpret_cast<const uint8_t*>(&y[1].d), a);
 }
 
 // Group g (0-3) of one Q4_K/Q5_K super-block, as loaded: the 16-byte header (d, dmin, the 12 scale bytes), the group's
@@ -351,16 +358,27 @@ struct Q6Act {
     float d[4];
     int q[4];
 };
-ZINC_HD void load_q6_k_act(const BlockQ8_1f* y, int half, Q6Act& x) {
+// From q[i], the 16 bytes of block i's quants of this half, and h[i], block i's 16-byte header (d, s, sum_lo, sum_hi,
+// unused: the last 16 bytes of a BlockQ8_1f), wherever they lie, 16-byte aligned.
+ZINC_HD void load_q6_k_act(const uint8_t* const (&q)[4], const uint8_t* const (&h)[4], int half, Q6Act& x) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         uint32_t v[4], t[4];  // t: d, s, sum_lo | sum_hi << 16, unused
-        load_16_bytes(reinterpret_cast<const uint8_t*>(y[i].qs) + 16 * half, v);
+        load_16_bytes(q[i], v);
         for (int k = 0; k < 4; ++k) x.a[i][k] = int(v[k]);
-        load_16_bytes(reinterpret_cast<const uint8_t*>(&y[i].d), t);
+        load_16_bytes(h[i], t);
         x.d[i] = bits_to_f32(t[0]);
         x.q[i] = half ? int16_t(t[2] >> 16) : int16_t(t[2]);
     }
+}
+ZINC_HD void load_q6_k_act(const BlockQ8_1f* y, int half, Q6Act& x) {
+    const uint8_t* q[4];
+    const uint8_t* h[4];
+    for (int i = 0; i < 4; ++i) {
+        q[i] = reinterpret_cast<const uint8_t*>(y[i].qs) + 16 * half;
+        h[i] = reinterpret_cast<const uint8_t*>(&y[i].d);
+    }
+    load_q6_k_act(q, h, half, x);
 }
 
 // Group u (0-3) of the Q6_K super-block at byte offset off of p (2-byte aligned, as 210-byte blocks are), dotted with its
