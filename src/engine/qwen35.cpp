@@ -141,35 +141,35 @@ void Qwen35::ffn(const Layer& L, const backend::Weight* next_norm) {
         auto gate = rows(ff_gate_, L.ffn_gate.rows), up = rows(ff_up_, L.ffn_gate.rows);
         be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::swiglu, up, gate);
         be_.matmul_add(L.ffn_down, gate, y, x);
-        if (next_norm) be_.rms_norm(x, next_norm, p_.rms_eps, p_.n_embd, h);
-        return;
-    }
-    auto router = rows(router_), rw = rows(route_w_), moe = rows(moe_out_), sg = rows(sh_gate_);
-    auto ids = rows(route_ids_);
-    if (L.shared_expert) {  // the shared expert (y) beside the router and the routed experts, which read h too
-        auto gate = rows(ff_gate_, L.gate_shexp.rows), up = rows(ff_up_, L.gate_shexp.rows);
-        be_.begin_side();
-        be_.ffn_gated(L.gate_shexp, L.up_shexp, h, backend::GatedActivation::swiglu, up, gate);
-        be_.matmul(L.down_shexp, gate, y);
-        be_.end_side();
-        const backend::Weight* gates_w[] = {&L.gate_inp, &L.gate_inp_shexp};  // the router and the shared gate
-        backend::Act* gates[] = {&router, &sg};
-        be_.matmuls(gates_w, h, gates);
     } else {
-        be_.matmul(L.gate_inp, h, router);
-    }
-    be_.moe_route(router, p_.n_expert_used, true, ids, rw);
-    be_.moe_ffn(h, ids, rw, moe_weights(L.experts, backend::MoeActivation::swiglu), moe);
-    if (L.shared_expert) {
-        be_.join_side();
-        if (next_norm)  // x += moe + y * sigmoid(sg), and the next layer's input h = rms_norm(x) * w
-            be_.shared_expert_add_norm(moe, y, sg, x, next_norm, p_.rms_eps, h);
-        else
+        auto router = rows(router_), rw = rows(route_w_), moe = rows(moe_out_), sg = rows(sh_gate_);
+        auto ids = rows(route_ids_);
+        if (L.shared_expert) {  // the shared expert (y) beside the router and the routed experts, which read h too
+            auto gate = rows(ff_gate_, L.gate_shexp.rows), up = rows(ff_up_, L.gate_shexp.rows);
+            be_.begin_side();
+            be_.ffn_gated(L.gate_shexp, L.up_shexp, h, backend::GatedActivation::swiglu, up, gate);
+            be_.matmul(L.down_shexp, gate, y);
+            be_.end_side();
+            const backend::Weight* gates_w[] = {&L.gate_inp, &L.gate_inp_shexp};  // the router and the shared gate
+            backend::Act* gates[] = {&router, &sg};
+            be_.matmuls(gates_w, h, gates);
+        } else {
+            be_.matmul(L.gate_inp, h, router);
+        }
+        be_.moe_route(router, p_.n_expert_used, true, ids, rw);
+        be_.moe_ffn(h, ids, rw, moe_weights(L.experts, backend::MoeActivation::swiglu), moe);
+        if (L.shared_expert) {
+            be_.join_side();
+            if (next_norm) {  // x += moe + y * sigmoid(sg), and the next layer's input h = rms_norm(x) * w
+                be_.shared_expert_add_norm(moe, y, sg, x, next_norm, p_.rms_eps, h);
+                return;
+            }
             be_.shared_expert_add(moe, y, sg, x);
-    } else {
-        be_.add(x, moe, x);
-        if (next_norm) be_.rms_norm(x, next_norm, p_.rms_eps, p_.n_embd, h);
+        } else {
+            be_.add(x, moe, x);
+        }
     }
+    if (next_norm) be_.rms_norm(x, next_norm, p_.rms_eps, p_.n_embd, h);
 }
 
 backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {
