@@ -78,6 +78,8 @@ public:
     // The Q8_1 blocks of the one activation row x (x.cols a multiple of 32) for a matvec: those that the rms_norm that
     // was the op just before wrote along with x, or x quantized now into the scratch buffer they share.
     const cuda::BlockQ8_1f* quantized_row(const Act& x, const char* op, const std::string& tensor);
+    // Whether the rms_norm that was the op just before wrote x's Q8_1 blocks along with x.
+    bool row_quantized(const Act& x) const;
     // That shared scratch buffer, for the Q8_1 blocks of one row of `cols` values (a multiple of 32).
     cuda::BlockQ8_1f* q8_row_scratch(int64_t cols, const char* op);
 

@@ -41,9 +41,13 @@ cuda::BlockQ8_1f* CudaBackend::q8_row_scratch(int64_t cols, const char* op) {
     return static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 activations", need, op));
 }
 
+bool CudaBackend::row_quantized(const Act& x) const {
+    return normed_.data == x.data && normed_.cols == x.cols && normed_.op + 1 == ops_begun();
+}
+
 const cuda::BlockQ8_1f* CudaBackend::quantized_row(const Act& x, const char* op, const std::string& tensor) {
     cuda::BlockQ8_1f* xq = q8_row_scratch(x.cols, op);
-    if (normed_.data == x.data && normed_.cols == x.cols && normed_.op + 1 == ops_begun()) return xq;
+    if (row_quantized(x)) return xq;
     ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, 1, x.cols, xq, stream_), std::string(op) + ": quantize_q8_1", tensor);
     return xq;
 }
@@ -93,8 +97,11 @@ void CudaBackend::do_ffn_gated(const Weight& gate, const Weight& up, const Act& 
 void CudaBackend::do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
     const Matvec m = matvec_of(w);
     if (x.rows != 1 || m == Matvec::none) return Backend::do_matmul_add(w, x, tmp, out, bias);
-    const cuda::BlockQ8_1f* xq = m == Matvec::dp4a ? quantized_row(x, "matmul_add", w.name) : nullptr;
     const cuda::MatvecJob job = job_of(w, out.data, bias);
+    // A row no norm has just quantized (the attention's output) is quantized by the matvec's blocks where they can.
+    const bool quantizes =
+        m == Matvec::dp4a && !row_quantized(x) && cuda::matvec_multi_quantizes(&job, 1, x.cols, x.data);
+    const cuda::BlockQ8_1f* xq = m == Matvec::dp4a && !quantizes ? quantized_row(x, "matmul_add", w.name) : nullptr;
     ZINC_CUDA_CHECK(cuda::matvec_multi(&job, 1, x.cols, xq, x.data, true, stream_),
                     "matmul_add: matvec_multi", w.name);
 }

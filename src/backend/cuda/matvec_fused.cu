@@ -53,8 +53,9 @@ struct JobTable {
 // kRows consecutive rows of its weight (kRows = 2 where paired_rows allows it: the two rows' groups read together,
 // sharing their activation loads, as the gated FFN's gate and up rows do; more registers, so fewer blocks per
 // multiprocessor). With act_shared (act_shared_bytes of the launch's rows of type T), the blocks of T's weights read
-// their activations from their copy in shared memory (ActShared).
-template <int T, int T2, int kRows>
+// their activations from their copy in shared memory (ActShared), or with kQuantize (T2 = T, Q4_K or Q5_K, act_shared)
+// quantize x into it themselves (ActSharedF32).
+template <int T, int T2, int kRows, bool kQuantize = false>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPerSm : kMinBlocksPerSm - 2)
     matvec_multi_kernel(const JobTable t, int64_t cols, const BlockQ8_1f* xq, const float* x, bool accumulate,
                         bool act_shared) {
@@ -66,7 +67,12 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, kRows == 1 ? kMinBlocksPer
         if (k < t.n && blockIdx.x >= t.job[k].first_block) job = t.job[k];
     const int64_t o = (int64_t(blockIdx.x - job.first_block) * kRowsPerBlock + threadIdx.x / 32) * kRows;
     const int lane = int(threadIdx.x % 32);
-    const ActShared act{xq, act_shared_memory(), int(cols / 64)};
+    const auto act = [&] {
+        if constexpr (kQuantize)
+            return ActSharedF32{x, act_shared_memory(), int(cols / 64)};
+        else
+            return ActShared{xq, act_shared_memory(), int(cols / 64)};
+    }();
     const bool shared = kGroupsInPlace<T> && act_shared && job.type == T;  // the same in the whole block
     const bool q6_pairs = T2 == kQ6_K && kRows == 2 && job.type == kQ6_K;  // the same in the whole block
     if (o >= job.n_out && !q6_pairs) {  // whole warps leave together, after their part of the block's copy
@@ -152,6 +158,14 @@ bool has_input(int type, const BlockQ8_1f* xq, const float* x) {
 
 }  // namespace
 
+bool matvec_multi_quantizes(const MatvecJob* jobs, int n_jobs, int64_t cols, const float* x) {
+    if (n_jobs < 1 || n_jobs > kMaxMatvecJobs || reinterpret_cast<uintptr_t>(x) % 16 != 0) return false;
+    for (int i = 0; i < n_jobs; ++i)
+        if (jobs[i].type != jobs[0].type || act_shared_bytes(jobs[i].type, jobs[i].w, jobs[i].row_bytes, cols) == 0)
+            return false;
+    return true;
+}
+
 bool matvec_multi_pair(int a, int b) {
     if (a > b) return matvec_multi_pair(b, a);
     return (a == kQ4_K || a == kQ5_K) && b == kQ6_K;
@@ -160,10 +174,11 @@ bool matvec_multi_pair(int a, int b) {
 cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq, const float* x,
                          bool accumulate, cudaStream_t s) {
     if (n_jobs < 1 || n_jobs > kMaxMatvecJobs || cols <= 0) return cudaErrorInvalidValue;
+    const bool quantizes = !xq && x && matvec_multi_quantizes(jobs, n_jobs, cols, x);
     const int type = jobs[0].type;
     int type2 = type;
     for (int i = 0; i < n_jobs; ++i) {
-        if (jobs[i].n_out < 0 || !has_input(jobs[i].type, xq, x)) return cudaErrorInvalidValue;
+        if (jobs[i].n_out < 0 || (!quantizes && !has_input(jobs[i].type, xq, x))) return cudaErrorInvalidValue;
         if (jobs[i].type != type) {
             if (type2 != type && jobs[i].type != type2) return cudaErrorInvalidValue;  // a third type
             type2 = jobs[i].type;
@@ -177,7 +192,7 @@ cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const 
     int act_bytes = INT_MAX;
     for (int i = 0; i < n_jobs; ++i)
         if (jobs[i].type == k_type)
-            act_bytes = std::min(act_bytes, act_shared_bytes(k_type, jobs[i].w, jobs[i].row_bytes, cols));
+            act_bytes = std::min(act_bytes, act_shared_bytes(k_type, jobs[i].w, jobs[i].row_bytes, cols, quantizes));
     JobTable t{};
     int64_t blocks = 0;
     for (int i = 0; i < n_jobs; ++i) {
@@ -193,6 +208,12 @@ cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const 
         return launch(kernel, unsigned(blocks), kRowsPerBlock * 32, size_t(act_bytes), s, t, cols, xq, x, accumulate,
                       act_bytes > 0);
     };
+    if (quantizes) {
+        if (type == kQ4_K)
+            return pairs ? run(matvec_multi_kernel<kQ4_K, kQ4_K, 2, true>)
+                         : run(matvec_multi_kernel<kQ4_K, kQ4_K, 1, true>);
+        return run(matvec_multi_kernel<kQ5_K, kQ5_K, 1, true>);  // Q5_K rows are never paired
+    }
     if (type2 != type) {
         if (k_type == kQ4_K)
             return pairs ? run(matvec_multi_kernel<kQ4_K, kQ6_K, 2>) : run(matvec_multi_kernel<kQ4_K, kQ6_K, 1>);

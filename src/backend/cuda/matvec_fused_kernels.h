@@ -31,10 +31,16 @@ constexpr int kMaxMatvecJobs = 8;
 // the K-quant mixes put a Q6_K V projection beside Q and K.
 bool matvec_multi_pair(int a, int b);
 
+// Whether matvec_multi can quantize the activation row x itself for these weights: one type, Q4_K or Q5_K, rows read
+// in place of at most 4096 values, whose blocks copy their activations into shared memory anyway (matvec_row.cuh,
+// ActShared), x 16-byte aligned. It then takes xq null, and saves the launch of quantize_q8_1 before it.
+bool matvec_multi_quantizes(const MatvecJob* jobs, int n_jobs, int64_t cols, const float* x);
+
 // The matvecs of n_jobs (1..kMaxMatvecJobs) weights of one type, or of a pair's two types, all with `cols` columns,
 // against the same activation row in one launch. With `accumulate`, out[o] += v (the residual add of matmul_add);
 // else out[o] = v, where v = W[o] . x + bias[o] with a bias, else W[o] . x. Each row's value equals matvec_q's /
-// matvec_f's bit for bit, followed by add_bias and add (each one f32 add, in that order).
+// matvec_f's bit for bit, followed by add_bias and add (each one f32 add, in that order). Quantized types read xq,
+// the Q8_1 blocks of x, or with xq null x itself where matvec_multi_quantizes.
 cudaError_t matvec_multi(const MatvecJob* jobs, int n_jobs, int64_t cols, const BlockQ8_1f* xq, const float* x,
                          bool accumulate, cudaStream_t s);
 

@@ -226,13 +226,41 @@ struct ActShared {
         load_act_group(p, p + 32, p + 64, p + 80, a);
     }
 };
+// ActShared's layout, quantized by the block from the f32 row x instead of copied: the row goes to shared memory past
+// the groups (4 bytes a value), and its float4s are quantized there by 8 lanes a block (quantize_8_lanes: the blocks
+// quantize_q8_1 writes, bit for bit). A kernel of its own (matvec_multi_kernel's kQuantize), as the registers it
+// takes beside the first weights in flight would make the other kernels spill.
+struct ActSharedF32 {
+    const float* x;
+    uint8_t* s;  // kActGroupBytes per group, then 4 bytes a value
+    int n_groups;
+    __device__ __forceinline__ void ready() const {
+        begin_kernel();
+        float4* f = reinterpret_cast<float4*>(s + kActGroupBytes * n_groups);
+        const int n4 = 16 * n_groups;  // a multiple of 8: whole blocks
+        for (int i = int(threadIdx.x); i < n4; i += int(blockDim.x)) copy_16_async_l1(f + i, x + 4 * i);
+        copies_commit();
+        copies_wait<0>();
+        __syncthreads();
+        for (int i0 = 0; i0 < n4; i0 += int(blockDim.x)) {  // every lane of a warp takes part in its blocks
+            const int i = i0 + int(threadIdx.x), b = i / 8;
+            const Q8Lanes q = quantize_8_lanes(i < n4 ? f[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+            uint8_t* group = s + kActGroupBytes * (b / 2);
+            if (i < n4) store_8_lanes(q, group + 32 * (b % 2), group + 64 + 16 * (b % 2), i % 8);
+        }
+        __syncthreads();
+    }
+    __device__ __forceinline__ void group(int gi, ActGroup& a) const { ActShared{nullptr, s, n_groups}.group(gi, a); }
+};
 // The dynamic shared memory of a matvec block whose rows of `type` are all read in place with ActShared (the in-place
 // conditions of lane_rows_dot: Q4_K or Q5_K, 16-byte aligned rows of at least kMinGroupsInPlace groups), or 0 where
-// they are not (their activations are read where they lie). The launcher passes it as the launch's shared memory.
-inline int act_shared_bytes(int type, const void* w, size_t row_bytes, int64_t cols) {
+// they are not (their activations are read where they lie); with from_f32, for a block that quantizes the row itself.
+// The launcher passes it as the launch's shared memory.
+inline int act_shared_bytes(int type, const void* w, size_t row_bytes, int64_t cols, bool from_f32 = false) {
     const bool aligned = reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
     if ((type != kQ4_K && type != kQ5_K) || !aligned || cols / 64 < kMinGroupsInPlace) return 0;
-    return cols / 64 <= kMaxActSharedGroups ? int(cols / 64 * kActGroupBytes) : 0;
+    if (cols / 64 > kMaxActSharedGroups) return 0;
+    return int(cols / 64 * kActGroupBytes + (from_f32 ? cols * 4 : 0));
 }
 // The block's dynamic shared memory, where ActShared keeps its row.
 __device__ __forceinline__ uint8_t* act_shared_memory() {

@@ -21,6 +21,7 @@
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/norm_kernels.h"
 #include "backend/cuda/norm_math.cuh"
+#include "backend/cuda/vec_dot_q8_1.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
@@ -50,43 +51,6 @@ __global__ void __launch_bounds__(128) rms_norm_warp_kernel(const float4* x, con
     for (int k = 0; k < NV; ++k) {
         const int i = lane + 32 * k;
         if (i < n4) yo[i] = scaled(v[k], scale, w, i);
-    }
-}
-
-// Quantizes the 32 values that 8 lanes hold as float4s (this lane, j = lane % 8 of them: values 4j..4j+3) to the Q8_1
-// block b, exactly as quantize_q8_1's kernel does with a value per lane: the same maximum, and the same sum, since its
-// butterfly over 32 lanes (partners at value distance 16, 8, 4, 2, 1) adds the same pairs in the same order as this
-// one over lanes j^4, j^2, j^1 and then the float4's components. Every lane of the warp takes part.
-__device__ __forceinline__ void quantize_8_lanes(float4 v, BlockQ8_1f* b, int j, bool store) {
-    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-    float c[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int off = 4; off > 0; off >>= 1) {
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-#pragma unroll
-        for (int i = 0; i < 4; ++i) c[i] += __shfl_xor_sync(0xffffffffu, c[i], off);
-    }
-    const float sum = (c[0] + c[2]) + (c[1] + c[3]);
-    const float d = amax / 127.0f;
-    const float vals[4] = {v.x, v.y, v.z, v.w};
-    uint32_t packed = 0;
-    int half = 0;  // the sum of the quants of this lane's half of the block (lanes j = 0-3: values 0-15; 4-7: 16-31)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int q = amax == 0.0f ? 0 : __float2int_rn(vals[i] / d);
-        packed |= uint32_t(uint8_t(int8_t(q))) << (8 * i);
-        half += q;
-    }
-    for (int off = 2; off > 0; off >>= 1) half += __shfl_xor_sync(0xffffffffu, half, off);
-    const int other = __shfl_xor_sync(0xffffffffu, half, 4);
-    if (!store) return;
-    reinterpret_cast<uint32_t*>(b->qs)[j] = packed;
-    if (j == 0) {
-        b->d = d;
-        b->s = sum;
-        b->sum_lo = int16_t(half);
-        b->sum_hi = int16_t(other);
-        b->unused = 0;
     }
 }
 
@@ -159,7 +123,12 @@ __global__ void __launch_bounds__(1024) rms_norm_block_kernel(const float4* x, f
                 r = make_float4(__fmul_rn(r.x, s), __fmul_rn(r.y, s), __fmul_rn(r.z, s), __fmul_rn(r.w, s));
             }
             if (i < n4) yo[i] = r;
-            if (j == 0 && q8) quantize_8_lanes(r, q8 + g * (group / 32) + i / 8, i % 8, i < n4);
+            if (j == 0 && q8) {
+                const Q8Lanes q = quantize_8_lanes(r);
+                BlockQ8_1f* b = q8 + g * (group / 32) + i / 8;
+                if (i < n4)
+                    store_8_lanes(q, reinterpret_cast<uint8_t*>(b->qs), reinterpret_cast<uint8_t*>(&b->d), i % 8);
+            }
         }
     }
 }

@@ -94,6 +94,50 @@ __device__ __forceinline__ void quantize_q8_1_warp(float v, BlockQ8_1f& b, int l
         b.unused = 0;
     }
 }
+
+// One Q8_1 block quantized by 8 lanes (quantize_8_lanes): this lane's four quants, and the block's header as every lane
+// has it: d, s, and the integer sums of this lane's half of the block and of the other half.
+struct Q8Lanes {
+    uint32_t packed;
+    float d, sum;
+    int half, other;
+};
+// Quantizes the 32 values that 8 lanes hold as float4s (this lane, j = lane % 8 of them: values 4j..4j+3) exactly as
+// quantize_q8_1_warp does with a value per lane: the same maximum, and the same sum, since its butterfly over 32 lanes
+// (partners at value distance 16, 8, 4, 2, 1) adds the same pairs in the same order as this one over lanes j^4, j^2,
+// j^1 and then the float4's components. Every lane of the warp takes part.
+__device__ __forceinline__ Q8Lanes quantize_8_lanes(float4 v) {
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    float c[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int off = 4; off > 0; off >>= 1) {
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+#pragma unroll
+        for (int i = 0; i < 4; ++i) c[i] += __shfl_xor_sync(0xffffffffu, c[i], off);
+    }
+    Q8Lanes q;
+    q.sum = (c[0] + c[2]) + (c[1] + c[3]);
+    q.d = amax / 127.0f;
+    const float vals[4] = {v.x, v.y, v.z, v.w};
+    q.packed = 0;
+    q.half = 0;  // the sum of the quants of this lane's half of the block (lanes j = 0-3: values 0-15; 4-7: 16-31)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int x = amax == 0.0f ? 0 : __float2int_rn(vals[i] / q.d);
+        q.packed |= uint32_t(uint8_t(int8_t(x))) << (8 * i);
+        q.half += x;
+    }
+    for (int off = 2; off > 0; off >>= 1) q.half += __shfl_xor_sync(0xffffffffu, q.half, off);
+    q.other = __shfl_xor_sync(0xffffffffu, q.half, 4);
+    return q;
+}
+// Stores lane j's part of the block: its quants at qs + 4j, and (lane 0) the 16-byte header: d, s, sum_lo, sum_hi, 0.
+__device__ __forceinline__ void store_8_lanes(const Q8Lanes& q, uint8_t* qs, uint8_t* header, int j) {
+    reinterpret_cast<uint32_t*>(qs)[j] = q.packed;
+    if (j == 0)
+        *reinterpret_cast<uint4*>(header) = make_uint4(__float_as_uint(q.d), __float_as_uint(q.sum),
+                                                       uint32_t(uint16_t(q.half)) | uint32_t(q.other) << 16, 0u);
+}
 #endif
 
 // Dot product of chunk c of a weight row with the Q8_1 block y (the matching 32 activations), the row in device memory
