@@ -122,8 +122,9 @@ cudaError_t launch_matvec(int type, const void* w, size_t row_bytes, size_t expe
     if (n_out <= 0 || n_rows <= 0) return cudaGetLastError();
     if (n_rows > 65535 || x_div <= 0) return cudaErrorInvalidValue;
     const auto* wb = static_cast<const uint8_t*>(w);
-    const bool pairs = paired_rows(type, wb, row_bytes, cols) && (!ids || expert_bytes % 16 == 0);
-    const int act_bytes = !ids || expert_bytes % 16 == 0 ? act_shared_bytes(type, wb, row_bytes, cols) : 0;
+    const bool experts_aligned = !ids || expert_bytes % 16 == 0;  // every expert's rows aligned as the first's
+    const bool pairs = experts_aligned && paired_rows(type, wb, row_bytes, cols);
+    const int act_bytes = experts_aligned ? act_shared_bytes(type, wb, row_bytes, cols) : 0;
     return for_weight_type<kSet>(type, [&](auto t) {
         constexpr int T = decltype(t)::value;
         const auto run = [&](auto kernel, int rows) {

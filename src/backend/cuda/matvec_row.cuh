@@ -165,6 +165,15 @@ constexpr int kMinGroupsInPlace = 32;
 template <int T>
 constexpr bool kGroupsInPlace = T == kQ4_K || T == kQ5_K;
 
+// On the host, before a launch: whether rows of `type` at w, row_bytes apart, of `cols` values are 16-byte aligned,
+// and whether lane_rows_dot reads them in place (Q4_K or Q5_K, aligned, at least kMinGroupsInPlace groups).
+inline bool aligned_rows(const void* w, size_t row_bytes) {
+    return reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
+}
+inline bool groups_in_place(int type, const void* w, size_t row_bytes, int64_t cols) {
+    return (type == kQ4_K || type == kQ5_K) && aligned_rows(w, row_bytes) && cols / 64 >= kMinGroupsInPlace;
+}
+
 // Rows of these types go two to a warp where paired_rows allows it, their dot products sharing the activation loads
 // (lane_k_groups_dot's two rows, lane_row_pair_q6_k): a single row is limited by its activation loads, its lanes
 // reading Q8_1 blocks 96 bytes apart, more than by its weights (Qwen3-8B's 12288 -> 4096 Q4_K matvec alone on the
@@ -175,9 +184,8 @@ constexpr bool kGroupsInPlace = T == kQ4_K || T == kQ5_K;
 template <int T>
 constexpr bool kPairedTypes = T == kQ4_K || T == kQ6_K;
 inline bool paired_rows(int type, const void* w, size_t row_bytes, int64_t cols) {
-    const bool aligned = reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
-    if (type == kQ6_K) return aligned;
-    return type == kQ4_K && aligned && cols / 64 >= kMinGroupsInPlace;
+    if (type == kQ6_K) return aligned_rows(w, row_bytes);
+    return type == kQ4_K && groups_in_place(type, w, row_bytes, cols);
 }
 
 // Where the groups read in place find their activations: act.ready() takes begin_kernel()'s place (every lane of the
@@ -252,14 +260,11 @@ struct ActSharedF32 {
     }
     __device__ __forceinline__ void group(int gi, ActGroup& a) const { ActShared{nullptr, s, n_groups}.group(gi, a); }
 };
-// The dynamic shared memory of a matvec block whose rows of `type` are all read in place with ActShared (the in-place
-// conditions of lane_rows_dot: Q4_K or Q5_K, 16-byte aligned rows of at least kMinGroupsInPlace groups), or 0 where
-// they are not (their activations are read where they lie); with from_f32, for a block that quantizes the row itself.
+// The dynamic shared memory of a matvec block whose rows of `type` are all read in place with ActShared
+// (groups_in_place, up to kMaxActSharedGroups groups), or 0 where they are not (their activations are read where they lie); with from_f32, for a block that quantizes the row itself.
 // The launcher passes it as the launch's shared memory.
 inline int act_shared_bytes(int type, const void* w, size_t row_bytes, int64_t cols, bool from_f32 = false) {
-    const bool aligned = reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
-    if ((type != kQ4_K && type != kQ5_K) || !aligned || cols / 64 < kMinGroupsInPlace) return 0;
-    if (cols / 64 > kMaxActSharedGroups) return 0;
+    if (!groups_in_place(type, w, row_bytes, cols) || cols / 64 > kMaxActSharedGroups) return 0;
     return int(cols / 64 * kActGroupBytes + (from_f32 ? cols * 4 : 0));
 }
 // The block's dynamic shared memory, where ActShared keeps its row.
