@@ -216,4 +216,51 @@ TEST(KvCache, RopeKvWriteIsItsOpsInTurn) {
     EXPECT_THROW(cpu->rope_kv_write(q, q, v, {}, d, pos, rope, kv, 5), std::invalid_argument);
 }
 
+// rope_kv_attention is rope_kv_write then attention (the CPU backend runs the base class's sequence; the CUDA
+// backend's fused kernel is checked against it on the GPU), for a prefill chunk and decode steps, and its arguments are
+// checked as those two ops check theirs, with out kept apart from q, k and v.
+TEST(KvCache, RopeKvAttentionIsRopeKvWriteThenAttention) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    const int d = 64;
+    const zinc::backend::RopeParams rope{32, true, 10000.0f, 1.0f};
+    AttentionParams p{4, 2, d, 0.125f};
+    const KvLayer spec{nullptr, nullptr, 2 * d, 16, KvType::f16, KvType::f16};
+    KvLayer fused = cpu->alloc_kv(spec), separate = cpu->alloc_kv(spec);
+    int64_t pos0 = 0;
+    uint32_t seed = 20;
+    for (const int rows : {5, 1, 1}) {
+        std::vector<int32_t> pos(static_cast<size_t>(rows));
+        for (int t = 0; t < rows; ++t) pos[size_t(t)] = int32_t(pos0 + t);
+        const auto qh = random_floats(4 * d * rows, -2, 2, seed++), kh = random_floats(2 * d * rows, -2, 2, seed++),
+                   vh = random_floats(2 * d * rows, -2, 2, seed++);
+        Act q1 = upload(*cpu, qh, rows, 4 * d), k1 = upload(*cpu, kh, rows, 2 * d), v1 = upload(*cpu, vh, rows, 2 * d);
+        Act q2 = upload(*cpu, qh, rows, 4 * d), k2 = upload(*cpu, kh, rows, 2 * d), v2 = upload(*cpu, vh, rows, 2 * d);
+        Act o1 = cpu->alloc(rows, 4 * d), o2 = cpu->alloc(rows, 4 * d);
+        cpu->rope_kv_attention(q1, k1, v1, {}, pos, rope, fused, pos0, p, o1);
+        cpu->rope_kv_write(q2, k2, v2, {}, d, pos, rope, separate, pos0);
+        cpu->attention(q2, separate, pos0, p, o2);
+        EXPECT_EQ(download(*cpu, o1), download(*cpu, o2)) << rows << " rows at " << pos0;
+        pos0 += rows;
+    }
+    // The caches hold the same rows: read back through attention with a window of 1.
+    const Act probe = upload(*cpu, random_floats(4 * d, -1, 1, seed), 1, 4 * d);
+    Act o1 = cpu->alloc(1, 4 * d), o2 = cpu->alloc(1, 4 * d);
+    p.window = 1;
+    cpu->attention(probe, fused, pos0 - 1, p, o1);
+    cpu->attention(probe, separate, pos0 - 1, p, o2);
+    EXPECT_EQ(download(*cpu, o1), download(*cpu, o2));
+    p.window = 0;
+
+    KvLayer kv = cpu->alloc_kv(KvLayer{nullptr, nullptr, 2 * d, 4, KvType::f16, KvType::f16});
+    Act q = cpu->alloc(1, 4 * d), k = cpu->alloc(1, 2 * d), v = cpu->alloc(1, 2 * d), o = cpu->alloc(1, 4 * d);
+    const std::vector<int32_t> pos = {3}, pos4 = {4};
+    EXPECT_THROW(cpu->rope_kv_attention(q, k, v, {}, pos, rope, kv, 3, p, q), std::invalid_argument);  // out is q
+    EXPECT_THROW(cpu->rope_kv_attention(q, k, v, {}, pos, rope, kv, 2, p, o), std::invalid_argument);  // pos != 2
+    EXPECT_THROW(cpu->rope_kv_attention(q, k, v, {}, pos4, rope, kv, 4, p, o),
+                 std::out_of_range);  // past the cache
+    EXPECT_THROW(cpu->rope_kv_attention(q, k, v, {}, pos, rope, kv, 3, AttentionParams{2, 2, d, 0.125f}, o),
+                 std::invalid_argument);  // attention's shapes
+    cpu->rope_kv_attention(q, k, v, {}, pos, rope, kv, 3, p, o);  // the last row
+}
+
 }  // namespace
