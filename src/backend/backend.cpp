@@ -585,29 +585,34 @@ void Backend::ffn_gated(const Weight& gate, const Weight& up, const Act& x, Gate
     do_ffn_gated(gate, up, x, act, up_tmp, out);
 }
 
-void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
-    const OpScope scope(*this, "matmul_add", &w);
-    const std::string op = op_of("matmul_add", &w);
+namespace {
+
+// matmul_add's checks of its arguments, which matmul_add_norm makes too; `name` is the op's.
+void check_matmul_add(const Weight& w, const Act& x, const Act& tmp, const Act& out, const Weight* bias,
+                      const char* name) {
+    const std::string op = op_of(name, &w);
     if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows) fail(op, "shape mismatch");
     if (bias) check_f32_vector(*bias, out.cols, op.c_str(), "bias");  // add_bias's check, against tmp's width
-    check_shape(tmp, out.rows, out.cols, "matmul_add", "tmp");
+    check_shape(tmp, out.rows, out.cols, name, "tmp");
     if (overlap(out.data, out.size(), x.data, x.size())) fail(op, "out must not overlap x");
     if (overlap(tmp.data, tmp.size(), x.data, x.size()) || overlap(tmp.data, tmp.size(), out.data, out.size()))
         fail(op, "tmp must overlap neither x nor out");
+}
+
+}  // namespace
+
+void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
+    const OpScope scope(*this, "matmul_add", &w);
+    check_matmul_add(w, x, tmp, out, bias, "matmul_add");
     do_matmul_add(w, x, tmp, out, bias);
 }
 
 void Backend::matmul_add_norm(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias,
                               const Weight* norm, float eps, Act& h) {
     const OpScope scope(*this, "matmul_add_norm", &w);
+    check_matmul_add(w, x, tmp, out, bias, "matmul_add_norm");
+    // Then rms_norm's, on the residual stream.
     const std::string op = op_of("matmul_add_norm", &w);
-    // matmul_add's checks, then rms_norm's.
-    if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows) fail(op, "shape mismatch");
-    if (bias) check_f32_vector(*bias, out.cols, op.c_str(), "bias");
-    check_shape(tmp, out.rows, out.cols, "matmul_add_norm", "tmp");
-    if (overlap(out.data, out.size(), x.data, x.size())) fail(op, "out must not overlap x");
-    if (overlap(tmp.data, tmp.size(), x.data, x.size()) || overlap(tmp.data, tmp.size(), out.data, out.size()))
-        fail(op, "tmp must overlap neither x nor out");
     check_same_shape(out, h, op);
     if (norm) check_f32_vector(*norm, out.cols, "matmul_add_norm", "norm weight");
     if (overlap(h.data, h.size(), x.data, x.size()) || overlap(h.data, h.size(), out.data, out.size()))
