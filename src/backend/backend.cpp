@@ -408,10 +408,8 @@ void Backend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     do_kv_write(kv, k, v, pos0);
 }
 
-namespace {
-
-// attention's checks of its arguments, which rope_kv_attention makes too.
-void check_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, const Act& out) {
+void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
+    const OpScope scope(*this, "attention");
     const int d = p.head_dim;
     if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
         kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
@@ -425,13 +423,6 @@ void check_attention(const Act& q, const KvLayer& kv, int64_t pos0, const Attent
     if ((kv.type_k == KvType::q8_0 || kv.type_v == KvType::q8_0) && d % kKvBlock != 0)
         fail("attention", "a q8_0 cache needs a head_dim that is a multiple of 32");
     if (p.sinks) check_f32_vector(*p.sinks, p.n_head, "attention", "sinks");
-}
-
-}  // namespace
-
-void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
-    const OpScope scope(*this, "attention");
-    check_attention(q, kv, pos0, p, out);
     do_attention(q, kv, pos0, p, out);
 }
 
@@ -585,39 +576,16 @@ void Backend::ffn_gated(const Weight& gate, const Weight& up, const Act& x, Gate
     do_ffn_gated(gate, up, x, act, up_tmp, out);
 }
 
-namespace {
-
-// matmul_add's checks of its arguments, which matmul_add_norm makes too; `name` is the op's.
-void check_matmul_add(const Weight& w, const Act& x, const Act& tmp, const Act& out, const Weight* bias,
-                      const char* name) {
-    const std::string op = op_of(name, &w);
+void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
+    const OpScope scope(*this, "matmul_add", &w);
+    const std::string op = op_of("matmul_add", &w);
     if (x.cols != w.cols || out.rows != x.rows || out.cols != w.rows) fail(op, "shape mismatch");
     if (bias) check_f32_vector(*bias, out.cols, op.c_str(), "bias");  // add_bias's check, against tmp's width
-    check_shape(tmp, out.rows, out.cols, name, "tmp");
+    check_shape(tmp, out.rows, out.cols, "matmul_add", "tmp");
     if (overlap(out.data, out.size(), x.data, x.size())) fail(op, "out must not overlap x");
     if (overlap(tmp.data, tmp.size(), x.data, x.size()) || overlap(tmp.data, tmp.size(), out.data, out.size()))
         fail(op, "tmp must overlap neither x nor out");
-}
-
-}  // namespace
-
-void Backend::matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias) {
-    const OpScope scope(*this, "matmul_add", &w);
-    check_matmul_add(w, x, tmp, out, bias, "matmul_add");
     do_matmul_add(w, x, tmp, out, bias);
-}
-
-void Backend::matmul_add_norm(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias,
-                              const Weight* norm, float eps, Act& h) {
-    const OpScope scope(*this, "matmul_add_norm", &w);
-    check_matmul_add(w, x, tmp, out, bias, "matmul_add_norm");
-    // Then rms_norm's, on the residual stream.
-    const std::string op = op_of("matmul_add_norm", &w);
-    check_same_shape(out, h, op);
-    if (norm) check_f32_vector(*norm, out.cols, "matmul_add_norm", "norm weight");
-    if (overlap(h.data, h.size(), x.data, x.size()) || overlap(h.data, h.size(), out.data, out.size()))
-        fail(op, "h must overlap neither x nor out");
-    do_matmul_add_norm(w, x, tmp, out, bias, norm, eps, h);
 }
 
 void Backend::norm_add(Act& x, const Weight* w, float eps, Act& out, float s) {
@@ -712,24 +680,16 @@ void Backend::do_shared_expert_add(Act& a, Act& b, const Act& gate, Act& out) {
     add(out, a, out);
 }
 
-void Backend::do_matmul_add_norm(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias,
-                                 const Weight* norm, float eps, Act& h) {
-    matmul_add(w, x, tmp, out, bias);
-    rms_norm(out, norm, eps, out.cols, h);
-}
-
 void Backend::do_shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& out, const Weight* w, float eps,
                                         Act& h) {
     shared_expert_add(a, b, gate, out);
     rms_norm(out, w, eps, out.cols, h);
 }
 
-namespace {
-
-// rope_kv_write's checks of its arguments: those of the ops it is made of, so that an override sees what they would
-// accept.
-void check_rope_kv_write(const Act& q, const Act& k, const Act& v, const HeadNorms& norms, int head_dim,
-                         std::span<const int32_t> pos, const RopeParams& rope, const KvLayer& kv, int64_t pos0) {
+void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                            std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
+    const OpScope scope(*this, "rope_kv_write");
+    // The checks of the ops it is made of, so that an override sees what they would accept.
     check_group(q, head_dim, "rope_kv_write");
     if (static_cast<int64_t>(pos.size()) != q.rows || k.rows != q.rows || rope.n_rot > head_dim || rope.n_rot <= 0 ||
         rope.n_rot % 2 != 0)
@@ -746,27 +706,7 @@ void check_rope_kv_write(const Act& q, const Act& k, const Act& v, const HeadNor
     if (rope.freq_factors) check_f32_vector(*rope.freq_factors, rope.n_rot / 2, "rope_kv_write", "frequency factors");
     if (pos0 < 0 || (kv.ring ? k.rows : pos0 + k.rows) > kv.capacity)
         throw std::out_of_range("rope_kv_write: past the cache");
-}
-
-}  // namespace
-
-void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
-                            std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
-    const OpScope scope(*this, "rope_kv_write");
-    check_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv, pos0);
     do_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv, pos0);
-}
-
-void Backend::rope_kv_attention(Act& q, Act& k, Act& v, const HeadNorms& norms, std::span<const int32_t> pos,
-                                const RopeParams& rope, KvLayer& kv, int64_t pos0, const AttentionParams& p,
-                                Act& out) {
-    const OpScope scope(*this, "rope_kv_attention");
-    check_rope_kv_write(q, k, v, norms, p.head_dim, pos, rope, kv, pos0);
-    check_attention(q, kv, pos0, p, out);
-    if (overlap(out.data, out.size(), q.data, q.size()) || overlap(out.data, out.size(), k.data, k.size()) ||
-        overlap(out.data, out.size(), v.data, v.size()))
-        fail("rope_kv_attention", "out must not overlap q, k or v");
-    do_rope_kv_attention(q, k, v, norms, pos, rope, kv, pos0, p, out);
 }
 
 void Backend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
@@ -777,13 +717,6 @@ void Backend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, i
     this->rope(q, head_dim, pos, rope);
     this->rope(k, head_dim, pos, rope);
     kv_write(kv, k, v, pos0);
-}
-
-void Backend::do_rope_kv_attention(Act& q, Act& k, Act& v, const HeadNorms& norms, std::span<const int32_t> pos,
-                                   const RopeParams& rope, KvLayer& kv, int64_t pos0, const AttentionParams& p,
-                                   Act& out) {
-    rope_kv_write(q, k, v, norms, p.head_dim, pos, rope, kv, pos0);
-    attention(q, kv, pos0, p, out);
 }
 
 DeltaNetPieces delta_net_pieces(const Act& conv, const DeltaNetParams& p) {

@@ -278,10 +278,6 @@ public:
     // given (f32, w.rows values); add(out, tmp, out). tmp has out's shape and is left unspecified; out overlaps
     // neither x nor tmp, and tmp not x.
     void matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias = nullptr);
-    // matmul_add(w, x, tmp, out, bias), then rms_norm(out, norm, eps, out.cols, h): a residual projection and the norm
-    // of the residual stream after it, the next step's input. h may be tmp; it overlaps neither x nor out.
-    void matmul_add_norm(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias, const Weight* norm,
-                         float eps, Act& h);
     // out += rms_norm(x) * w over each row, then out *= s when s != 1 (a post-norm's residual add, and a layer's
     // output scale): rms_norm(x, w, eps, x.cols, x); add(out, x, out); scale(out, s, out) when s != 1. w (f32,
     // x.cols values) may be null; x is left unspecified; out has x's shape and does not overlap it.
@@ -320,12 +316,6 @@ public:
     // kv_write(kv, k, v, pos0). q, k and v overlap none of the others.
     void rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
                        const RopeParams& rope, KvLayer& kv, int64_t pos0);
-    // rope_kv_write(q, k, v, norms, p.head_dim, pos, rope, kv, pos0), then attention(q, kv, pos0, p, out): the steps
-    // from the Q/K/V projections to the attention's output. Afterwards q, k and v hold either their values before or
-    // those rope_kv_write leaves (a backend that does both in one kernel need not write them back); out and the cache
-    // are the two ops'. out overlaps none of q, k and v.
-    void rope_kv_attention(Act& q, Act& k, Act& v, const HeadNorms& norms, std::span<const int32_t> pos,
-                           const RopeParams& rope, KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out);
 
     // out[t] = the index of the largest value in row t of x, the first one on ties (as torch.argmax and the
     // greedy sampler); waits for the result, which is all the host needs of greedy decoding's logits.
@@ -448,8 +438,6 @@ protected:
     virtual void do_ffn_gated(const Weight& gate, const Weight& up, const Act& x, GatedActivation act, Act& up_tmp,
                               Act& out);
     virtual void do_matmul_add(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias);
-    virtual void do_matmul_add_norm(const Weight& w, const Act& x, Act& tmp, Act& out, const Weight* bias,
-                                    const Weight* norm, float eps, Act& h);
     virtual void do_norm_add(Act& x, const Weight* w, float eps, Act& out, float s);
     virtual void do_rms_norms(const Act& x, std::span<const Weight* const> w, float eps, std::span<Act* const> out,
                               std::span<const float> s);
@@ -458,9 +446,6 @@ protected:
                                            Act& h);
     virtual void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                                   std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0);
-    virtual void do_rope_kv_attention(Act& q, Act& k, Act& v, const HeadNorms& norms, std::span<const int32_t> pos,
-                                      const RopeParams& rope, KvLayer& kv, int64_t pos0, const AttentionParams& p,
-                                      Act& out);
     virtual void do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
                                    float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
                                    Act& beta, Act& out);

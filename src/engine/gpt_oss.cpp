@@ -51,11 +51,12 @@ backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
         const backend::Weight* qkv_b[] = {&L.bq, &L.bk, &L.bv};
         backend::Act* qkv[] = {&q, &k, &v};
         be_.matmuls(qkv_w, h, qkv, qkv_b);  // the biases in the matvec's epilogue on the GPU
-        be_.rope_kv_attention(q, k, v, {}, positions(), rope, kv_[l], pos0, ap, attn);
-        // x += wo · attn + bo, then h = post_attn_norm(x) (h as scratch first).
-        be_.matmul_add_norm(L.wo, attn, h, x, &L.bo, &L.post_attn_norm, eps, h);
+        be_.rope_kv_write(q, k, v, {}, p_.head_dim, positions(), rope, kv_[l], pos0);
+        be_.attention(q, kv_[l], pos0, ap, attn);
+        be_.matmul_add(L.wo, attn, h, x, &L.bo);  // x += wo · attn + bo, h as scratch
 
         // MoE: router logits (+ bias), top-k then softmax over the k selected, biased SwiGLU-OAI experts.
+        be_.rms_norm(x, &L.post_attn_norm, eps, E, h);
         const backend::Weight* router_w[] = {&L.gate_inp};
         const backend::Weight* router_b[] = {&L.gate_inp_b};
         backend::Act* router[] = {&rl};

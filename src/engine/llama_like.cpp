@@ -30,22 +30,20 @@ backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0) {
     const backend::AttentionParams ap{p_.n_head, p_.n_head_kv, p_.head_dim, 1.0f / std::sqrt(float(p_.head_dim))};
 
     be_.get_rows(w_.token_embd, ids, x);
-    be_.rms_norm(x, &w_.layers[0].attn_norm, p_.rms_eps, p_.n_embd, h);
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::LlamaLikeLayer<backend::Weight>& L = w_.layers[l];
-        // h: x after this layer's input norm.
+        be_.rms_norm(x, &L.attn_norm, p_.rms_eps, p_.n_embd, h);
         const backend::Weight* qkv_w[] = {&L.wq, &L.wk, &L.wv};
         backend::Act* qkv[] = {&q, &k, &v};
         be_.matmuls(qkv_w, h, qkv);
         backend::HeadNorms norms;
         if (p_.qk_norm) norms = {true, true, false, &L.q_norm, &L.k_norm, p_.rms_eps};
-        be_.rope_kv_attention(q, k, v, norms, positions(), rope, kv_[l], pos0, ap, attn);
-        be_.matmul_add_norm(L.wo, attn, h, x, nullptr, &L.ffn_norm, p_.rms_eps, h);  // x += wo · attn; h = norm(x)
+        be_.rope_kv_write(q, k, v, norms, p_.head_dim, positions(), rope, kv_[l], pos0);
+        be_.attention(q, kv_[l], pos0, ap, attn);
+        be_.matmul_add(L.wo, attn, h, x);  // x += wo · attn, h as scratch
+        be_.rms_norm(x, &L.ffn_norm, p_.rms_eps, p_.n_embd, h);
         be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::swiglu, up, gate);
-        if (l + 1 < p_.n_layer)
-            be_.matmul_add_norm(L.ffn_down, gate, h, x, nullptr, &w_.layers[l + 1].attn_norm, p_.rms_eps, h);
-        else
-            be_.matmul_add(L.ffn_down, gate, h, x);  // head() normalizes the rows it keeps
+        be_.matmul_add(L.ffn_down, gate, h, x);
     }
     return head(x, h, w_, p_.rms_eps);
 }

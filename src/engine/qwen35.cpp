@@ -104,7 +104,7 @@ void Qwen35::delta_net_layer(const Layer& L, int l) {
         be_.delta_net_chunked(q, k, v, g, beta, s.recurrence, dp, kDeltaNetChunk, o);
         be_.gated_rms_norm(o, L.ssm_norm, z, p_.rms_eps, p_.ssm_d_state, o);
     }
-    be_.matmul_add_norm(L.ssm_out, o, y, x, nullptr, &L.post_attention_norm, p_.rms_eps, h);
+    be_.matmul_add(L.ssm_out, o, y, x);
 }
 
 // x += attn_output · (Attention(RoPE(QNorm(q)), RoPE(KNorm(k)), v) ⊙ σ(gate)), q and gate packed per head in attn_q.
@@ -123,26 +123,23 @@ void Qwen35::attention_layer(const Layer& L, int l, int64_t pos0) {
     rope.neox = true;
     rope.freq_base = p_.rope_base;
     const backend::HeadNorms norms{true, true, false, &L.attn_q_norm, &L.attn_k_norm, p_.rms_eps};
+    be_.rope_kv_write(q, k, v, norms, hd, positions(), rope, state_[l].kv, pos0);
     backend::AttentionParams ap;
     ap.n_head = p_.n_head;
     ap.n_head_kv = p_.n_head_kv;
     ap.head_dim = hd;
     ap.scale = 1.0f / std::sqrt(float(hd));
-    be_.rope_kv_attention(q, k, v, norms, positions(), rope, state_[l].kv, pos0, ap, attn);
+    be_.attention(q, state_[l].kv, pos0, ap, attn);
     be_.sigmoid_mul(attn, gate, attn);
-    be_.matmul_add_norm(L.attn_output, attn, y, x, nullptr, &L.post_attention_norm, p_.rms_eps, h);
+    be_.matmul_add(L.attn_output, attn, y, x);
 }
 
-// h holds x after the layer's post-attention norm (the layer's output projection left it there).
 void Qwen35::ffn(const Layer& L, const backend::Weight* next_norm) {
     auto h = rows(h_), y = rows(y_), x = rows(x_);
+    be_.rms_norm(x, &L.post_attention_norm, p_.rms_eps, p_.n_embd, h);
     if (!L.moe) {
         auto gate = rows(ff_gate_, L.ffn_gate.rows), up = rows(ff_up_, L.ffn_gate.rows);
         be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::swiglu, up, gate);
-        if (next_norm) {  // x += down · gate, and the next layer's input h = rms_norm(x) * w
-            be_.matmul_add_norm(L.ffn_down, gate, y, x, nullptr, next_norm, p_.rms_eps, h);
-            return;
-        }
         be_.matmul_add(L.ffn_down, gate, y, x);
     } else {
         auto router = rows(router_), rw = rows(route_w_), moe = rows(moe_out_), sg = rows(sh_gate_);

@@ -19,10 +19,9 @@ public:
 private:
     using Layer = model::Qwen35Layer<backend::Weight>;
     backend::Act compute(std::span<const int32_t> ids, int64_t pos0) override;
-    // The layer's mixer, added to the residual stream, then its post-attention norm of the stream into h.
     void delta_net_layer(const Layer& L, int l);
     void attention_layer(const Layer& L, int l, int64_t pos0);
-    // The layer's FFN on h, then, where next_norm is given, the next layer's input norm of the residual stream into h.
+    // The layer's FFN, then, where next_norm is given, the next layer's input norm of the residual stream into h.
     void ffn(const Layer& L, const backend::Weight* next_norm);
 
     struct LayerState {

@@ -536,21 +536,6 @@ TEST(BackendFusedOps, CpuEqualsTheSequenceOfOps) {
             cpu->add(res1, tmp1, res1);
             EXPECT_EQ(get(res), get(res1)) << "biased";
 
-            // matmul_add_norm, with a norm weight and without, its tmp the norm's output as the models pass it:
-            // matmul_add, then rms_norm of the residual.
-            for (const bool weighted : {true, false}) {
-                const auto nv = random(size_t(cols));
-                const Weight nw = f32_weight(nv, "ffn_norm", cols);
-                Act hn = cpu->alloc(rows, cols), hn1 = cpu->alloc(rows, cols);
-                cpu->upload(res, start);
-                cpu->upload(res1, start);
-                cpu->matmul_add_norm(wo, h, hn, res, nullptr, weighted ? &nw : nullptr, 1e-6f, hn);
-                cpu->matmul_add(wo, h, tmp1, res1);
-                cpu->rms_norm(res1, weighted ? &nw : nullptr, 1e-6f, cols, hn1);
-                EXPECT_EQ(get(res), get(res1)) << "matmul_add_norm's residual" << (weighted ? "" : ", no weight");
-                EXPECT_EQ(get(hn), get(hn1)) << "matmul_add_norm's norm" << (weighted ? "" : ", no weight");
-            }
-
             // shared_expert_add_norm, one gate a row and one a value: shared_expert_add, then rms_norm into h.
             for (const int64_t gate_cols : {int64_t(1), cols}) {
                 const auto av = random(size_t(rows * cols)), bv = random(size_t(rows * cols));

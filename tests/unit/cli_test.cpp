@@ -312,11 +312,11 @@ TEST(Cli, BenchProfilesOneDecodeStep) {
     ASSERT_EQ(t.status, 0) << t.err;
     EXPECT_TRUE(has(t.out, "one decode step at position 3: ")) << t.out;
     EXPECT_TRUE(has(t.out, "| op | calls | µs | % of ops |")) << t.out;
-    for (const char* op : {"| get_rows ", "| rms_norm | ", "| rope_kv_attention | ", "| argmax_rows | 1 | "})
+    for (const char* op : {"| get_rows ", "| rms_norm | ", "| attention | ", "| argmax_rows | 1 | "})
         EXPECT_TRUE(has(t.out, op)) << op << " missing in:\n" << t.out;
     const auto j = run_zinc("bench -m " + kQwen3 + " -p 0 -n 2 -r 1 -t 1 --profile -o json");
     ASSERT_EQ(j.status, 0) << j.err;
-    EXPECT_TRUE(has(j.out, "\"profile_op\": \"rope_kv_attention\"")) << j.out;
+    EXPECT_TRUE(has(j.out, "\"profile_op\": \"attention\"")) << j.out;
 }
 
 // With a prompt test, --profile also times the ops of the longest prompt, in its micro-batches.
