@@ -261,8 +261,9 @@ struct ActSharedF32 {
     __device__ __forceinline__ void group(int gi, ActGroup& a) const { ActShared{nullptr, s, n_groups}.group(gi, a); }
 };
 // The dynamic shared memory of a matvec block whose rows of `type` are all read in place with ActShared
-// (groups_in_place, up to kMaxActSharedGroups groups), or 0 where they are not (their activations are read where they lie); with from_f32, for a block that quantizes the row itself.
-// The launcher passes it as the launch's shared memory.
+// (groups_in_place, up to kMaxActSharedGroups groups), or 0 where they are not (their activations are read where they
+// lie); with from_f32, for a block that quantizes the row itself (ActSharedF32). The launcher passes it as the
+// launch's shared memory.
 inline int act_shared_bytes(int type, const void* w, size_t row_bytes, int64_t cols, bool from_f32 = false) {
     if (!groups_in_place(type, w, row_bytes, cols) || cols / 64 > kMaxActSharedGroups) return 0;
     return int(cols / 64 * kActGroupBytes + (from_f32 ? cols * 4 : 0));
