@@ -1,6 +1,9 @@
 // Micro-benchmarks of the CUDA kernels on real model shapes, beside the kernel tests: each kernel timed alone, in
 // µs per call, GB/s of the bytes it must move, and that rate as a share of the measured device-to-device copy
-// bandwidth. A regression or a slow kernel shows here without a whole model run.
+// bandwidth. A regression or a slow kernel shows here without a whole model run. The decode matvecs also show the
+// time a kernel that only reads their weights takes (read_kernel.cu), and their speed as a share of its: a few
+// megabytes cannot be read at the bandwidth of a gigabyte's copy, and this says how far a matvec is from what its
+// size allows.
 //
 //   zinc_cuda_kernel_bench [--filter SUBSTRING] [--reps N] [--splits N,N,...]
 //
@@ -33,6 +36,7 @@
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cuda_backend.h"
 #include "../cuda_test_util.h"
+#include "read_kernel.h"
 #include "gguf/tensor_type.h"
 
 namespace {
@@ -119,9 +123,30 @@ double copy_gbps(CudaBackend& be) {
     return best;
 }
 
-void report(const char* kernel, const std::string& what, double us, double bytes, double copy) {
+// A row of the table; read_us > 0 adds the time of a read of the same bytes and the kernel's speed as a share of it.
+void report(const char* kernel, const std::string& what, double us, double bytes, double copy, double read_us = 0) {
     const double gbps = bytes / (us * 1e-6) / 1e9;
-    std::printf("| %-14s | %-34s | %9.2f | %8.1f | %5.1f%% |\n", kernel, what.c_str(), us, gbps, 100.0 * gbps / copy);
+    std::printf("| %-14s | %-34s | %9.2f | %8.1f | %5.1f%% |", kernel, what.c_str(), us, gbps, 100.0 * gbps / copy);
+    if (read_us > 0)
+        std::printf(" %7.2f | %5.1f%% |\n", read_us, 100.0 * read_us / us);
+    else
+        std::printf(" %7s | %6s |\n", "", "");
+}
+
+// The time per call of a kernel that only reads the bytes of weights a and b (each call those of copy i % copies,
+// as the matvecs read them), replayed as the matvecs are.
+double read_us(CudaBackend& be, int reps, const std::vector<Weight>& a, const std::vector<Weight>& b, size_t bytes_a,
+               size_t bytes_b) {
+    unsigned* sink = nullptr;
+    check(cudaMalloc(&sink, sizeof(unsigned)), "malloc");
+    const double us = time_us(be, reps, [&](int i) {
+        const size_t c = size_t(i) % a.size();
+        check(zinc::cuda_bench::read_bytes(a[c].data, bytes_a, b.empty() ? nullptr : b[c].data, b.empty() ? 0 : bytes_b,
+                                           sink, be.stream()),
+              "read");
+    });
+    check(cudaFree(sink), "free");
+    return us;
 }
 
 // A row for a product-bound kernel: its TFLOP/s for `flops` in `us`, and their share of kPeakTflops.
@@ -161,7 +186,7 @@ void bench_matvecs(CudaBackend& be, const Options& o, double copy) {
             Act x = be.alloc(1, s.cols), y = be.alloc(1, s.rows);
             be.upload(x, zinc::cuda_test::random_floats(size_t(s.cols)));
             const double us = time_us(be, o.reps, [&](int i) { be.matmul(w[size_t(i % copies)], x, y); });
-            report("matmul (1 row)", what, us, bytes, copy);
+            report("matmul (1 row)", what, us, bytes, copy, read_us(be, o.reps, w, {}, host->info.nbytes, 0));
             be.free(x);
             be.free(y);
         }
@@ -191,7 +216,7 @@ void bench_gated(CudaBackend& be, const Options& o, double copy) {
             const size_t c = size_t(i % copies);
             be.ffn_gated(wg[c], wu[c], x, zinc::backend::GatedActivation::swiglu, tmp, y);
         });
-        report("ffn_gated", what, us, bytes, copy);
+        report("ffn_gated", what, us, bytes, copy, read_us(be, o.reps, wg, wu, gate->info.nbytes, up->info.nbytes));
         be.free(x);
         be.free(tmp);
         be.free(y);
@@ -575,9 +600,11 @@ int main(int argc, char** argv) {
     auto& be = dynamic_cast<CudaBackend&>(*owned);
     const double copy = copy_gbps(be);
     std::printf("%s; device-to-device copy %.0f GB/s (read + write)\n\n", be.where().c_str(), copy);
-    std::printf("| %-14s | %-34s | %9s | %8s | %6s |\n", "kernel", "shape", "us", "GB/s", "% copy");
-    std::printf("|%s|%s|%s|%s|%s|\n", std::string(16, '-').c_str(), std::string(36, '-').c_str(),
-                std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(8, '-').c_str());
+    std::printf("| %-14s | %-34s | %9s | %8s | %6s | %7s | %6s |\n", "kernel", "shape", "us", "GB/s", "% copy",
+                "read us", "% read");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(16, '-').c_str(), std::string(36, '-').c_str(),
+                std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(8, '-').c_str(),
+                std::string(9, '-').c_str(), std::string(8, '-').c_str());
     bench_matvecs(be, o, copy);
     bench_gated(be, o, copy);
     bench_prefill(be, o);
