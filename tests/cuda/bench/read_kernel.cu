@@ -5,6 +5,7 @@
 #include "read_kernel.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "backend/cuda/launch.cuh"
 
