@@ -360,17 +360,19 @@ TEST(CudaHostLogic, Dp4aChunkDotsEqualTheDequantizedDot) {
         }
 }
 
-// The 64-value group dot products (Q4_K/Q5_K read in place, Q6_K from a staged segment) against the f64 dot product
-// of the dequantized weights with the activations, within 2e-6 of the magnitude of the terms the kernel rounds, as the
-// chunk dot products above; and the sum of a row's groups against the row's.
+// The 64-value group dot products (Q4_K, Q5_K, MXFP4 and IQ4_XS read in place, Q6_K from a staged segment) against
+// the f64 dot product of the dequantized weights with the activations, within 2e-6 of the magnitude of the terms the
+// kernel rounds, as the chunk dot products above; and the sum of a row's groups against the row's. MXFP4 and IQ4_XS
+// rows also start 2, 4 (MXFP4) or 8 (IQ4_XS) bytes past a 16-byte boundary, as their rows do in a matrix.
 void check_group_dots(TensorType t, const std::vector<uint8_t>& w, int64_t cols, int64_t rows, const char* what,
                       std::mt19937& rng) {
     const size_t rb = zinc::gguf::row_bytes(t, cols);
     std::vector<float> wf(cols);
     for (int64_t r = 0; r < rows; ++r) {
-        // A 16-byte aligned copy of the row, as rows lie on the GPU.
+        // A copy of the row, aligned as rows lie on the GPU, and bytes past it as load_weight leaves past a weight.
         std::vector<uint4> buf(rb / 16 + 2);
-        uint8_t* row = reinterpret_cast<uint8_t*>(buf.data());
+        const size_t shift = t == TensorType::MXFP4 ? 2 * (r % 3) : t == TensorType::IQ4_XS ? 8 * (r % 2) : 0;
+        uint8_t* row = reinterpret_cast<uint8_t*>(buf.data()) + shift;
         std::memcpy(row, w.data() + r * rb, rb);
         zinc::quant::dequantize_row(t, row, wf.data(), cols);
         const auto y = random_activations(cols, rng);
@@ -392,7 +394,8 @@ void check_group_dots(TensorType t, const std::vector<uint8_t>& w, int64_t cols,
                 ref += double(wf[e]) * xq;
                 mag += (std::fabs(wf[e]) + 2 * offset_magnitude(t, blk, int(e % 256))) * std::fabs(xq);
             }
-            // A Q4_K/Q5_K group as the kernels take it: loaded in place, then dotted with its two Q8_1 blocks.
+            // A Q4_K/Q5_K/MXFP4/IQ4_XS group as the kernels take it: loaded in place, then dotted with its two Q8_1
+            // blocks.
             auto k_dot = [&](auto type) {
                 constexpr int T = decltype(type)::value;
                 KGroup<T> k;
@@ -401,10 +404,12 @@ void check_group_dots(TensorType t, const std::vector<uint8_t>& w, int64_t cols,
                 load_act_group(&y[size_t(2 * gi)], a);
                 return k_group_dot<T>(k, g, a);
             };
-            const float got = t == TensorType::Q4_K   ? k_dot(std::integral_constant<int, kQ4_K>{})
-                              : t == TensorType::Q5_K ? k_dot(std::integral_constant<int, kQ5_K>{})
-                                                      : q6_k_group_dot(row, int(sb * 210), g,
-                                                                       &y[size_t(8 * sb + 4 * (g / 2))]);
+            const float got = t == TensorType::Q4_K     ? k_dot(std::integral_constant<int, kQ4_K>{})
+                              : t == TensorType::Q5_K   ? k_dot(std::integral_constant<int, kQ5_K>{})
+                              : t == TensorType::MXFP4  ? k_dot(std::integral_constant<int, kMXFP4>{})
+                              : t == TensorType::IQ4_XS ? k_dot(std::integral_constant<int, kIQ4_XS>{})
+                                                        : q6_k_group_dot(row, int(sb * 210), g,
+                                                                         &y[size_t(8 * sb + 4 * (g / 2))]);
             ASSERT_TRUE(std::isfinite(got) && std::fabs(got - ref) <= 2e-6 * mag)
                 << name(t) << " " << what << " cols " << cols << " row " << r << " group " << gi << ": " << got
                 << " vs " << ref << " (magnitude " << mag << ")";
@@ -418,8 +423,9 @@ void check_group_dots(TensorType t, const std::vector<uint8_t>& w, int64_t cols,
 
 TEST(CudaHostLogic, GroupDotsEqualTheDequantizedDot) {
     std::mt19937 rng(12);
-    for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
+    for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::MXFP4, TensorType::IQ4_XS})
         for (int64_t cols : test_cols(t)) {
+            if (cols % 64 != 0) continue;  // whole groups only
             check_group_dots(t, random_rows(t, cols, 3, Scales::kSane, rng), cols, 3, "sane", rng);
             check_group_dots(t, random_rows(t, cols, 3, Scales::kExtreme, rng), cols, 3, "extreme", rng);
         }

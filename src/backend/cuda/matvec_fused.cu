@@ -160,6 +160,7 @@ bool has_input(int type, const BlockQ8_1f* xq, const float* x) {
 
 bool matvec_multi_quantizes(const MatvecJob* jobs, int n_jobs, int64_t cols, const float* x) {
     if (n_jobs < 1 || n_jobs > kMaxMatvecJobs || reinterpret_cast<uintptr_t>(x) % 16 != 0) return false;
+    if (jobs[0].type != kQ4_K && jobs[0].type != kQ5_K) return false;  // the kernels with kQuantize
     for (int i = 0; i < n_jobs; ++i)
         if (jobs[i].type != jobs[0].type || act_shared_bytes(jobs[i].type, jobs[i].w, jobs[i].row_bytes, cols) == 0)
             return false;

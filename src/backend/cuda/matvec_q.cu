@@ -2,7 +2,7 @@
 // f32 scale d = amax/127 and the f32 sum of the inputs), then each weight row is dotted block by block with
 // __dp4a integer products (docs/formats.md §3.7-§3.8). One warp per output row; lane l takes the 32-value chunks
 // l, l+32, ... of the row (a chunk is one block of a 32-value type or one 32-value slice of a 256-value
-// super-block), or for Q4_K, Q5_K and Q6_K its 64-value groups (vec_dot_q8_1.cuh, matvec_row.cuh).
+// super-block), or for Q4_K, Q5_K, Q6_K, MXFP4 and IQ4_XS its 64-value groups (vec_dot_q8_1.cuh, matvec_row.cuh).
 // Float weights (F32/F16/BF16) are dotted in f32 with the f32 activations.
 #include <cuda_runtime.h>
 

@@ -1,10 +1,10 @@
 // The dot product of one weight row with one activation row, computed by one warp: the core of every decode matvec
 // (matvec_q.cu: one weight, MoE experts; matvec_fused.cu: several weights in one launch, gate and up with their
 // activation, the residual add). Lane l takes the 32-value chunks l, l+32, ... of a quantized row (chunk_dot against
-// the Q8_1 blocks of the activations), the 64-value groups l, l+32, ... of a Q4_K, Q5_K or Q6_K row (k_group_dot,
-// q6_k_group_dot), or the 4-value vectors l, l+32, ... of a float row (in f32 against the f32 activations; single
-// values l, l+32, ... where a row is not aligned to them), and a butterfly of shuffles adds the lanes' partial sums;
-// which of these a row takes depends only on its type, width and alignment (16 bytes: every weight's). The lanes
+// the Q8_1 blocks of the activations), the 64-value groups l, l+32, ... of a Q4_K, Q5_K, Q6_K, MXFP4 or IQ4_XS row
+// (k_group_dot, q6_k_group_dot), or the 4-value vectors l, l+32, ... of a float row (in f32 against the f32
+// activations; single values l, l+32, ... where a row is not aligned to them), and a butterfly of shuffles adds the
+// lanes' partial sums; which of these a row takes depends only on its type, width and alignment. The lanes
 // add with __fadd_rn, which nvcc never merges with the product before it into a fused multiply-add, so the arithmetic
 // is fixed by this code and not by how a kernel around it is optimized: every kernel built on these functions gives a
 // row the same value bit for bit, and a fused op equals the separate ops on the GPU too.
@@ -162,16 +162,35 @@ __device__ __forceinline__ void copies_wait() {
 // per multiprocessor, they measured faster, with Q6_K's rows paired too: 420 against 388 on the H200.)
 constexpr int kMinGroupsInPlace = 32;
 
+// MXFP4 and IQ4_XS rows are read in place the same way (vec_dot_q8_1.cuh's KGroup<kMXFP4>: five 8-byte loads a
+// group), two rows a warp, where they were staged chunk by chunk, one row a warp whose lanes read every activation
+// block where it lies, 48 bytes from their neighbours' (H100, alone, staged against in place: MXFP4 4096 -> 12288
+// 17.06 -> 14.34 µs, the LM head 4096 -> 151936 161.7 -> 135.8; IQ4_XS 17.05 -> 13.65, 164.8 -> 128.5).
 template <int T>
-constexpr bool kGroupsInPlace = T == kQ4_K || T == kQ5_K;
+constexpr bool kGroupsInPlace = T == kQ4_K || T == kQ5_K || T == kMXFP4 || T == kIQ4_XS;
+// The alignment of the rows (and of their byte counts) that lane_rows_dot reads in place by groups: the 16-byte loads
+// of Q4_K and Q5_K, the 8-byte ones of IQ4_XS; MXFP4's 34-byte groups are cut out of 8-byte words at any even address.
+// 0 for the other types.
+__host__ __device__ constexpr int group_row_align(int type) {
+    return type == kQ4_K || type == kQ5_K ? 16 : type == kIQ4_XS ? 8 : type == kMXFP4 ? 2 : 0;
+}
 
 // On the host, before a launch: whether rows of `type` at w, row_bytes apart, of `cols` values are 16-byte aligned,
-// and whether lane_rows_dot reads them in place (Q4_K or Q5_K, aligned, at least kMinGroupsInPlace groups).
+// and whether lane_rows_dot reads them in place (a type of kGroupsInPlace, its alignment, whole groups, at least
+// kMinGroupsInPlace of them).
 inline bool aligned_rows(const void* w, size_t row_bytes) {
     return reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
 }
+// MXFP4 and IQ4_XS rows are read by groups only where their groups fill a warp's lanes evenly: gpt-oss's 2880-value
+// expert rows (45 groups, two for 13 lanes and one for the rest) took longer by groups, two rows a warp, than chunk by
+// chunk in place (its decode expert FFN on the H100: 43.4 against 36.8 µs; tg128 463 against 502 tok/s).
+__host__ __device__ constexpr bool groups_fill_lanes(int type, int64_t n_groups) {
+    return (type != kMXFP4 && type != kIQ4_XS) || n_groups % 32 == 0;
+}
 inline bool groups_in_place(int type, const void* w, size_t row_bytes, int64_t cols) {
-    return (type == kQ4_K || type == kQ5_K) && aligned_rows(w, row_bytes) && cols / 64 >= kMinGroupsInPlace;
+    const int align = group_row_align(type);
+    return align > 0 && reinterpret_cast<uintptr_t>(w) % align == 0 && row_bytes % align == 0 && cols % 64 == 0 &&
+           cols / 64 >= kMinGroupsInPlace && groups_fill_lanes(type, cols / 64);
 }
 
 // Rows of these types go two to a warp where paired_rows allows it, their dot products sharing the activation loads
@@ -180,12 +199,13 @@ inline bool groups_in_place(int type, const void* w, size_t row_bytes, int64_t c
 // H200: L1 82% busy, DRAM 34%). Q4_K rows pair where they are read in place, Q6_K rows where they are staged. On the
 // H100, alone: Q4_K 4096 -> 4096 6.41 against 7.83 µs, 12288 -> 4096 13.10 against 15.49; Q6_K 12288 -> 4096 22.08
 // against 24.07, the LM head 4096 -> 151936 178 against 190. Q5_K rows, whose paired kernels spill, were as fast or
-// slower that way (4096 -> 4096 8.34 against 7.93 µs) and stay single.
+// slower that way (4096 -> 4096 8.34 against 7.93 µs) and stay single. MXFP4 and IQ4_XS rows pair where they are read
+// in place, as Q4_K's do.
 template <int T>
-constexpr bool kPairedTypes = T == kQ4_K || T == kQ6_K;
+constexpr bool kPairedTypes = T == kQ4_K || T == kQ6_K || T == kMXFP4 || T == kIQ4_XS;
 inline bool paired_rows(int type, const void* w, size_t row_bytes, int64_t cols) {
     if (type == kQ6_K) return aligned_rows(w, row_bytes);
-    return type == kQ4_K && groups_in_place(type, w, row_bytes, cols);
+    return type != kQ5_K && groups_in_place(type, w, row_bytes, cols);
 }
 
 // Where the groups read in place find their activations: act.ready() takes begin_kernel()'s place (every lane of the
@@ -522,14 +542,20 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
     } else {
         const int64_t n_chunks = cols / 32;
         if (!early_weights) begin_kernel();
-        bool aligned = chunks_bytes<T>(n_chunks) % 16 == 0;
-        for (int k = 0; k < n_rows; ++k) aligned = aligned && reinterpret_cast<uintptr_t>(row_of(k)) % 16 == 0;
-        if constexpr (kGroupsInPlace<T>) {
-            if (aligned && n_chunks / 2 >= kMinGroupsInPlace && n_chunks / 2 <= INT32_MAX) {
+        if constexpr (kGroupsInPlace<T>) {  // groups_in_place's test
+            constexpr int kAlign = group_row_align(T);
+            bool in_place = n_chunks % 2 == 0 && chunks_bytes<T>(n_chunks) % kAlign == 0 &&
+                            n_chunks / 2 >= kMinGroupsInPlace && n_chunks / 2 <= INT32_MAX &&
+                            groups_fill_lanes(T, n_chunks / 2);
+            for (int k = 0; k < n_rows; ++k)
+                in_place = in_place && reinterpret_cast<uintptr_t>(row_of(k)) % kAlign == 0;
+            if (in_place) {
                 lane_k_groups_dot<T>(row_of, n_rows, ActBlocks{xq}, int(n_chunks / 2), lane, early_weights, done);
                 return;
             }
         }
+        bool aligned = chunks_bytes<T>(n_chunks) % 16 == 0;
+        for (int k = 0; k < n_rows; ++k) aligned = aligned && reinterpret_cast<uintptr_t>(row_of(k)) % 16 == 0;
         if (!kStage || !aligned) {
             static_assert(kStage || T != kQ6_K, "Q6_K rows in shared memory take groups, in place chunks");
             begin_kernel();

@@ -34,10 +34,32 @@ ZINC_HD void load_16_bytes(const uint8_t* p, uint32_t (&v)[4]) {
     const uint4 a = *reinterpret_cast<const uint4*>(p);
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
 }
+// The 8N bytes at p (8-byte aligned) as 2N words, in N 8-byte loads.
+template <int N>
+ZINC_HD void load_8_byte_words(const uint8_t* p, uint32_t (&v)[2 * N]) {
+    check_aligned(p, 8);
+#ifdef __CUDA_ARCH__
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+        const uint2 a = reinterpret_cast<const uint2*>(p)[k];
+        v[2 * k] = a.x, v[2 * k + 1] = a.y;
+    }
+#else
+    for (int i = 0; i < 2 * N; ++i) v[i] = load_u32_bytes(p + 4 * i);
+#endif
+}
 // The low 32 bits of hi:lo shifted right by s bits (0 <= s < 32).
 ZINC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int s) {
 #ifdef __CUDA_ARCH__
     return __funnelshift_r(lo, hi, s);
+#else
+    return uint32_t(((uint64_t(hi) << 32) | lo) >> s);
+#endif
+}
+// The same for 0 <= s <= 32 (hi itself at 32).
+ZINC_HD uint32_t funnel_right_to_32(uint32_t lo, uint32_t hi, int s) {
+#ifdef __CUDA_ARCH__
+    return __funnelshift_rc(lo, hi, s);
 #else
     return uint32_t(((uint64_t(hi) << 32) | lo) >> s);
 #endif
@@ -311,14 +333,14 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
     }
 }
 
-// ---- 64-value groups: the decode matvecs' unit of work for the K-quants ----
+// ---- 64-value groups: the decode matvecs' unit of work for the K-quants, MXFP4 and IQ4_XS ----
 //
 // A group is 64 consecutive values of a row: the two 32-value sub-blocks of a Q4_K/Q5_K super-block that share 32 quant
-// bytes (values 64g .. 64g+31 in the low nibbles, 64g+32 .. 64g+63 in the high ones), or a quarter of a Q6_K
-// super-block (four 16-value pieces, 128h + l0 + 32i + 0..15 for i = 0..3, whose low bits are 16 bytes of ql each and
-// whose high bits share 16 bytes of qh; q6_k_group_dot). One lane computes a whole group, so the scale bytes and the
-// super-block's factors are decoded once per 64 values instead of once per 32, and each weight byte is loaded once, in
-// 16-byte pieces, instead of once per nibble.
+// bytes (values 64g .. 64g+31 in the low nibbles, 64g+32 .. 64g+63 in the high ones), two blocks of MXFP4 or IQ4_XS
+// (KGroup<kMXFP4> below), or a quarter of a Q6_K super-block (four 16-value pieces, 128h + l0 + 32i + 0..15 for
+// i = 0..3, whose low bits are 16 bytes of ql each and whose high bits share 16 bytes of qh; q6_k_group_dot). One lane
+// computes a whole group, so the scale bytes and the super-block's factors are decoded once per 64 values instead of
+// once per 32, and each weight byte is loaded once, in 8- or 16-byte pieces, instead of once per nibble.
 
 // The two Q8_1 blocks of a Q4_K/Q5_K group's values: the quants four to a word, the scales and the integer sums.
 struct ActGroup {
@@ -353,45 +375,123 @@ struct KGroup {
     int q[8];
     int h[T == kQ5_K ? 8 : 1];
 };
-// Group gi of a row (super-block gi / 4, group gi % 4); the row is 16-byte aligned (144- and 176-byte super-blocks).
+// MXFP4 and IQ4_XS rows are read by 64-value groups too: a group is two 32-value blocks, whose 16 quant bytes each hold
+// values 0-15 in their low nibbles and 16-31 in their high ones, mapped through the format's table (table16_lookup).
+// An MXFP4 group is the 34 bytes at 34 gi of its row (each block an E8M0 scale byte, then its quants), 2-byte aligned:
+// the five 8-byte words around it, one load each where 2-byte pieces would take 17, and m, the group's first byte in
+// them (0, 2, 4 or 6). An IQ4_XS group is blocks 2u and 2u + 1 of a 136-byte super-block (u = gi % 4, the g of
+// k_group_dot): the super-block's 8-byte header (d, the scales' high bits, their low nibbles) and its 32 quant bytes at
+// 8 + 32u, 8-byte aligned.
+template <>
+struct KGroup<kMXFP4> {
+    uint32_t v[10];
+    int m;
+};
+template <>
+struct KGroup<kIQ4_XS> {
+    uint32_t hdr[2];
+    uint32_t q[8];
+};
+// Group gi of a row. Q4_K, Q5_K: super-block gi / 4, group gi % 4, the row 16-byte aligned (144- and 176-byte
+// super-blocks); IQ4_XS: the row 8-byte aligned; MXFP4: 2-byte aligned, and up to 6 bytes past the group are read
+// (within the slack load_weight leaves past every weight, kWeightSlack).
 template <int T>
 ZINC_HD void load_k_group(const uint8_t* row, int gi, KGroup<T>& w) {
-    constexpr int kBytes = T == kQ5_K ? 176 : 144;
-    const uint8_t* b = row + int64_t(gi >> 2) * kBytes;
-    load_16_bytes(b, w.hdr);
-    load_32_bytes(b + (T == kQ5_K ? 48 : 16) + 32 * (gi & 3), w.q);
-    if constexpr (T == kQ5_K) load_32_bytes(b + 16, w.h);
+    if constexpr (T == kMXFP4) {
+        const uint8_t* p = row + int64_t(gi) * 34;
+        w.m = int(reinterpret_cast<uintptr_t>(p) & 7);
+        load_8_byte_words<5>(p - w.m, w.v);
+    } else if constexpr (T == kIQ4_XS) {
+        const uint8_t* b = row + int64_t(gi >> 2) * 136;
+        load_8_byte_words<1>(b, w.hdr);
+        load_8_byte_words<4>(b + 8 + 32 * (gi & 3), w.q);
+    } else {
+        constexpr int kBytes = T == kQ5_K ? 176 : 144;
+        const uint8_t* b = row + int64_t(gi >> 2) * kBytes;
+        load_16_bytes(b, w.hdr);
+        load_32_bytes(b + (T == kQ5_K ? 48 : 16) + 32 * (gi & 3), w.q);
+        if constexpr (T == kQ5_K) load_32_bytes(b + 16, w.h);
+    }
+}
+// The integer dot products of two blocks' 16 quant bytes each (q0, q1: four words) mapped through table t with their
+// Q8_1 activations: s0 = block 0's with a.q0, s1 = block 1's with a.q1.
+ZINC_HD void table_group_sums(const uint32_t (&q0)[4], const uint32_t (&q1)[4], const Table16& t, const ActGroup& a,
+                              int& s0, int& s1) {
+    s0 = 0, s1 = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        int lo, hi;
+        table16_lookup(q0[k], t, lo, hi);
+        s0 = dp4a(lo, a.q0[k], s0);
+        s0 = dp4a(hi, a.q0[k + 4], s0);
+        table16_lookup(q1[k], t, lo, hi);
+        s1 = dp4a(lo, a.q1[k], s1);
+        s1 = dp4a(hi, a.q1[k + 4], s1);
+    }
 }
 // The dot product of a loaded Q4_K/Q5_K group g with its activations: d (sc0 s0 y.d0 + sc1 s1 y.d1) - dmin (m0 q0 y.d0
 // + m1 q1 y.d1), s the integer dot products of the sub-blocks and q the integer sums of their activation blocks.
+// MXFP4: d0 s0 y.d0 + d1 s1 y.d1 with d the blocks' E8M0 scales (halved, as fp4_table's values are doubled); IQ4_XS:
+// d (sc0 s0 y.d0 + sc1 s1 y.d1) with the blocks' signed 6-bit scales.
 template <int T>
 ZINC_HD float k_group_dot(const KGroup<T>& w, int g, const ActGroup& a) {
-    int s0 = 0, s1 = 0;
+    if constexpr (T == kMXFP4) {
+        // x: the words from byte m & 4 of v on; the group starts t = 8 (m & 3) bits into x[0] (t = 0 or 16). Block 0's
+        // scale is byte t / 8 and its quants follow; block 1's scale is byte t / 8 + 17 (in x[4]), its quants from
+        // byte t / 8 + 18 (t + 16 bits into x[4]: 32, all of x[5], where t = 16).
+        const bool next = (w.m & 4) != 0;
+        uint32_t x[9];
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-        int lo = w.q[k] & 0x0F0F0F0F, hi = (w.q[k] >> 4) & 0x0F0F0F0F;
-        if constexpr (T == kQ5_K) {
-            lo |= ((w.h[k] >> (2 * g)) & 0x01010101) << 4;
-            hi |= ((w.h[k] >> (2 * g + 1)) & 0x01010101) << 4;
+        for (int k = 0; k < 9; ++k) x[k] = next ? w.v[k + 1] : w.v[k];
+        const int t = 8 * (w.m & 3);
+        uint32_t q0[4], q1[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            q0[k] = funnel_right(x[k], x[k + 1], t + 8);
+            q1[k] = funnel_right_to_32(x[k + 4], x[k + 5], t + 16);
         }
-        s0 = dp4a(lo, a.q0[k], s0);
-        s1 = dp4a(hi, a.q1[k], s1);
+        int s0, s1;
+        table_group_sums(q0, q1, fp4_table(), a, s0, s1);
+        const float d0 = e8m0_half_to_f32(uint8_t(x[0] >> t)), d1 = e8m0_half_to_f32(uint8_t(x[4] >> (t + 8)));
+        return fma_rn(mul_rn(d1, a.d1), float(s1), mul_rn(mul_rn(d0, a.d0), float(s0)));
+    } else if constexpr (T == kIQ4_XS) {
+        const uint32_t q0[4] = {w.q[0], w.q[1], w.q[2], w.q[3]}, q1[4] = {w.q[4], w.q[5], w.q[6], w.q[7]};
+        int s0, s1;
+        table_group_sums(q0, q1, iq4nl_table(), a, s0, s1);
+        // Block j's scale: nibble j of the low scales (header bytes 4-7) and bits 2j, 2j + 1 of the high ones (bytes
+        // 2-3) as 6 bits, less 32; here j = 2g, 2g + 1.
+        const uint32_t low = w.hdr[1] >> (8 * g), high = w.hdr[0] >> (16 + 4 * g);
+        const int sc0 = int((low & 0xF) | (high & 3) << 4) - 32;
+        const int sc1 = int(((low >> 4) & 0xF) | ((high >> 2) & 3) << 4) - 32;
+        // |sc s| <= 32 * 32 * 127 * 113 < 2^24: exact in f32.
+        return mul_rn(f16_to_f32(uint16_t(w.hdr[0])), fma_rn(a.d1, float(sc1 * s1), mul_rn(a.d0, float(sc0 * s0))));
+    } else {
+        int s0 = 0, s1 = 0;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            int lo = w.q[k] & 0x0F0F0F0F, hi = (w.q[k] >> 4) & 0x0F0F0F0F;
+            if constexpr (T == kQ5_K) {
+                lo |= ((w.h[k] >> (2 * g)) & 0x01010101) << 4;
+                hi |= ((w.h[k] >> (2 * g + 1)) & 0x01010101) << 4;
+            }
+            s0 = dp4a(lo, a.q0[k], s0);
+            s1 = dp4a(hi, a.q1[k], s1);
+        }
+        // The 6-bit scales and mins of sub-blocks 2g and 2g + 1 (scale_min_k4), four at a time: bytes 0-3 of the scale
+        // bytes for sub-blocks 0-3, the low nibbles of bytes 8-11 with bits 6-7 of bytes 0-3 (scales) or 4-7 (mins) for
+        // sub-blocks 4-7.
+        const uint32_t y = w.hdr[1], z = w.hdr[2], x = w.hdr[3];
+        const bool low = g < 2;
+        const uint32_t sc4 = low ? (y & 0x3F3F3F3Fu) : ((x & 0x0F0F0F0Fu) | ((y >> 2) & 0x30303030u));
+        const uint32_t m4 = low ? (z & 0x3F3F3F3Fu) : (((x >> 4) & 0x0F0F0F0Fu) | ((z >> 2) & 0x30303030u));
+        const int sh = 16 * (g & 1);
+        const int sc0 = int(sc4 >> sh) & 0xFF, sc1 = int(sc4 >> (sh + 8)) & 0xFF;
+        const int m0 = int(m4 >> sh) & 0xFF, m1 = int(m4 >> (sh + 8)) & 0xFF;
+        const float d = f16_to_f32(uint16_t(w.hdr[0])), dmin = f16_to_f32(uint16_t(w.hdr[0] >> 16));
+        const float pos = fma_rn(a.d1, float(sc1 * s1), mul_rn(a.d0, float(sc0 * s0)));
+        const float neg = fma_rn(a.d1, float(m1 * a.sum1), mul_rn(a.d0, float(m0 * a.sum0)));
+        return fma_rn(d, pos, -mul_rn(dmin, neg));
     }
-    // The 6-bit scales and mins of sub-blocks 2g and 2g + 1 (scale_min_k4), four at a time: bytes 0-3 of the scale
-    // bytes for sub-blocks 0-3, the low nibbles of bytes 8-11 with bits 6-7 of bytes 0-3 (scales) or 4-7 (mins) for
-    // sub-blocks 4-7.
-    const uint32_t y = w.hdr[1], z = w.hdr[2], x = w.hdr[3];
-    const bool low = g < 2;
-    const uint32_t sc4 = low ? (y & 0x3F3F3F3Fu) : ((x & 0x0F0F0F0Fu) | ((y >> 2) & 0x30303030u));
-    const uint32_t m4 = low ? (z & 0x3F3F3F3Fu) : (((x >> 4) & 0x0F0F0F0Fu) | ((z >> 2) & 0x30303030u));
-    const int sh = 16 * (g & 1);
-    const int sc0 = int(sc4 >> sh) & 0xFF, sc1 = int(sc4 >> (sh + 8)) & 0xFF;
-    const int m0 = int(m4 >> sh) & 0xFF, m1 = int(m4 >> (sh + 8)) & 0xFF;
-    const float d = f16_to_f32(uint16_t(w.hdr[0])), dmin = f16_to_f32(uint16_t(w.hdr[0] >> 16));
-    const float pos = fma_rn(a.d1, float(sc1 * s1), mul_rn(a.d0, float(sc0 * s0)));
-    const float neg =
-        fma_rn(a.d1, float(m1 * a.sum1), mul_rn(a.d0, float(m0 * a.sum0)));
-    return fma_rn(d, pos, -mul_rn(dmin, neg));
 }
 
 // The activations of a Q6_K group of half `half` (u % 2) of a super-block half, from y, the four Q8_1 blocks of that

@@ -10,10 +10,11 @@
 // --filter keeps the runs whose name contains SUBSTRING: "decode <type> <shape>" for the one-row matvecs (types as
 // ggml names them: "decode q4_K ffn_gate"), "decode gated <type> gate+up 4096x12288" for the gated FFN's fused matvec,
 // "prefill matmul (<rows>[, way]) <type> <shape>" for the batched matmuls,
-// "moe <model> <tokens> tokens, <way>" for the MoE layers' expert FFN, "prefill attention <shape>, <n> tokens" for a
-// prompt's attention, "prefill delta-net <shape>, <n> tokens" for the chunked recurrence, "decode delta-net
-// delta_net_step <shape>" and "decode delta-net its 5 ops <shape>" for a delta-net layer's decode step, fused and as
-// the ops it replaces, "rms_norm 1x<cols>", and the decode attention runs by cache type and depth.
+// "moe <model> <tokens> tokens, <way>" for the MoE layers' expert FFN, "decode moe <model> 1 token" for a decode
+// token's, "prefill attention <shape>, <n> tokens" for a prompt's attention, "prefill delta-net <shape>, <n> tokens"
+// for the chunked recurrence, "decode delta-net delta_net_step <shape>" and "decode delta-net its 5 ops <shape>" for a
+// delta-net layer's decode step, fused and as the ops it replaces, "rms_norm 1x<cols>", and the decode attention runs
+// by cache type and depth.
 // --splits times the decode attention kernels at the given key-split counts as well as at the planned one (for
 // tuning plan_attention).
 //
@@ -337,6 +338,81 @@ void bench_moe(CudaBackend& be, const Options& o) {
     }
 }
 
+// One decode token's expert FFN (moe_ffn: its k experts' gate, up and down rows, the activation and the weighted sum)
+// of each MoE model, replayed as a decode step runs it: µs per token and the rate of the selected experts' bytes,
+// beside a read of as many bytes. Call i routes to the experts k (i % sets) .. k (i % sets) + k - 1, so that the calls
+// go through every expert and the bytes come from memory, not from the L2 cache.
+void bench_moe_decode(CudaBackend& be, const Options& o, double copy) {
+    struct MoeShape {
+        const char* name;
+        int64_t n_exp, k, in, n_ff;
+        TensorType gate, down;
+        bool merged;
+    };
+    const MoeShape shapes[] = {
+        {"qwen3.6-35b-a3b", 256, 8, 2048, 512, TensorType::Q4_K, TensorType::Q4_K, false},
+        {"gemma-4-26b-a4b", 128, 8, 2816, 704, TensorType::Q4_K, TensorType::Q8_0, true},
+        {"gpt-oss-20b", 32, 4, 2880, 2880, TensorType::MXFP4, TensorType::MXFP4, false},
+    };
+    namespace cu = zinc::cuda_test;
+    for (const MoeShape& m : shapes) {
+        const std::string what = std::string(m.name) + " 1 token";
+        if (("decode moe " + what).find(o.filter) == std::string::npos) continue;
+        auto first = cu::random_tensor(m.gate, m.in, (m.merged ? 2 : 1) * m.n_ff * m.n_exp,
+                                       m.merged ? "gate_up" : "gate", m.n_exp);
+        auto up = m.merged ? nullptr : cu::random_tensor(m.gate, m.in, m.n_ff * m.n_exp, "up", m.n_exp);
+        auto down = cu::random_tensor(m.down, m.n_ff, m.in * m.n_exp, "down", m.n_exp);
+        const Weight wf = be.load_weight(first->info), wd = be.load_weight(down->info);
+        const Weight wu = up ? be.load_weight(up->info) : Weight{};
+        zinc::backend::MoeWeights mw;
+        (m.merged ? mw.gate_up : mw.gate) = &wf;
+        if (up) mw.up = &wu;
+        mw.down = &wd;
+        const size_t expert_bytes =
+            (first->info.nbytes + (up ? up->info.nbytes : 0) + down->info.nbytes) / size_t(m.n_exp);
+        const size_t bytes = expert_bytes * size_t(m.k);
+        const int sets = int(m.n_exp / m.k);
+        std::vector<zinc::backend::IdAct> ids(static_cast<size_t>(sets));
+        std::vector<Act> rw(static_cast<size_t>(sets));
+        Act logits = be.alloc(1, m.n_exp);
+        for (int s = 0; s < sets; ++s) {
+            std::vector<float> l(size_t(m.n_exp), 0.0f);
+            for (int64_t e = 0; e < m.k; ++e) l[size_t(s * m.k + e)] = 1.0f + float(e);
+            be.upload(logits, l);
+            ids[size_t(s)] = be.alloc_ids(1, m.k);
+            rw[size_t(s)] = be.alloc(1, m.k);
+            be.moe_route(logits, int(m.k), true, ids[size_t(s)], rw[size_t(s)]);
+        }
+        Act x = be.alloc(1, m.in), out = be.alloc(1, m.in);
+        be.upload(x, cu::random_floats(size_t(m.in)));
+        const double us = time_us(be, o.reps, [&](int i) {
+            const size_t s = size_t(i % sets);
+            be.moe_ffn(x, ids[s], rw[s], mw, out);
+        });
+        // The read: as many bytes (rounded down to 16), from slices of a buffer larger than the L2 cache.
+        const size_t read = bytes / 16 * 16, slices = std::max<size_t>(2, (kColdBytes + read - 1) / read);
+        void* buf = nullptr;
+        unsigned* sink = nullptr;
+        check(cudaMalloc(&buf, read * slices), "malloc");
+        check(cudaMemset(buf, 1, read * slices), "memset");
+        check(cudaMalloc(&sink, sizeof(unsigned)), "malloc");
+        const double read_time = time_us(be, o.reps, [&](int i) {
+            const auto* a = static_cast<const uint8_t*>(buf) + read * (size_t(i) % slices);
+            check(zinc::cuda_bench::read_bytes(a, read, nullptr, 0, sink, be.stream()), "read");
+        });
+        check(cudaFree(buf), "free");
+        check(cudaFree(sink), "free");
+        report("moe_ffn", what, us, double(bytes), copy, read_time);
+        be.free(x);
+        be.free(out);
+        be.free(logits);
+        for (int s = 0; s < sets; ++s) {
+            be.free(ids[size_t(s)]);
+            be.free(rw[size_t(s)]);
+        }
+    }
+}
+
 void bench_norm(CudaBackend& be, const Options& o, double copy) {
     for (int64_t cols : {4096, 5120}) {
         const std::string what = "rms_norm 1x" + std::to_string(cols);
@@ -609,6 +685,7 @@ int main(int argc, char** argv) {
     bench_gated(be, o, copy);
     bench_prefill(be, o);
     bench_moe(be, o);
+    bench_moe_decode(be, o, copy);
     bench_prefill_attention(be, o);
     bench_delta_net(be, o);
     bench_delta_net_step(be, o, copy);
