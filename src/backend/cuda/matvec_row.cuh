@@ -176,8 +176,8 @@ __host__ __device__ constexpr int group_row_align(int type) {
 }
 
 // On the host, before a launch: whether rows of `type` at w, row_bytes apart, of `cols` values are 16-byte aligned,
-// and whether lane_rows_dot reads them in place (a type of kGroupsInPlace, its alignment, whole groups, at least
-// kMinGroupsInPlace of them).
+// and whether lane_rows_dot reads them in place (a type of kGroupsInPlace at its alignment, whole groups, at least
+// kMinGroupsInPlace of them, and groups_fill_lanes).
 inline bool aligned_rows(const void* w, size_t row_bytes) {
     return reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
 }

@@ -20,7 +20,7 @@
 //
 // Calls are replayed from a recorded step (Backend::run_step, a CUDA graph) so launch gaps do not count, and each
 // call reads its own copy of the weights among enough copies to exceed the L2 cache, so the bytes come from memory.
-// The MoE layers, whose experts exceed the L2 cache alone, run eagerly.
+// The MoE layers of a prompt, whose experts exceed the L2 cache alone, run eagerly; a decode token's is replayed.
 #include <cuda_runtime.h>
 
 #include <algorithm>
