@@ -279,25 +279,52 @@ double time_eager_us(CudaBackend& be, int reps, const std::function<void()>& cal
     });
 }
 
-// One MoE layer's expert FFN (moe_ffn) of the MoE models, with the weight types of their Q4_K_M / MXFP4 files, at
-// several prompt lengths and each way a batch sorted by expert can take (MoeWays); TFLOP/s of the pairs' products and
-// their share of kPeakTflops.
+// The MoE layers of the MoE models, with the weight types of their Q4_K_M / MXFP4 files.
+struct MoeShape {
+    const char* name;
+    int64_t n_exp, k, in, n_ff;
+    TensorType gate, down;
+    bool merged;
+};
+const MoeShape kMoeShapes[] = {
+    {"qwen3.6-35b-a3b", 256, 8, 2048, 512, TensorType::Q4_K, TensorType::Q4_K, false},
+    {"gemma-4-26b-a4b", 128, 8, 2816, 704, TensorType::Q4_K, TensorType::Q8_0, true},
+    {"gpt-oss-20b", 32, 4, 2880, 2880, TensorType::MXFP4, TensorType::MXFP4, false},
+};
+
+// A layer's expert weights of random values on the GPU (freed with the backend), and moe_ffn's view of them.
+struct MoeLayer {
+    std::unique_ptr<zinc::cuda_test::HostTensor> first, up, down;  // gate or merged gate_up; up (or null); down
+    Weight wf, wu, wd;
+    zinc::backend::MoeWeights mw;
+    MoeLayer(CudaBackend& be, const MoeShape& m) {
+        namespace cu = zinc::cuda_test;
+        first = cu::random_tensor(m.gate, m.in, (m.merged ? 2 : 1) * m.n_ff * m.n_exp, m.merged ? "gate_up" : "gate",
+                                  m.n_exp);
+        if (!m.merged) up = cu::random_tensor(m.gate, m.in, m.n_ff * m.n_exp, "up", m.n_exp);
+        down = cu::random_tensor(m.down, m.n_ff, m.in * m.n_exp, "down", m.n_exp);
+        wf = be.load_weight(first->info);
+        wd = be.load_weight(down->info);
+        if (up) wu = be.load_weight(up->info);
+        (m.merged ? mw.gate_up : mw.gate) = &wf;
+        if (up) mw.up = &wu;
+        mw.down = &wd;
+    }
+    MoeLayer(const MoeLayer&) = delete;  // mw points into it
+    MoeLayer& operator=(const MoeLayer&) = delete;
+    // The bytes of one expert's gate, up and down rows.
+    size_t expert_bytes(const MoeShape& m) const {
+        return (first->info.nbytes + (up ? up->info.nbytes : 0) + down->info.nbytes) / size_t(m.n_exp);
+    }
+};
+
+// One MoE layer's expert FFN (moe_ffn) of each MoE model at several prompt lengths and each way a batch sorted by
+// expert can take (MoeWays); TFLOP/s of the pairs' products and their share of kPeakTflops.
 void bench_moe(CudaBackend& be, const Options& o) {
-    struct MoeShape {
-        const char* name;
-        int64_t n_exp, k, in, n_ff;
-        TensorType gate, down;
-        bool merged;
-    };
-    const MoeShape shapes[] = {
-        {"qwen3.6-35b-a3b", 256, 8, 2048, 512, TensorType::Q4_K, TensorType::Q4_K, false},
-        {"gemma-4-26b-a4b", 128, 8, 2816, 704, TensorType::Q4_K, TensorType::Q8_0, true},
-        {"gpt-oss-20b", 32, 4, 2880, 2880, TensorType::MXFP4, TensorType::MXFP4, false},
-    };
     constexpr int64_t kNever = int64_t(1) << 40;
     const std::pair<const char*, zinc::backend::cuda::MoeWays> ways[] = {
         {"dp4a matvecs", {kNever, kNever}}, {"tensor cores 32", {1, kNever}}, {"tensor cores 64", {1, 1}}};
-    for (const MoeShape& m : shapes) {
+    for (const MoeShape& m : kMoeShapes) {
         std::vector<std::pair<int64_t, int>> runs;  // tokens, way
         for (int64_t tokens : {64, 512, 2048, 8192})
             for (int w = 0; w < 3; ++w)
@@ -306,16 +333,7 @@ void bench_moe(CudaBackend& be, const Options& o) {
                     runs.push_back({tokens, w});
         if (runs.empty()) continue;
         namespace cu = zinc::cuda_test;
-        auto first = cu::random_tensor(m.gate, m.in, (m.merged ? 2 : 1) * m.n_ff * m.n_exp,
-                                       m.merged ? "gate_up" : "gate", m.n_exp);
-        auto up = m.merged ? nullptr : cu::random_tensor(m.gate, m.in, m.n_ff * m.n_exp, "up", m.n_exp);
-        auto down = cu::random_tensor(m.down, m.n_ff, m.in * m.n_exp, "down", m.n_exp);
-        const Weight wf = be.load_weight(first->info), wd = be.load_weight(down->info);
-        const Weight wu = up ? be.load_weight(up->info) : Weight{};
-        zinc::backend::MoeWeights mw;
-        (m.merged ? mw.gate_up : mw.gate) = &wf;
-        if (up) mw.up = &wu;
-        mw.down = &wd;
+        const MoeLayer layer(be, m);
         for (const auto& [tokens, w] : runs) {
             Act x = be.alloc(tokens, m.in), out = be.alloc(tokens, m.in), logits = be.alloc(tokens, m.n_exp);
             Act rw = be.alloc(tokens, m.k);
@@ -324,7 +342,7 @@ void bench_moe(CudaBackend& be, const Options& o) {
             be.upload(logits, cu::random_floats(size_t(tokens * m.n_exp), -3.0f, 3.0f));
             be.moe_route(logits, int(m.k), true, ids, rw);
             be.set_moe_ways(ways[w].second);
-            const double us = time_eager_us(be, 3, [&] { be.moe_ffn(x, ids, rw, mw, out); });
+            const double us = time_eager_us(be, 3, [&] { be.moe_ffn(x, ids, rw, layer.mw, out); });
             be.set_moe_ways();
             const double flops = 2.0 * double(tokens * m.k) * 3.0 * double(m.in) * double(m.n_ff);
             const std::string what = std::string(m.name) + " " + std::to_string(tokens) + " tokens";
@@ -343,34 +361,12 @@ void bench_moe(CudaBackend& be, const Options& o) {
 // beside a read of as many bytes. Call i routes to the experts k (i % sets) .. k (i % sets) + k - 1, so that the calls
 // go through every expert and the bytes come from memory, not from the L2 cache.
 void bench_moe_decode(CudaBackend& be, const Options& o, double copy) {
-    struct MoeShape {
-        const char* name;
-        int64_t n_exp, k, in, n_ff;
-        TensorType gate, down;
-        bool merged;
-    };
-    const MoeShape shapes[] = {
-        {"qwen3.6-35b-a3b", 256, 8, 2048, 512, TensorType::Q4_K, TensorType::Q4_K, false},
-        {"gemma-4-26b-a4b", 128, 8, 2816, 704, TensorType::Q4_K, TensorType::Q8_0, true},
-        {"gpt-oss-20b", 32, 4, 2880, 2880, TensorType::MXFP4, TensorType::MXFP4, false},
-    };
     namespace cu = zinc::cuda_test;
-    for (const MoeShape& m : shapes) {
+    for (const MoeShape& m : kMoeShapes) {
         const std::string what = std::string(m.name) + " 1 token";
         if (("decode moe " + what).find(o.filter) == std::string::npos) continue;
-        auto first = cu::random_tensor(m.gate, m.in, (m.merged ? 2 : 1) * m.n_ff * m.n_exp,
-                                       m.merged ? "gate_up" : "gate", m.n_exp);
-        auto up = m.merged ? nullptr : cu::random_tensor(m.gate, m.in, m.n_ff * m.n_exp, "up", m.n_exp);
-        auto down = cu::random_tensor(m.down, m.n_ff, m.in * m.n_exp, "down", m.n_exp);
-        const Weight wf = be.load_weight(first->info), wd = be.load_weight(down->info);
-        const Weight wu = up ? be.load_weight(up->info) : Weight{};
-        zinc::backend::MoeWeights mw;
-        (m.merged ? mw.gate_up : mw.gate) = &wf;
-        if (up) mw.up = &wu;
-        mw.down = &wd;
-        const size_t expert_bytes =
-            (first->info.nbytes + (up ? up->info.nbytes : 0) + down->info.nbytes) / size_t(m.n_exp);
-        const size_t bytes = expert_bytes * size_t(m.k);
+        const MoeLayer layer(be, m);
+        const size_t bytes = layer.expert_bytes(m) * size_t(m.k);
         const int sets = int(m.n_exp / m.k);
         std::vector<zinc::backend::IdAct> ids(static_cast<size_t>(sets));
         std::vector<Act> rw(static_cast<size_t>(sets));
@@ -387,7 +383,7 @@ void bench_moe_decode(CudaBackend& be, const Options& o, double copy) {
         be.upload(x, cu::random_floats(size_t(m.in)));
         const double us = time_us(be, o.reps, [&](int i) {
             const size_t s = size_t(i % sets);
-            be.moe_ffn(x, ids[s], rw[s], mw, out);
+            be.moe_ffn(x, ids[s], rw[s], layer.mw, out);
         });
         // The read: as many bytes (rounded down to 16), from slices of a buffer larger than the L2 cache.
         const size_t read = bytes / 16 * 16, slices = std::max<size_t>(2, (kColdBytes + read - 1) / read);
