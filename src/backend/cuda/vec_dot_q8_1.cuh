@@ -48,16 +48,8 @@ ZINC_HD void load_8_byte_words(const uint8_t* p, uint32_t (&v)[2 * N]) {
     for (int i = 0; i < 2 * N; ++i) v[i] = load_u32_bytes(p + 4 * i);
 #endif
 }
-// The low 32 bits of hi:lo shifted right by s bits (0 <= s < 32).
+// The low 32 bits of hi:lo shifted right by s bits (0 <= s <= 32: hi itself at 32).
 ZINC_HD uint32_t funnel_right(uint32_t lo, uint32_t hi, int s) {
-#ifdef __CUDA_ARCH__
-    return __funnelshift_r(lo, hi, s);
-#else
-    return uint32_t(((uint64_t(hi) << 32) | lo) >> s);
-#endif
-}
-// The same for 0 <= s <= 32 (hi itself at 32).
-ZINC_HD uint32_t funnel_right_to_32(uint32_t lo, uint32_t hi, int s) {
 #ifdef __CUDA_ARCH__
     return __funnelshift_rc(lo, hi, s);
 #else
@@ -162,6 +154,20 @@ __device__ __forceinline__ void store_8_lanes(const Q8Lanes& q, uint8_t* qs, uin
 }
 #endif
 
+// The integer dot product of a block's 16 quant bytes (q: four words; values 0-15 in the low nibbles, 16-31 in the
+// high ones) mapped through table t with the block's Q8_1 activation quants (yq: eight words).
+ZINC_HD int table_block_dot(const uint32_t (&q)[4], const Table16& t, const int (&yq)[8]) {
+    int sumi = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        int lo, hi;
+        table16_lookup(q[k], t, lo, hi);
+        sumi = dp4a(lo, yq[k], sumi);
+        sumi = dp4a(hi, yq[k + 4], sumi);
+    }
+    return sumi;
+}
+
 // Dot product of chunk c of a weight row with the Q8_1 block y (the matching 32 activations), the row in device memory
 // or a copy of it in shared memory.
 template <int T>
@@ -225,27 +231,16 @@ ZINC_HD float chunk_dot(const uint8_t* row, int64_t c, const BlockQ8_1f& y) {
         const uint8_t* b = row + c * (mx ? 17 : 18);
         uint32_t q[4];
         load_words_any_alignment(b + (mx ? 1 : 2), q);
-        int sumi = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            int lo, hi;
-            table16_lookup(q[k], mx ? fp4_table() : iq4nl_table(), lo, hi);
-            sumi = dp4a(lo, yq[k], sumi);
-            sumi = dp4a(hi, yq[k + 4], sumi);
-        }
+        const int sumi = table_block_dot(q, mx ? fp4_table() : iq4nl_table(), yq);
         return (mx ? e8m0_half_to_f32(b[0]) : f16_to_f32(load_u16(b))) * y.d * float(sumi);
     } else if constexpr (T == kIQ4_XS) {
         // Block j of the super-block: 16 qs bytes at 8 + 16j and a signed 6-bit scale.
         const uint8_t* b = row + (c / 8) * 136;
         const int j = int(c % 8);
-        int sumi = 0;
+        uint32_t q[4];
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            int lo, hi;
-            table16_lookup(uint32_t(load_b4(b + 8 + 16 * j, k)), iq4nl_table(), lo, hi);
-            sumi = dp4a(lo, yq[k], sumi);
-            sumi = dp4a(hi, yq[k + 4], sumi);
-        }
+        for (int k = 0; k < 4; ++k) q[k] = uint32_t(load_b4(b + 8 + 16 * j, k));
+        const int sumi = table_block_dot(q, iq4nl_table(), yq);
         return f16_to_f32(load_u16(b)) * y.d * float(sumi * scale_iq4_xs(j, b));
     } else if constexpr (T == kQ2_K) {
         // Slice j (elements 32j..32j+31) = sub-blocks 2j, 2j+1; its 2-bit quants are bits 2(j%4) of qs[32(j/4) + l].
@@ -413,22 +408,6 @@ ZINC_HD void load_k_group(const uint8_t* row, int gi, KGroup<T>& w) {
         if constexpr (T == kQ5_K) load_32_bytes(b + 16, w.h);
     }
 }
-// The integer dot products of two blocks' 16 quant bytes each (q0, q1: four words) mapped through table t with their
-// Q8_1 activations: s0 = block 0's with a.q0, s1 = block 1's with a.q1.
-ZINC_HD void table_group_sums(const uint32_t (&q0)[4], const uint32_t (&q1)[4], const Table16& t, const ActGroup& a,
-                              int& s0, int& s1) {
-    s0 = 0, s1 = 0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        int lo, hi;
-        table16_lookup(q0[k], t, lo, hi);
-        s0 = dp4a(lo, a.q0[k], s0);
-        s0 = dp4a(hi, a.q0[k + 4], s0);
-        table16_lookup(q1[k], t, lo, hi);
-        s1 = dp4a(lo, a.q1[k], s1);
-        s1 = dp4a(hi, a.q1[k + 4], s1);
-    }
-}
 // The dot product of a loaded Q4_K/Q5_K group g with its activations: d (sc0 s0 y.d0 + sc1 s1 y.d1) - dmin (m0 q0 y.d0
 // + m1 q1 y.d1), s the integer dot products of the sub-blocks and q the integer sums of their activation blocks.
 // MXFP4: d0 s0 y.d0 + d1 s1 y.d1 with d the blocks' E8M0 scales (halved, as fp4_table's values are doubled); IQ4_XS:
@@ -448,16 +427,14 @@ ZINC_HD float k_group_dot(const KGroup<T>& w, int g, const ActGroup& a) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             q0[k] = funnel_right(x[k], x[k + 1], t + 8);
-            q1[k] = funnel_right_to_32(x[k + 4], x[k + 5], t + 16);
+            q1[k] = funnel_right(x[k + 4], x[k + 5], t + 16);
         }
-        int s0, s1;
-        table_group_sums(q0, q1, fp4_table(), a, s0, s1);
+        const int s0 = table_block_dot(q0, fp4_table(), a.q0), s1 = table_block_dot(q1, fp4_table(), a.q1);
         const float d0 = e8m0_half_to_f32(uint8_t(x[0] >> t)), d1 = e8m0_half_to_f32(uint8_t(x[4] >> (t + 8)));
         return fma_rn(mul_rn(d1, a.d1), float(s1), mul_rn(mul_rn(d0, a.d0), float(s0)));
     } else if constexpr (T == kIQ4_XS) {
         const uint32_t q0[4] = {w.q[0], w.q[1], w.q[2], w.q[3]}, q1[4] = {w.q[4], w.q[5], w.q[6], w.q[7]};
-        int s0, s1;
-        table_group_sums(q0, q1, iq4nl_table(), a, s0, s1);
+        const int s0 = table_block_dot(q0, iq4nl_table(), a.q0), s1 = table_block_dot(q1, iq4nl_table(), a.q1);
         // Block j's scale: nibble j of the low scales (header bytes 4-7) and bits 2j, 2j + 1 of the high ones (bytes
         // 2-3) as 6 bits, less 32; here j = 2g, 2g + 1.
         const uint32_t low = w.hdr[1] >> (8 * g), high = w.hdr[0] >> (16 + 4 * g);
