@@ -187,10 +187,15 @@ inline bool aligned_rows(const void* w, size_t row_bytes) {
 __host__ __device__ constexpr bool groups_fill_lanes(int type, int64_t n_groups) {
     return (type != kMXFP4 && type != kIQ4_XS) || n_groups % 32 == 0;
 }
+// The part of groups_in_place that depends on the rows' width only: where it is false, no row of that width is read
+// by groups, and a kernel may leave the group path out (lane_rows_dot's kGroups), holding fewer registers.
+__host__ __device__ constexpr bool groups_width(int type, int64_t cols) {
+    return cols % 64 == 0 && cols / 64 >= kMinGroupsInPlace && groups_fill_lanes(type, cols / 64);
+}
 inline bool groups_in_place(int type, const void* w, size_t row_bytes, int64_t cols) {
     const int align = group_row_align(type);
-    return align > 0 && reinterpret_cast<uintptr_t>(w) % align == 0 && row_bytes % align == 0 && cols % 64 == 0 &&
-           cols / 64 >= kMinGroupsInPlace && groups_fill_lanes(type, cols / 64);
+    return align > 0 && reinterpret_cast<uintptr_t>(w) % align == 0 && row_bytes % align == 0 &&
+           groups_width(type, cols);
 }
 
 // Rows of these types go two to a warp where paired_rows allows it, their dot products sharing the activation loads
@@ -491,8 +496,9 @@ __device__ __forceinline__ void lane_row_pair_q6_k(const RowOf& row_of, const Bl
 // begin_kernel() (row_of reads no memory another kernel writes); without (rows found through ids another kernel wrote),
 // after it. Without kStage, rows of types that would be staged are read in place chunk by chunk instead (the same
 // values: a lane's chunks in the same order), and the kernel has no shared memory for them: a kernel with the dot
-// products of two types stages only one of them.
-template <int T, bool kStage = true, typename RowOf, typename Done>
+// products of two types stages only one of them. Without kGroups, the caller has found that its rows' width rules
+// groups out (groups_width), and the kernel holds no registers for them.
+template <int T, bool kStage = true, bool kGroups = true, typename RowOf, typename Done>
 __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, const BlockQ8_1f* xq, const float* x,
                                               int64_t cols, int lane, bool early_weights, const Done& done) {
     if constexpr (is_float_weight(T)) {
@@ -542,7 +548,7 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
     } else {
         const int64_t n_chunks = cols / 32;
         if (!early_weights) begin_kernel();
-        if constexpr (kGroupsInPlace<T>) {  // groups_in_place's test
+        if constexpr (kGroupsInPlace<T> && kGroups) {  // groups_in_place's test
             constexpr int kAlign = group_row_align(T);
             bool in_place = n_chunks % 2 == 0 && chunks_bytes<T>(n_chunks) % kAlign == 0 &&
                             n_chunks / 2 >= kMinGroupsInPlace && n_chunks / 2 <= INT32_MAX &&
@@ -574,11 +580,11 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
 }
 
 // row . x in every lane of the warp.
-template <int T, bool kStage = true>
+template <int T, bool kStage = true, bool kGroups = true>
 __device__ __forceinline__ float warp_row_dot(const uint8_t* row, const BlockQ8_1f* xq, const float* x, int64_t cols,
                                               int lane, bool early_weights) {
     float sum = 0.0f;
-    lane_rows_dot<T, kStage>([&](int) { return row; }, 1, xq, x, cols, lane, early_weights,
+    lane_rows_dot<T, kStage, kGroups>([&](int) { return row; }, 1, xq, x, cols, lane, early_weights,
                              [&](int, float s) { sum = warp_sum(s); });
     return sum;
 }

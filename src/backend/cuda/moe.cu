@@ -242,7 +242,11 @@ __global__ void moe_combine_kernel(const float* y, const int32_t* y_rows, int64_
 // asks for the next. Each lane adds the same chunk to the same zero, so the values are the staged path's bit for bit.
 // (tg128 on the H100: Qwen3.6-35B-A3B 349.9 against 365.5 tok/s. Gemma 4's Q8_0 rows of 704 values, whose 34-byte
 // blocks are read in place a word at a time, measured slower that way: 360.0 against 354.8.)
-template <int T>
+//
+// kGroups: whether rows of this width may be read by groups (groups_width). Rows that may not take the kernel without
+// the group path, which holds fewer registers, so that more blocks fit a multiprocessor: gpt-oss's 2880-value MXFP4
+// rows 56 registers against 80 (9 blocks against 6), Qwen3.6's 512-value Q4_K rows 70 against 96 (7 against 5).
+template <int T, bool kGroups>
 __global__ void __launch_bounds__(kStageWarps * 32)
     moe_down_sum_kernel(const uint8_t* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
                         const BlockQ8_1f* a_q, const float* a_f32, const int32_t* ids, int k, const float* weights,
@@ -295,7 +299,7 @@ __global__ void __launch_bounds__(kStageWarps * 32)
         if constexpr (is_float_weight(T))
             finish(s, warp_row_dot<T>(row(s), nullptr, a_f32 + p * cols, cols, lane, false));
         else
-            finish(s, warp_row_dot<T>(row(s), a_q + p * (cols / 32), nullptr, cols, lane, false));
+            finish(s, warp_row_dot<T, true, kGroups>(row(s), a_q + p * (cols / 32), nullptr, cols, lane, false));
     }
     add_slots();
 }
@@ -420,8 +424,13 @@ cudaError_t moe_down_sum(int type, const void* w, size_t row_bytes, size_t exper
     return for_weight_type<kAllTypes>(type, [&](auto tag) {
         constexpr int T = decltype(tag)::value;
         if (is_float_weight(T) ? a_f32 == nullptr : a_q == nullptr) return cudaErrorInvalidValue;
-        return launch(moe_down_sum_kernel<T>, grid, kStageWarps * 32, 0, s, wb, row_bytes, expert_bytes, n_out, cols,
-                      a_q, a_f32, ids, k, weights, down, out);
+        const auto run = [&](auto kernel) {
+            return launch(kernel, grid, kStageWarps * 32, 0, s, wb, row_bytes, expert_bytes, n_out, cols, a_q, a_f32,
+                          ids, k, weights, down, out);
+        };
+        if constexpr (kGroupsInPlace<T>)
+            if (groups_width(T, cols)) return run(moe_down_sum_kernel<T, true>);
+        return run(moe_down_sum_kernel<T, false>);
     });
 }
 
