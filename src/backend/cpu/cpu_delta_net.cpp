@@ -7,13 +7,13 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/cpu_elementwise.h"
 #include "backend/cpu/simd.h"
 
 namespace zinc::backend::cpu {
 namespace {
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch's threshold
 
 int key_head(const DeltaNetParams& p, int h) { return p.tiled ? h % p.n_k : h / (p.n_v / p.n_k); }

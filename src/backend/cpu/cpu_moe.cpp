@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_elementwise.h"
 #include "quant/cpu_features.h"
 #include "quant/gemm.h"
 #include "quant/repack.h"
@@ -132,11 +133,9 @@ void scale_bias(float* x, int64_t n, int64_t e, const float* scale, const float*
 float activate(MoeActivation act, float g, float u, float alpha, float limit) {
     switch (act) {
         case MoeActivation::swiglu:
-            return g / (1.0f + std::exp(-g)) * u;
-        case MoeActivation::geglu: {
-            constexpr float kSqrt2OverPi = 0.7978845608028654f;
-            return 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * u;
-        }
+            return silu_mul(g, u);
+        case MoeActivation::geglu:
+            return gelu_mul(g, u);
         case MoeActivation::swiglu_oai: {
             const float x = std::min(g, limit), y = std::clamp(u, -limit, limit);
             return x / (1.0f + std::exp(-alpha * x)) * (y + 1.0f);

@@ -4,12 +4,9 @@
 
 #include <cmath>
 
+#include "backend/cpu/cpu_elementwise.h"
+
 namespace zinc::backend::cpu {
-namespace {
-
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
-}  // namespace
 
 void rms_norm(ThreadPool& pool, const Act& x, const Weight* w, float eps, int64_t group, Act& out) {
     const float* wd = w ? static_cast<const float*>(w->data) : nullptr;
