@@ -585,7 +585,7 @@ __device__ __forceinline__ float warp_row_dot(const uint8_t* row, const BlockQ8_
                                               int lane, bool early_weights) {
     float sum = 0.0f;
     lane_rows_dot<T, kStage, kGroups>([&](int) { return row; }, 1, xq, x, cols, lane, early_weights,
-                             [&](int, float s) { sum = warp_sum(s); });
+                                      [&](int, float s) { sum = warp_sum(s); });
     return sum;
 }
 
