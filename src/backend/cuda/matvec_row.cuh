@@ -176,8 +176,8 @@ __host__ __device__ constexpr int group_row_align(int type) {
 }
 
 // On the host, before a launch: whether rows of `type` at w, row_bytes apart, of `cols` values are 16-byte aligned,
-// and whether lane_rows_dot reads them in place (a type of kGroupsInPlace at its alignment, whole groups, at least
-// kMinGroupsInPlace of them, and groups_fill_lanes).
+// and whether lane_rows_dot reads them in place (a type of kGroupsInPlace at its alignment, of a width groups_width
+// allows: whole groups, at least kMinGroupsInPlace of them, filling the lanes where groups_fill_lanes asks it).
 inline bool aligned_rows(const void* w, size_t row_bytes) {
     return reinterpret_cast<uintptr_t>(w) % 16 == 0 && row_bytes % 16 == 0;
 }
@@ -550,9 +550,8 @@ __device__ __forceinline__ void lane_rows_dot(const RowOf& row_of, int n_rows, c
         if (!early_weights) begin_kernel();
         if constexpr (kGroupsInPlace<T> && kGroups) {  // groups_in_place's test
             constexpr int kAlign = group_row_align(T);
-            bool in_place = n_chunks % 2 == 0 && chunks_bytes<T>(n_chunks) % kAlign == 0 &&
-                            n_chunks / 2 >= kMinGroupsInPlace && n_chunks / 2 <= INT32_MAX &&
-                            groups_fill_lanes(T, n_chunks / 2);
+            bool in_place = groups_width(T, cols) && chunks_bytes<T>(n_chunks) % kAlign == 0 &&
+                            n_chunks / 2 <= INT32_MAX;
             for (int k = 0; k < n_rows; ++k)
                 in_place = in_place && reinterpret_cast<uintptr_t>(row_of(k)) % kAlign == 0;
             if (in_place) {
