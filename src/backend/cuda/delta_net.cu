@@ -8,6 +8,7 @@
 
 #include "backend/cuda/delta_net_kernels.h"
 #include "backend/cuda/elementwise_kernels.h"
+#include "backend/cuda/grid_stride.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/norm_kernels.h"
@@ -16,14 +17,6 @@
 
 namespace zinc::backend::cuda {
 namespace {
-
-unsigned grid_for(int64_t n) {
-    const int64_t b = (n + 255) / 256;
-    return unsigned(b < 65535 ? b : 65535);
-}
-
-__device__ __forceinline__ int64_t first_index() { return blockIdx.x * int64_t(blockDim.x) + threadIdx.x; }
-__device__ __forceinline__ int64_t grid_stride() { return int64_t(gridDim.x) * blockDim.x; }
 
 __global__ void sigmoid_mul_kernel(const float* x, const float* gate, int64_t cols, bool per_row, float* out,
                                    int64_t n) {
@@ -276,19 +269,19 @@ __global__ void __launch_bounds__(kChunkThreads, 2) delta_net_chunk_kernel(Chunk
 cudaError_t sigmoid_mul(const float* x, const float* gate, int64_t rows, int64_t cols, bool per_row, float* out,
                         cudaStream_t s) {
     const int64_t n = rows * cols;
-    if (n > 0) launch(sigmoid_mul_kernel, grid_for(n), 256, 0, s, x, gate, cols, per_row, out, n);
+    if (n > 0) launch(sigmoid_mul_kernel, grid_for(n), kGridStrideBlock, 0, s, x, gate, cols, per_row, out, n);
     return cudaGetLastError();
 }
 
 cudaError_t shared_expert_add(const float* a, const float* b, const float* gate, int64_t rows, int64_t cols,
                               bool per_row, float* out, cudaStream_t s) {
     const int64_t n = rows * cols;
-    if (n > 0) launch(shared_expert_add_kernel, grid_for(n), 256, 0, s, a, b, gate, cols, per_row, out, n);
+    if (n > 0) launch(shared_expert_add_kernel, grid_for(n), kGridStrideBlock, 0, s, a, b, gate, cols, per_row, out, n);
     return cudaGetLastError();
 }
 
 cudaError_t fill(float* a, float value, int64_t n, cudaStream_t s) {
-    if (n > 0) launch(fill_kernel, grid_for(n), 256, 0, s, a, value, n);
+    if (n > 0) launch(fill_kernel, grid_for(n), kGridStrideBlock, 0, s, a, value, n);
     return cudaGetLastError();
 }
 
@@ -297,14 +290,16 @@ cudaError_t slice_groups(const float* src, int64_t rows, int64_t src_cols, int64
     const int64_t n = rows * out_cols;
     const int64_t width = out_cols / (src_cols / group);
     if (n > 0)
-        launch(slice_groups_kernel, grid_for(n), 256, 0, s, src, src_cols, group, offset, width, out, out_cols, n);
+        launch(slice_groups_kernel, grid_for(n), kGridStrideBlock, 0, s, src, src_cols, group, offset, width, out,
+               out_cols, n);
     return cudaGetLastError();
 }
 
 cudaError_t delta_net_gates(const float* a, const float* b, const float* dt_bias, const float* ssm_a, int64_t rows,
                             int64_t n, float* g, float* beta, cudaStream_t s) {
     const int64_t total = rows * n;
-    if (total > 0) launch(gates_kernel, grid_for(total), 256, 0, s, a, b, dt_bias, ssm_a, n, g, beta, total);
+    if (total > 0)
+        launch(gates_kernel, grid_for(total), kGridStrideBlock, 0, s, a, b, dt_bias, ssm_a, n, g, beta, total);
     return cudaGetLastError();
 }
 

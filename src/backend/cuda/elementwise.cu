@@ -5,18 +5,11 @@
 #include <cstdint>
 
 #include "backend/cuda/elementwise_kernels.h"
+#include "backend/cuda/grid_stride.cuh"
 #include "backend/cuda/launch.cuh"
 
 namespace zinc::backend::cuda {
 namespace {
-
-unsigned grid_for(int64_t n) {
-    const int64_t b = (n + 255) / 256;
-    return unsigned(b < 65535 ? b : 65535);
-}
-
-__device__ __forceinline__ int64_t first_index() { return blockIdx.x * int64_t(blockDim.x) + threadIdx.x; }
-__device__ __forceinline__ int64_t grid_stride() { return int64_t(gridDim.x) * blockDim.x; }
 
 __global__ void add_kernel(const float* a, const float* b, float* out, int64_t n) {
     begin_kernel();
@@ -51,33 +44,33 @@ __global__ void softcap_kernel(float* x, float cap, int64_t n) {
 }  // namespace
 
 cudaError_t add(const float* a, const float* b, float* out, int64_t n, cudaStream_t s) {
-    if (n > 0) launch(add_kernel, grid_for(n), 256, 0, s, a, b, out, n);
+    if (n > 0) launch(add_kernel, grid_for(n), kGridStrideBlock, 0, s, a, b, out, n);
     return cudaGetLastError();
 }
 
 cudaError_t swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t s) {
-    if (n > 0) launch(swiglu_kernel, grid_for(n), 256, 0, s, gate, up, out, n);
+    if (n > 0) launch(swiglu_kernel, grid_for(n), kGridStrideBlock, 0, s, gate, up, out, n);
     return cudaGetLastError();
 }
 
 cudaError_t geglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t s) {
-    if (n > 0) launch(geglu_kernel, grid_for(n), 256, 0, s, gate, up, out, n);
+    if (n > 0) launch(geglu_kernel, grid_for(n), kGridStrideBlock, 0, s, gate, up, out, n);
     return cudaGetLastError();
 }
 
 cudaError_t add_bias(float* x, const float* b, int64_t rows, int64_t cols, cudaStream_t s) {
     const int64_t n = rows * cols;
-    if (n > 0) launch(add_bias_kernel, grid_for(n), 256, 0, s, x, b, n, cols);
+    if (n > 0) launch(add_bias_kernel, grid_for(n), kGridStrideBlock, 0, s, x, b, n, cols);
     return cudaGetLastError();
 }
 
 cudaError_t scale(const float* x, float v, float* out, int64_t n, cudaStream_t s) {
-    if (n > 0) launch(scale_kernel, grid_for(n), 256, 0, s, x, v, out, n);
+    if (n > 0) launch(scale_kernel, grid_for(n), kGridStrideBlock, 0, s, x, v, out, n);
     return cudaGetLastError();
 }
 
 cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t s) {
-    if (n > 0) launch(softcap_kernel, grid_for(n), 256, 0, s, x, cap, n);
+    if (n > 0) launch(softcap_kernel, grid_for(n), kGridStrideBlock, 0, s, x, cap, n);
     return cudaGetLastError();
 }
 
