@@ -133,6 +133,34 @@ __device__ inline void load_values(const CachePlane& c, int64_t width, int64_t c
     }
 }
 
+// One batch of n (1..kBatch, the same on every lane) keys into a warp's running softmax: sums each lane's partial dot
+// products s over the warp, turns them into the weights p = exp(score - max) (0 past n), and updates the running max m
+// and denominator l. Returns the factor that rescales the output accumulated so far.
+template <int kBatch>
+__device__ __forceinline__ float softmax_batch(float (&s)[kBatch], int n, float scale, float softcap, float& m,
+                                               float& l, float (&p)[kBatch]) {
+    // The xor butterfly leaves the same sums on every lane, so m and l stay lane-uniform.
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
+    float m_new = m;
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+        s[b] = score(s[b], scale, softcap);
+        if (b < n) m_new = fmaxf(m_new, s[b]);
+    }
+    // m_new is finite (key 0 is real), so corr is 0 before the first key, when l and the output are 0 anyway.
+    const float corr = expf(m - m_new);
+    l *= corr;
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+        p[b] = b < n ? expf(s[b] - m_new) : 0.0f;
+        l += p[b];
+    }
+    m = m_new;
+    return corr;
+}
 
 // One warp's running softmax over the keys it has seen: max m, denominator l (both the same on every lane) and the
 // unnormalized output, value c (< head_dim) on lane c % 32 in acc[c / 32]. kPerLane >= ceil(head_dim / 32).
@@ -163,26 +191,8 @@ struct WarpSoftmax {
                     if (lane + 32 * i < d) s[b] += qr[i] * kr[b][lane + 32 * i];
             }
         }
-        // The xor butterfly leaves the same sum on every lane, so m and l stay lane-uniform.
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
-        float m_new = m;
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            s[b] = score(s[b], scale, softcap);
-            if (b < n) m_new = fmaxf(m_new, s[b]);
-        }
-        // m_new is finite (key 0 is real), so corr is 0 before the first key, when l and acc are 0 anyway.
-        const float corr = expf(m - m_new);
         float p[kBatch];
-        l *= corr;
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            p[b] = b < n ? expf(s[b] - m_new) : 0.0f;
-            l += p[b];
-        }
+        const float corr = softmax_batch<kBatch>(s, n, scale, softcap, m, l, p);
 #pragma unroll
         for (int i = 0; i < kPerLane; ++i) acc[i] *= corr;
 #pragma unroll
@@ -193,7 +203,6 @@ struct WarpSoftmax {
                     if (lane + 32 * i < d) acc[i] += p[b] * vr[b][lane + 32 * i];
             }
         }
-        m = m_new;
     }
 };
 
@@ -235,26 +244,8 @@ __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int 
 #pragma unroll
             for (int e = 0; e < P; ++e) s[b] += q[e] * kx[b][e];
         }
-        // The xor butterfly leaves the same sums on every lane, so m and l stay lane-uniform.
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], off);
-        float m_new = m;
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            s[b] = score(s[b], a.scale, a.softcap);
-            if (b < n) m_new = fmaxf(m_new, s[b]);
-        }
-        // m_new is finite (key 0 is real), so corr is 0 before the first key, when l and acc are 0 anyway.
-        const float corr = expf(m - m_new);
         float pb[kBatch];
-        l *= corr;
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            pb[b] = b < n ? expf(s[b] - m_new) : 0.0f;
-            l += pb[b];
-        }
+        const float corr = softmax_batch<kBatch>(s, n, a.scale, a.softcap, m, l, pb);
 #pragma unroll
         for (int e = 0; e < P; ++e) {
             float v = acc[e] * corr;
@@ -262,7 +253,6 @@ __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int 
             for (int b = 0; b < kBatch; ++b) v += pb[b] * vx[b][e];
             acc[e] = v;
         }
-        m = m_new;
     }
 
     __shared__ float sm_m[kWarps], sm_l[kWarps];
