@@ -14,6 +14,29 @@ struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
 struct Expr {
+    Expr() = default;
+    Expr(const Expr&) = delete;
+    Expr& operator=(const Expr&) = delete;
+    // Without recursion: `a + b + c + ...` builds a tree as deep as its terms are many, which the parser refuses
+    // only once it is built.
+    ~Expr() {
+        std::vector<ExprPtr> pending;
+        auto take = [&](Expr& e) {
+            for (ExprPtr& c : e.items)
+                if (c) pending.push_back(std::move(c));
+            for (ExprPtr& c : e.args)
+                if (c) pending.push_back(std::move(c));
+            for (auto& kw : e.keywords)
+                if (kw.second) pending.push_back(std::move(kw.second));
+        };
+        take(*this);
+        while (!pending.empty()) {
+            ExprPtr e = std::move(pending.back());
+            pending.pop_back();
+            take(*e);
+        }
+    }
+
     enum class Kind {
         Literal,  // value
         Name,     // name

@@ -2,16 +2,42 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <optional>
+#include <string_view>
 #include <cstdint>
 #include <cmath>
 #include <ctime>
 
 #include "template/error.h"
+#include "template/sandbox.h"
 
 namespace zinc::tmpl {
 namespace {
 
 [[noreturn]] void error(const std::string& what) { throw TemplateError(what); }
+
+// Text a filter builds piece by piece grows only through here, so that the sandbox sees it grow (a separator of a
+// megabyte joining a million items would otherwise be built before anything counted it).
+void append(std::string& out, std::string_view piece) {
+    Sandbox::bytes(piece.size());
+    out += piece;
+}
+
+// A float as an int, as Python's int() truncates it; infinities and NaN have none.
+int64_t float_to_int(double d) {
+    if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0))
+        error("cannot convert float " + python_float(d) + " to an integer");
+    return static_cast<int64_t>(d);
+}
+
+// A string of decimal digits as an integer, or nothing when it has other characters or does not fit in 64 bits.
+std::optional<int64_t> parse_int(const std::string& s) {
+    int64_t r = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), r);
+    if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+    return r;
+}
 
 // An argument by position or keyword, or undefined.
 Value arg(const Args& a, size_t pos, const char* name) {
@@ -28,6 +54,7 @@ const std::string& need_string(const Value& v, const std::string& what) {
 bool py_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 std::string strip(const std::string& s, const Value& chars, bool left, bool right) {
+    Sandbox::steps(s.size() / 64);
     auto drop = [&](char c) {
         return chars.is_string() ? chars.as_string().find(c) != std::string::npos : py_space(c);
     };
@@ -73,25 +100,29 @@ std::string replace(const std::string& s, const std::string& from, const std::st
         auto chars = utf8_chars(s);
         for (const auto& c : chars) {
             if (count < 0 || done < count) {
-                r += to;
+                append(r, to);
                 ++done;
             }
-            r += c;
+            append(r, c);
         }
-        if (count < 0 || done < count) r += to;
+        if (count < 0 || done < count) append(r, to);
         return r;
     }
+    Sandbox::steps(s.size() / 64);
     while (count < 0 || done < count) {
         size_t hit = s.find(from, pos);
         if (hit == std::string::npos) break;
-        r += s.substr(pos, hit - pos) + to;
+        append(r, std::string_view(s).substr(pos, hit - pos));
+        append(r, to);
         pos = hit + from.size();
         ++done;
     }
-    return r + s.substr(pos);
+    append(r, std::string_view(s).substr(pos));
+    return r;
 }
 
 List split(const std::string& s, const Value& sep, int64_t maxsplit) {
+    Sandbox::steps(s.size() / 64);
     List out;
     if (!sep.is_string()) {
         size_t i = 0;
@@ -125,7 +156,8 @@ List split(const std::string& s, const Value& sep, int64_t maxsplit) {
 
 List rsplit(const std::string& s, const Value& sep, int64_t maxsplit) {
     if (maxsplit < 0) return split(s, sep, -1);
-    List out;
+    Sandbox::steps(s.size() / 64);
+    List out;  // last piece first, reversed at the end
     if (!sep.is_string()) {
         int64_t e = static_cast<int64_t>(s.size());
         while (true) {
@@ -134,31 +166,33 @@ List rsplit(const std::string& s, const Value& sep, int64_t maxsplit) {
             if (static_cast<int64_t>(out.size()) == maxsplit) {
                 size_t b = 0;
                 while (b < static_cast<size_t>(e) && py_space(s[b])) ++b;
-                out.insert(out.begin(), Value(s.substr(b, static_cast<size_t>(e) - b)));
+                out.push_back(Value(s.substr(b, static_cast<size_t>(e) - b)));
                 break;
             }
             int64_t b = e;
             while (b > 0 && !py_space(s[static_cast<size_t>(b - 1)])) --b;
-            out.insert(out.begin(), Value(s.substr(static_cast<size_t>(b), static_cast<size_t>(e - b))));
+            out.push_back(Value(s.substr(static_cast<size_t>(b), static_cast<size_t>(e - b))));
             e = b;
         }
-        return out;
+    } else {
+        const std::string& d = sep.as_string();
+        if (d.empty()) error("rsplit() separator is empty");
+        size_t end = s.size();
+        while (static_cast<int64_t>(out.size()) < maxsplit) {
+            if (end < d.size()) break;
+            size_t hit = s.rfind(d, end - d.size());
+            if (hit == std::string::npos) break;
+            out.push_back(Value(s.substr(hit + d.size(), end - hit - d.size())));
+            end = hit;
+        }
+        out.push_back(Value(s.substr(0, end)));
     }
-    const std::string& d = sep.as_string();
-    if (d.empty()) error("rsplit() separator is empty");
-    size_t end = s.size();
-    while (static_cast<int64_t>(out.size()) < maxsplit) {
-        if (end < d.size()) break;
-        size_t hit = s.rfind(d, end - d.size());
-        if (hit == std::string::npos) break;
-        out.insert(out.begin(), Value(s.substr(hit + d.size(), end - hit - d.size())));
-        end = hit;
-    }
-    out.insert(out.begin(), Value(s.substr(0, end)));
+    std::reverse(out.begin(), out.end());
     return out;
 }
 
 void json_string(std::string& out, const std::string& s) {
+    Sandbox::bytes(s.size() + 2);
     out += '"';
     for (unsigned char c : s) {
         switch (c) {
@@ -196,9 +230,20 @@ void json_string(std::string& out, const std::string& s) {
     out += '"';
 }
 
-void json_dump(std::string& out, const Value& v, int indent, bool sort_keys, int depth) {
-    std::string nl = indent >= 0 ? "\n" + std::string(static_cast<size_t>(indent * (depth + 1)), ' ') : "";
-    std::string nl_end = indent >= 0 ? "\n" + std::string(static_cast<size_t>(indent * depth), ' ') : "";
+// The lists and dicts being written, innermost last: Python's json.dumps refuses one met again inside itself.
+using Writing = std::vector<const void*>;
+
+void enter(Writing& writing, const void* p) {
+    if (std::find(writing.begin(), writing.end(), p) != writing.end()) error("tojson: circular reference detected");
+    writing.push_back(p);
+}
+
+void json_dump(std::string& out, const Value& v, int indent, bool sort_keys, int depth, Writing& writing) {
+    const Depth guard;
+    Sandbox::steps(1);
+    if (indent > 0) Sandbox::bytes(uint64_t(indent) * uint64_t(depth + 1));
+    std::string nl = indent >= 0 ? "\n" + std::string(static_cast<size_t>(indent) * size_t(depth + 1), ' ') : "";
+    std::string nl_end = indent >= 0 ? "\n" + std::string(static_cast<size_t>(indent) * size_t(depth), ' ') : "";
     const char* item_sep = indent >= 0 ? "," : ", ";
     switch (v.kind()) {
         case Value::Kind::None:
@@ -224,12 +269,14 @@ void json_dump(std::string& out, const Value& v, int indent, bool sort_keys, int
                 out += "[]";
                 return;
             }
+            enter(writing, &l);
             out += "[" + nl;
             for (size_t i = 0; i < l.size(); ++i) {
                 if (i) out += item_sep + nl;
-                json_dump(out, l[i], indent, sort_keys, depth + 1);
+                json_dump(out, l[i], indent, sort_keys, depth + 1, writing);
             }
             out += nl_end + "]";
+            writing.pop_back();
             return;
         }
         case Value::Kind::Dict: {
@@ -242,6 +289,7 @@ void json_dump(std::string& out, const Value& v, int indent, bool sort_keys, int
             for (const auto& kv : d) entries.push_back(&kv);
             if (sort_keys)
                 std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+            enter(writing, &d);
             out += "{" + nl;
             bool first = true;
             for (const auto* kv : entries) {
@@ -249,9 +297,10 @@ void json_dump(std::string& out, const Value& v, int indent, bool sort_keys, int
                 first = false;
                 json_string(out, kv->first);
                 out += ": ";
-                json_dump(out, kv->second, indent, sort_keys, depth + 1);
+                json_dump(out, kv->second, indent, sort_keys, depth + 1, writing);
             }
             out += nl_end + "}";
+            writing.pop_back();
             return;
         }
         default:
@@ -259,34 +308,32 @@ void json_dump(std::string& out, const Value& v, int indent, bool sort_keys, int
     }
 }
 
+// Python's float() of a string: the whole text (spaces around it aside) a decimal number, or nothing. Digits past a
+// double's range are infinities, as in Python.
+std::optional<double> parse_float(const std::string& text) {
+    const std::string s = strip(text, Value(), true, true);
+    if (s.empty()) return std::nullopt;
+    char* end = nullptr;
+    const double d = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size()) return std::nullopt;
+    return d;
+}
+
 int64_t to_int(const Value& v, const Value& def) {
     if (v.is_int() || v.is_bool()) return v.as_int();
-    if (v.is_float()) return static_cast<int64_t>(v.as_float());
+    if (v.is_float()) return float_to_int(v.as_float());
     if (v.is_string()) {
-        try {
-            size_t used = 0;
-            std::string s = strip(v.as_string(), Value(), true, true);
-            int64_t r = std::stoll(s, &used);
-            if (used == s.size()) return r;
-            double d = std::stod(s, &used);
-            if (used == s.size()) return static_cast<int64_t>(d);
-        } catch (const std::exception&) {
-        }
+        const std::string s = strip(v.as_string(), Value(), true, true);
+        if (std::optional<int64_t> r = parse_int(s.starts_with('+') ? s.substr(1) : s)) return *r;
+        if (std::optional<double> d = parse_float(s)) return float_to_int(*d);
     }
     return def.is_int() ? def.as_int() : 0;
 }
 
 double to_float(const Value& v, const Value& def) {
     if (v.is_number() || v.is_bool()) return v.as_float();
-    if (v.is_string()) {
-        try {
-            size_t used = 0;
-            std::string s = strip(v.as_string(), Value(), true, true);
-            double d = std::stod(s, &used);
-            if (used == s.size()) return d;
-        } catch (const std::exception&) {
-        }
-    }
+    if (v.is_string())
+        if (std::optional<double> d = parse_float(v.as_string())) return *d;
     return def.is_number() ? def.as_float() : 0.0;
 }
 
@@ -299,7 +346,8 @@ Value attribute_of(const Value& v, const std::string& path) {
         std::string part = path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
         bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
                                                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-        cur = digits ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(cur, Value(part));
+        const std::optional<int64_t> index = digits ? parse_int(part) : std::nullopt;
+        cur = index ? get_item(cur, Value(*index)) : get_item(cur, Value(part));
         if (dot == std::string::npos) return cur;
         pos = dot + 1;
     }
@@ -365,6 +413,7 @@ Value string_method(const Value& self, const std::string& name) {
     static const std::vector<std::pair<std::string, Value (*)(const Value&, Args&)>> methods = {
         {"startswith",
          [](const Value& s, Args& a) {
+             Sandbox::steps(1);
              Value p = arg(a, 0, "prefix");
              const std::string& str = s.as_string();
              List opts = p.is_list() ? p.as_list() : List{p};
@@ -374,6 +423,7 @@ Value string_method(const Value& self, const std::string& name) {
          }},
         {"endswith",
          [](const Value& s, Args& a) {
+             Sandbox::steps(1);
              Value p = arg(a, 0, "suffix");
              const std::string& str = s.as_string();
              List opts = p.is_list() ? p.as_list() : List{p};
@@ -410,6 +460,7 @@ Value string_method(const Value& self, const std::string& name) {
         {"capitalize", [](const Value& s, Args&) { return Value(capitalize(s.as_string())); }},
         {"find",
          [](const Value& s, Args& a) {
+             Sandbox::steps(s.as_string().size() / 64);
              size_t hit = s.as_string().find(need_string(arg(a, 0, "sub"), "find"));
              // Python counts code points.
              return hit == std::string::npos ? Value(-1)
@@ -417,6 +468,7 @@ Value string_method(const Value& self, const std::string& name) {
          }},
         {"count",
          [](const Value& s, Args& a) {
+             Sandbox::steps(s.as_string().size() / 64);
              const std::string& sub = need_string(arg(a, 0, "sub"), "count");
              if (sub.empty()) return Value(static_cast<int64_t>(utf8_length(s.as_string()) + 1));
              int64_t n = 0;
@@ -428,8 +480,8 @@ Value string_method(const Value& self, const std::string& name) {
              std::string r;
              bool first = true;
              for (const auto& x : iterate(arg(a, 0, "iterable"))) {
-                 if (!first) r += s.as_string();
-                 r += need_string(x, "join");
+                 if (!first) append(r, s.as_string());
+                 append(r, need_string(x, "join"));
                  first = false;
              }
              return Value(r);
@@ -479,6 +531,7 @@ Value dict_method(const Value& self, const std::string& name) {
     if (name == "update")
         return bound(self, name, [](const Value& d, Args& a) {
             Value o = arg(a, 0, "other");
+            Sandbox::bytes((a.keyword.size() + (o.is_dict() ? o.as_dict().size() : 0)) * sizeof(Value));
             if (o.is_dict())
                 for (const auto& [k, v] : o.as_dict()) d.as_dict()[k] = v;
             for (const auto& [k, v] : a.keyword) d.as_dict()[k] = v;
@@ -490,6 +543,7 @@ Value dict_method(const Value& self, const std::string& name) {
 Value list_method(const Value& self, const std::string& name) {
     if (name == "append")
         return bound(self, name, [](const Value& l, Args& a) {
+            Sandbox::bytes(sizeof(Value));
             l.as_list().push_back(arg(a, 0, "item"));
             return Value::none();
         });
@@ -510,6 +564,7 @@ Value list_method(const Value& self, const std::string& name) {
             int64_t k = i.is_int() ? (i.as_int() < 0 ? i.as_int() + n : i.as_int()) : n - 1;
             if (k < 0 || k >= n) error("pop index out of range");
             Value v = items[static_cast<size_t>(k)];
+            Sandbox::steps(uint64_t(n - k) / 64);
             items.erase(items.begin() + k);
             return v;
         });
@@ -521,13 +576,17 @@ Value list_method(const Value& self, const std::string& name) {
 List iterate(const Value& v) {
     switch (v.kind()) {
         case Value::Kind::List:
+            // A copy that lives as long as the loop over it: time, not memory that adds up.
+            Sandbox::steps(v.as_list().size() / 8);
             return v.as_list();
         case Value::Kind::Dict: {
+            Sandbox::steps(v.as_dict().size() / 8);
             List l;
             for (const auto& kv : v.as_dict()) l.push_back(Value(kv.first));
             return l;
         }
         case Value::Kind::String: {
+            Sandbox::bytes(utf8_length(v.as_string()) * sizeof(Value));
             List l;
             for (auto& c : utf8_chars(v.as_string())) l.push_back(Value(c));
             return l;
@@ -541,7 +600,8 @@ List iterate(const Value& v) {
 
 std::string to_json_text(const Value& v, int indent, bool sort_keys) {
     std::string out;
-    json_dump(out, v, indent, sort_keys, 0);
+    Writing writing;
+    json_dump(out, v, indent, sort_keys, 0, writing);
     return out;
 }
 
@@ -572,10 +632,12 @@ Value get_item(const Value& obj, const Value& key) {
             if (i < 0) i += n;
             return i < 0 || i >= n ? Value() : obj.as_list()[static_cast<size_t>(i)];
         }
-        auto chars = utf8_chars(obj.as_string());
-        int64_t n = static_cast<int64_t>(chars.size());
+        const std::string& s = obj.as_string();
+        const int64_t n = static_cast<int64_t>(utf8_length(s));
         if (i < 0) i += n;
-        return i < 0 || i >= n ? Value() : Value(chars[static_cast<size_t>(i)]);
+        if (i < 0 || i >= n) return Value();
+        const size_t at = utf8_offset(s, static_cast<size_t>(i));
+        return Value(s.substr(at, utf8_offset(s, 1, at) - at));
     }
     if (key.is_string()) return get_attr(obj, key.as_string());
     return Value();
@@ -628,7 +690,10 @@ bool apply_test(const std::string& name, const Value& v, Args& a) {
         return n % x.as_int() == 0;
     }
     if (name == "in") {
-        if (x.is_string()) return v.is_string() && x.as_string().find(v.as_string()) != std::string::npos;
+        if (x.is_string()) {
+            Sandbox::steps(x.as_string().size() / 64);
+            return v.is_string() && x.as_string().find(v.as_string()) != std::string::npos;
+        }
         if (x.is_list()) {
             for (const auto& e : x.as_list())
                 if (equal(e, v)) return true;
@@ -667,8 +732,8 @@ Value apply_filter(const std::string& name, const Value& v, Args& a) {
         std::string r;
         bool first = true;
         for (const auto& x : iterate(v)) {
-            if (!first) r += sep.is_string() ? sep.as_string() : "";
-            r += (attr.is_string() ? attribute_of(x, attr.as_string()) : x).str();
+            if (!first && sep.is_string()) append(r, sep.as_string());
+            append(r, (attr.is_string() ? attribute_of(x, attr.as_string()) : x).str());
             first = false;
         }
         return Value(r);
@@ -686,7 +751,10 @@ Value apply_filter(const std::string& name, const Value& v, Args& a) {
         Value ind = arg(a, 0, "indent");
         Value sk = arg(a, 1, "sort_keys");
         if (!ind.is_undefined() && !ind.is_none() && !ind.is_int()) error("tojson indent must be an integer");
-        return Value(to_json_text(v, ind.is_int() ? static_cast<int>(ind.as_int()) : -1, sk.truthy()));
+        // Python indents by nothing below 0 (newlines only); beyond a few hundred it is no indent a template needs.
+        if (ind.is_int() && ind.as_int() > 1024) error("tojson indent must be at most 1024");
+        const int indent = ind.is_int() ? static_cast<int>(std::max<int64_t>(ind.as_int(), 0)) : -1;
+        return Value(to_json_text(v, indent, sk.truthy()));
     }
     if (name == "string") return Value(v.str());
     if (name == "int") return Value(to_int(v, arg(a, 0, "default")));
@@ -744,6 +812,7 @@ Value apply_filter(const std::string& name, const Value& v, Args& a) {
     if (name == "safe") return v;
     if (name == "e" || name == "escape") return Value(html_escape(v.str()));
     if (name == "abs") {
+        if (v.is_int() && v.as_int() == INT64_MIN) error("integer overflow in 'abs' (results must fit in 64 bits)");
         if (v.is_int() || v.is_bool()) return Value(std::abs(v.as_int()));
         if (v.is_float()) return Value(std::fabs(v.as_float()));
         error("filter 'abs' needs a number, got " + v.type_name());
@@ -795,6 +864,8 @@ Value apply_filter(const std::string& name, const Value& v, Args& a) {
         Value n = arg(a, 0, "linecount");
         if (!n.is_int() || n.as_int() <= 0) error("filter 'batch' needs a positive count");
         Value fill = arg(a, 1, "fill_with");
+        // The last batch is filled up to the count: refuse a count that the byte bound would refuse anyway.
+        if (!fill.is_undefined()) Sandbox::bytes(uint64_t(std::min<int64_t>(n.as_int(), int64_t(1) << 40)) * sizeof(Value));
         List out, cur;
         for (const auto& x : iterate(v)) {
             cur.push_back(x);
@@ -812,8 +883,9 @@ Value apply_filter(const std::string& name, const Value& v, Args& a) {
     }
     if (name == "indent") {
         Value w = arg(a, 0, "width");
-        std::string pad =
-            w.is_string() ? w.as_string() : std::string(static_cast<size_t>(w.is_int() ? w.as_int() : 4), ' ');
+        const int64_t width = w.is_int() ? std::max<int64_t>(w.as_int(), 0) : 4;  // Python: ' ' * -1 is ''
+        if (!w.is_string()) Sandbox::bytes(uint64_t(std::min<int64_t>(width, int64_t(1) << 40)));
+        std::string pad = w.is_string() ? w.as_string() : std::string(static_cast<size_t>(width), ' ');
         bool first = arg(a, 1, "first").truthy();
         bool blank = arg(a, 2, "blank").truthy();
         std::string s = v.str();
@@ -826,7 +898,8 @@ Value apply_filter(const std::string& name, const Value& v, Args& a) {
             std::string line = s.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
             bool pad_it = is_first ? first : (blank || !strip(line, Value(), true, true).empty());
             if (is_first && first && line.empty() && !blank) pad_it = false;
-            r += (pad_it ? pad : "") + line;
+            if (pad_it) append(r, pad);
+            append(r, line);
             if (nl == std::string::npos) break;
             r += '\n';
             pos = nl + 1;
@@ -841,8 +914,13 @@ Value apply_filter(const std::string& name, const Value& v, Args& a) {
         Value attr = arg(a, 0, "attribute");
         for (const auto& x : iterate(v)) {
             Value y = attr.is_string() ? attribute_of(x, attr.as_string()) : x;
-            total = total.is_float() || y.is_float() ? Value(total.as_float() + y.as_float())
-                                                     : Value(total.as_int() + y.as_int());
+            int64_t sum = 0;
+            if (total.is_float() || y.is_float())
+                total = Value(total.as_float() + y.as_float());
+            else if (__builtin_add_overflow(total.as_int(), y.as_int(), &sum))
+                error("integer overflow in 'sum' (results must fit in 64 bits)");
+            else
+                total = Value(sum);
         }
         return total;
     }
@@ -860,6 +938,7 @@ Value apply_filter(const std::string& name, const Value& v, Args& a) {
         int64_t width = w.is_int() ? w.as_int() : 80;
         int64_t n = static_cast<int64_t>(utf8_length(s));
         if (width <= n) return Value(s);
+        Sandbox::bytes(uint64_t(std::min<int64_t>(width - n, int64_t(1) << 40)));
         int64_t total = width - n, left = total / 2 + (total & width & 1);
         return Value(std::string(static_cast<size_t>(left), ' ') + s +
                      std::string(static_cast<size_t>(total - left), ' '));
@@ -886,8 +965,15 @@ Dict builtin_globals() {
                 error("range() needs 1 to 3 arguments");
             }
             if (step == 0) error("range() step must not be zero");
+            // The count first, in 128 bits: the items' bytes are refused before any is made, and the loop below
+            // never steps past the end of int64_t.
+            const __int128 span = step > 0 ? __int128(stop) - start : __int128(start) - stop;
+            const __int128 mag = step > 0 ? __int128(step) : -__int128(step);
+            const __int128 count = span <= 0 ? 0 : (span + mag - 1) / mag;
+            Sandbox::bytes(uint64_t(std::min<__int128>(count, __int128(1) << 40)) * sizeof(Value));
             List l;
-            for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.push_back(Value(i));
+            l.reserve(size_t(count));
+            for (__int128 k = 0; k < count; ++k) l.push_back(Value(int64_t(start + k * step)));
             return Value(std::move(l));
         },
         "range");

@@ -16,7 +16,7 @@ std::string render_chat(const std::string& template_source, const ChatRequest& r
     vars["add_generation_prompt"] = Value(request.add_generation_prompt);
     for (const auto& [k, v] : request.variables.items()) vars[k] = Value::from_json(v);
     if (request.now) vars["strftime_now"] = strftime_now_function(request.now);
-    return t.render(vars);
+    return t.render(vars, request.limits);
 }
 
 }  // namespace zinc::tmpl

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "template/sandbox.h"
+
 namespace zinc::tmpl {
 
 struct ChatRequest {
@@ -17,9 +19,11 @@ struct ChatRequest {
     bool add_generation_prompt = true;
     nlohmann::ordered_json variables = nlohmann::ordered_json::object();  // extra keyword arguments
     std::optional<std::time_t> now;  // the time strftime_now formats (as UTC); unset: the current local time
+    Limits limits;                   // the render's bounds (the server's requests give their deadline)
 };
 
-// Throws TemplateError naming the template line for a template that fails to parse or render.
+// Throws TemplateError naming the template line for a template that fails to parse or render, or that passes one of
+// its limits.
 std::string render_chat(const std::string& template_source, const ChatRequest& request);
 
 }  // namespace zinc::tmpl

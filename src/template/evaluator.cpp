@@ -6,6 +6,7 @@
 #include "template/builtins.h"
 #include "template/error.h"
 #include "template/parser.h"
+#include "template/sandbox.h"
 #include "template/template.h"
 
 namespace zinc::tmpl {
@@ -26,6 +27,12 @@ struct Scope {
 };
 using ScopePtr = std::shared_ptr<Scope>;
 
+// A scope a macro closes over is kept by the sandbox, which empties it when the render ends: the macro is usually
+// stored in that same scope, a cycle of shared pointers.
+void keep_scope(const ScopePtr& s) {
+    Sandbox::keep(s, [](void* p) { static_cast<Scope*>(p)->vars.clear(); });
+}
+
 enum class Flow { Normal, Break, Continue };
 
 // Adds the template line to errors raised without one.
@@ -35,10 +42,49 @@ enum class Flow { Normal, Break, Continue };
     fail(line, what);
 }
 
-int64_t floor_div(int64_t a, int64_t b) {
+// Python's ints do not overflow; these have 64 bits, and a result past them is an error rather than undefined
+// behaviour.
+[[noreturn]] void overflow(int line, const std::string& op) {
+    fail(line, "integer overflow in '" + op + "' (results must fit in 64 bits)");
+}
+
+int64_t checked(int line, const std::string& op, int64_t x, int64_t y) {
+    int64_t r = 0;
+    bool bad = false;
+    if (op == "+") bad = __builtin_add_overflow(x, y, &r);
+    else if (op == "-") bad = __builtin_sub_overflow(x, y, &r);
+    else if (op == "*") bad = __builtin_mul_overflow(x, y, &r);
+    if (bad) overflow(line, op);
+    return r;
+}
+
+int64_t floor_div(int line, int64_t a, int64_t b) {
+    if (a == INT64_MIN && b == -1) overflow(line, "//");
     int64_t q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;
+}
+
+// x ** y for y >= 0 by squaring: at most 64 multiplications, each checked.
+int64_t power(int line, int64_t x, int64_t y) {
+    int64_t r = 1;
+    while (y > 0) {
+        if (y & 1 && __builtin_mul_overflow(r, x, &r)) overflow(line, "**");
+        y >>= 1;
+        if (y > 0 && __builtin_mul_overflow(x, x, &x)) overflow(line, "**");
+    }
+    return r;
+}
+
+// How many items `times` copies of n items make, refused when that passes the sandbox's byte bound anyway.
+size_t repeat_count(int line, size_t n, int64_t times, size_t item_bytes) {
+    if (times <= 0 || n == 0) return 0;
+    uint64_t items = 0, total = 0;
+    if (__builtin_mul_overflow(uint64_t(n), uint64_t(times), &items) ||
+        __builtin_mul_overflow(items, uint64_t(item_bytes), &total) || total > (uint64_t(1) << 40))
+        fail(line, "the repetition would make " + std::to_string(n) + " x " + std::to_string(times) + " items");
+    Sandbox::bytes(total);
+    return size_t(items);
 }
 
 class Renderer {
@@ -54,12 +100,14 @@ public:
     }
 
     Flow exec(const Stmt& s, const ScopePtr& scope, std::string& out) {
+        const Depth depth;
+        Sandbox::steps(1);
         switch (s.kind) {
             case Stmt::Kind::Text:
-                out += s.text;
+                emit(out, s.text);
                 return Flow::Normal;
             case Stmt::Kind::Output:
-                out += eval(*s.expr, scope).str();
+                emit(out, eval(*s.expr, scope).str());
                 return Flow::Normal;
             case Stmt::Kind::If:
                 for (size_t i = 0; i < s.conditions.size(); ++i)
@@ -90,7 +138,7 @@ public:
                 return Flow::Normal;
             }
             case Stmt::Kind::Macro:
-                scope->vars[s.name] = make_macro(s, scope, nullptr);
+                scope->vars[s.name] = make_macro(s, scope);
                 return Flow::Normal;
             case Stmt::Kind::CallBlock: {
                 // The macro called gets the block's body as its `caller` argument.
@@ -99,9 +147,9 @@ public:
                 Value f = eval(*call.items[0], scope);
                 if (!f.is_function()) fail(s.line, "'{% call %}' of something that is not a macro");
                 Args a = eval_args(call, scope);
-                a.keyword.emplace_back("caller", make_macro(s, scope, nullptr));
+                a.keyword.emplace_back("caller", make_macro(s, scope));
                 try {
-                    out += f.as_function()(a).str();
+                    emit(out, f.as_function()(a).str());
                 } catch (const TemplateError& e) {
                     rethrow_at(s.line, e);
                 }
@@ -110,7 +158,7 @@ public:
             case Stmt::Kind::FilterBlock: {
                 std::string text;
                 exec(s.body, scope, text);
-                out += apply_filters(*s.expr, Value(text), scope).str();
+                emit(out, apply_filters(*s.expr, Value(text), scope).str());
                 return Flow::Normal;
             }
             case Stmt::Kind::Break:
@@ -121,6 +169,12 @@ public:
                 return exec(s.body, scope, out);
         }
         return Flow::Normal;
+    }
+
+    // The output grows only through here, counted by the sandbox.
+    static void emit(std::string& out, const std::string& text) {
+        Sandbox::bytes(text.size());
+        out += text;
     }
 
     void assign(const std::vector<std::string>& targets, const Value& v, Scope& scope, int line) {
@@ -158,28 +212,34 @@ public:
             return Flow::Normal;
         }
         int64_t n = static_cast<int64_t>(items.size());
+        // One `loop` for the whole loop, moved on at each item, as Jinja's loop object is.
+        const Value loop_value{Dict{}};
+        Dict& loop = loop_value.as_dict();
+        loop["length"] = Value(n);
+        loop["depth"] = Value(1);
+        loop["depth0"] = Value(0);
         for (int64_t i = 0; i < n; ++i) {
+            Sandbox::steps(10);  // a new scope and the loop's variables: more than an expression
             auto inner = std::make_shared<Scope>();
             inner->parent = scope;
-            Dict loop;
             loop["index"] = Value(i + 1);
             loop["index0"] = Value(i);
             loop["revindex"] = Value(n - i);
             loop["revindex0"] = Value(n - i - 1);
             loop["first"] = Value(i == 0);
             loop["last"] = Value(i == n - 1);
-            loop["length"] = Value(n);
-            loop["depth"] = Value(1);
-            loop["depth0"] = Value(0);
             if (i > 0) loop["previtem"] = items[static_cast<size_t>(i - 1)];
-            if (i + 1 < n) loop["nextitem"] = items[static_cast<size_t>(i + 1)];
+            if (i + 1 < n)
+                loop["nextitem"] = items[static_cast<size_t>(i + 1)];
+            else
+                loop.erase("nextitem");
             loop["cycle"] = Value::function(
                 [i](Args& a) -> Value {
                     if (a.positional.empty()) throw TemplateError("loop.cycle() needs at least one value");
                     return a.positional[static_cast<size_t>(i) % a.positional.size()];
                 },
                 "loop.cycle");
-            inner->vars["loop"] = Value(std::move(loop));
+            inner->vars["loop"] = loop_value;
             assign(s.targets, items[static_cast<size_t>(i)], *inner, s.line);
             Flow f = exec(s.bodies[0], inner, out);
             if (f == Flow::Break) break;
@@ -189,7 +249,8 @@ public:
 
     // A macro (or the body of a call block, as `caller`): a function over a new scope whose parent
     // is the scope it was defined in.
-    Value make_macro(const Stmt& s, const ScopePtr& defined_in, const Value* /*unused*/) {
+    Value make_macro(const Stmt& s, const ScopePtr& defined_in) {
+        keep_scope(defined_in);
         const Stmt* stmt = &s;
         Renderer* self = this;
         std::string name = s.kind == Stmt::Kind::Macro ? s.name : "caller";
@@ -248,6 +309,8 @@ public:
     }
 
     Value eval(const Expr& e, const ScopePtr& scope) {
+        const Depth depth;
+        Sandbox::steps(1);
         try {
             return eval_inner(e, scope);
         } catch (const TemplateError& err) {
@@ -311,6 +374,7 @@ public:
                 if (v.is_bool()) v = Value(static_cast<int64_t>(v.as_int()));
                 if (!v.is_number()) fail(e.line, "bad operand type for unary " + e.name + ": " + v.type_name());
                 if (e.name == "+") return v;
+                if (v.is_int() && v.as_int() == INT64_MIN) overflow(e.line, "-");
                 return v.is_int() ? Value(-v.as_int()) : Value(-v.as_float());
             }
             case Expr::Kind::Binary:
@@ -339,16 +403,9 @@ public:
         int64_t start = bound(1, has_start), stop = bound(2, has_stop), step = bound(3, has_step);
         if (!has_step) step = 1;
         if (step == 0) fail(e.line, "slice step cannot be zero");
-        List items;
-        bool is_str = v.is_string();
-        std::vector<std::string> chars;
-        if (is_str)
-            chars = utf8_chars(v.as_string());
-        else if (v.is_list())
-            items = v.as_list();
-        else
-            fail(e.line, "cannot slice a " + v.type_name());
-        int64_t n = static_cast<int64_t>(is_str ? chars.size() : items.size());
+        if (!v.is_string() && !v.is_list()) fail(e.line, "cannot slice a " + v.type_name());
+        const bool is_str = v.is_string();
+        const int64_t n = static_cast<int64_t>(is_str ? utf8_length(v.as_string()) : v.as_list().size());
         // Python's PySlice_AdjustIndices.
         auto adjust = [&](int64_t x, bool given, int64_t def_pos, int64_t def_neg) {
             if (!given) return step > 0 ? def_pos : def_neg;
@@ -362,6 +419,15 @@ public:
         };
         start = adjust(start, has_start, 0, n - 1);
         stop = adjust(stop, has_stop, n, -1);
+        if (is_str && step == 1) {  // the common case, without a list of the characters
+            const std::string& s = v.as_string();
+            if (start >= stop) return Value(std::string());
+            const size_t b = utf8_offset(s, static_cast<size_t>(start));
+            return Value(s.substr(b, utf8_offset(s, static_cast<size_t>(stop - start), b) - b));
+        }
+        std::vector<std::string> chars;
+        if (is_str) chars = utf8_chars(v.as_string());
+        const List& items = is_str ? List() : v.as_list();
         List out_list;
         std::string out_str;
         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
@@ -400,6 +466,7 @@ public:
         if (op == "+") {
             if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
             if (a.is_list() && b.is_list()) {
+                Sandbox::bytes((a.as_list().size() + b.as_list().size()) * sizeof(Value));
                 List l = a.as_list();
                 l.insert(l.end(), b.as_list().begin(), b.as_list().end());
                 return Value(std::move(l));
@@ -409,13 +476,15 @@ public:
             const Value* s = a.is_string() || a.is_list() ? &a : b.is_string() || b.is_list() ? &b : nullptr;
             const Value* k = s == &a ? &b : &a;
             if (s && (k->is_int() || k->is_bool())) {
-                int64_t times = k->as_int();
+                const int64_t times = k->as_int();
                 if (s->is_string()) {
                     std::string r;
+                    r.reserve(repeat_count(e.line, s->as_string().size(), times, 1));
                     for (int64_t i = 0; i < times; ++i) r += s->as_string();
                     return Value(r);
                 }
                 List l;
+                l.reserve(repeat_count(e.line, s->as_list().size(), times, sizeof(Value)));
                 for (int64_t i = 0; i < times; ++i) l.insert(l.end(), s->as_list().begin(), s->as_list().end());
                 return Value(std::move(l));
             }
@@ -430,19 +499,18 @@ public:
         }
         if (ints) {
             int64_t x = a.as_int(), y = b.as_int();
-            if (op == "+") return Value(x + y);
-            if (op == "-") return Value(x - y);
-            if (op == "*") return Value(x * y);
+            if (op == "+" || op == "-" || op == "*") return Value(checked(e.line, op, x, y));
             if (op == "//" || op == "%") {
                 if (y == 0) fail(e.line, "integer division or modulo by zero");
-                int64_t q = floor_div(x, y);
-                return op == "//" ? Value(q) : Value(x - q * y);
+                if (y == -1) return op == "//" ? Value(checked(e.line, "-", 0, x)) : Value(int64_t{0});
+                if (op == "//") return Value(floor_div(e.line, x, y));
+                int64_t r = x % y;  // Python's modulo takes the divisor's sign
+                if (r != 0 && ((r < 0) != (y < 0))) r += y;
+                return Value(r);
             }
             if (op == "**") {
                 if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
-                int64_t r = 1;
-                for (int64_t i = 0; i < y; ++i) r *= x;
-                return Value(r);
+                return Value(power(e.line, x, y));
             }
         }
         double x = a.as_float(), y = b.as_float();
@@ -465,10 +533,35 @@ public:
 
 Template::Template(const std::string& source) : body_(std::make_shared<Body>(parse(source))) {}
 
-std::string Template::render(const Dict& variables) const {
+namespace {
+
+// The variables' lists and dicts copied into the sandbox, so that the render can neither leak nor change the
+// caller's (a list appended to itself is a cycle).
+Value sandboxed(const Value& v) {
+    const Depth depth;
+    if (v.is_list()) {
+        List l;
+        for (const Value& x : v.as_list()) l.push_back(sandboxed(x));
+        return Value(std::move(l));
+    }
+    if (v.is_dict()) {
+        Dict d;
+        for (const auto& [k, x] : v.as_dict()) d[k] = sandboxed(x);
+        return Value(std::move(d));
+    }
+    return v;
+}
+
+}  // namespace
+
+std::string Template::render(const Dict& variables, const Limits& limits) const {
+    const Sandbox sandbox(limits);
+    Dict vars;
+    for (const auto& [k, v] : variables) vars[k] = sandboxed(v);
     // Dict (an ordered_map) can be copy-constructed but not copy-assigned.
     auto globals = std::make_shared<Scope>(Scope{builtin_globals(), nullptr});
-    auto top = std::make_shared<Scope>(Scope{variables, globals});
+    auto top = std::make_shared<Scope>(Scope{std::move(vars), globals});
+    keep_scope(top);
     Renderer r(body_);
     std::string out;
     r.exec(*body_, top, out);

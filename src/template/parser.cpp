@@ -1,6 +1,9 @@
 #include "template/parser.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <set>
 
 #include "template/error.h"
@@ -10,6 +13,29 @@ namespace zinc::tmpl {
 namespace {
 
 using T = Token::Type;
+
+// How deep blocks and parentheses may nest (Python's parser stops at 200 parentheses), and how deep an expression's
+// tree may be (`a + b + c` is as deep as it has terms). Real chat templates stay under a dozen of either.
+constexpr int kMaxNesting = 100;
+constexpr int kMaxExprDepth = 200;
+
+// The depth of an expression's tree, without recursion.
+int tree_depth(const Expr& root) {
+    int deepest = 0;
+    std::vector<std::pair<const Expr*, int>> pending{{&root, 1}};
+    while (!pending.empty()) {
+        const auto [e, d] = pending.back();
+        pending.pop_back();
+        deepest = std::max(deepest, d);
+        for (const ExprPtr& c : e->items)
+            if (c) pending.emplace_back(c.get(), d + 1);
+        for (const ExprPtr& c : e->args)
+            if (c) pending.emplace_back(c.get(), d + 1);
+        for (const auto& kw : e->keywords)
+            if (kw.second) pending.emplace_back(kw.second.get(), d + 1);
+    }
+    return deepest;
+}
 
 class Parser {
 public:
@@ -22,6 +48,16 @@ public:
     }
 
 private:
+    // One level of blocks or parentheses for as long as it lives.
+    struct Nest {
+        explicit Nest(Parser& p) : p_(p) {
+            if (++p_.nesting_ > kMaxNesting)
+                fail(p_.cur().line, "blocks or parentheses nest deeper than " + std::to_string(kMaxNesting) + " levels");
+        }
+        ~Nest() { --p_.nesting_; }
+        Parser& p_;
+    };
+
     const Token& cur() const { return t_[i_]; }
     const Token& next() { return t_[i_++]; }
     bool is_op(const char* op) const { return cur().type == T::Op && cur().text == op; }
@@ -67,6 +103,7 @@ private:
     // Statements until one of `ends` (a block tag name) or the end of the template; `found` names
     // the tag that ended it, whose name has been consumed.
     Body parse_body(const std::set<std::string>& ends, std::string& found) {
+        const Nest nest(*this);
         Body body;
         while (true) {
             const Token& tok = cur();
@@ -245,6 +282,9 @@ private:
     ExprPtr expression() { return ternary(true); }
 
     ExprPtr ternary(bool allow_cond) {
+        const Nest nest(*this);
+        const int first_line = cur().line;
+        ++expressions_;
         ExprPtr e = or_expr();
         while (allow_cond && is_name("if")) {
             int line = next().line;
@@ -257,6 +297,9 @@ private:
                 c->items.push_back(nullptr);
             e = std::move(c);
         }
+        // The whole expression, once: the loops above build trees deeper than their nesting.
+        if (--expressions_ == 0 && tree_depth(*e) > kMaxExprDepth)
+            fail(first_line, "an expression nests deeper than " + std::to_string(kMaxExprDepth) + " levels");
         return e;
     }
 
@@ -286,6 +329,7 @@ private:
     }
     ExprPtr not_expr() {
         if (is_name("not")) {
+            const Nest nest(*this);
             int line = next().line;
             auto e = make(Expr::Kind::Unary, line);
             e->name = "not";
@@ -358,6 +402,7 @@ private:
     }
     ExprPtr unary_no_filter() {
         if (is_op("-") || is_op("+")) {
+            const Nest nest(*this);
             const Token& t = next();
             auto e = make(Expr::Kind::Unary, t.line);
             e->name = t.text;
@@ -437,7 +482,11 @@ private:
                     a->kind = Expr::Kind::Index;
                     a->items.push_back(std::move(e));
                     auto lit = make(Expr::Kind::Literal, line);
-                    lit->value = Value(static_cast<int64_t>(std::stoll(next().text)));
+                    const std::string digits = next().text;
+                    errno = 0;
+                    const long long index = std::strtoll(digits.c_str(), nullptr, 10);
+                    if (errno == ERANGE) fail(line, "index " + digits + " is out of range");
+                    lit->value = Value(static_cast<int64_t>(index));
                     a->items.push_back(std::move(lit));
                 } else {
                     a->name = expect_name("an attribute name after '.'");
@@ -513,7 +562,7 @@ private:
                 return lit;
             case T::Float:
                 ++i_;
-                lit->value = Value(std::stod(t.text));
+                lit->value = Value(std::strtod(t.text.c_str(), nullptr));  // past a double's range: inf, as Python
                 return lit;
             case T::Op:
                 if (t.text == "(") {
@@ -568,6 +617,8 @@ private:
 
     std::vector<Token> t_;
     size_t i_ = 0;
+    int nesting_ = 0;
+    int expressions_ = 0;  // expressions being parsed, the outermost included
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "template/ast.h"
+#include "template/sandbox.h"
 #include "template/value.h"
 
 namespace zinc::tmpl {
@@ -13,8 +14,9 @@ namespace zinc::tmpl {
 class Template {
 public:
     explicit Template(const std::string& source);
-    // `variables` come on top of the built-in globals (range, namespace, raise_exception, ...).
-    std::string render(const Dict& variables) const;
+    // `variables` come on top of the built-in globals (range, namespace, raise_exception, ...); the render copies
+    // their lists and dicts, so it never changes the caller's. It runs in a Sandbox with `limits`.
+    std::string render(const Dict& variables, const Limits& limits = {}) const;
 
 private:
     std::shared_ptr<const Body> body_;

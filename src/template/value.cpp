@@ -1,12 +1,43 @@
 #include "template/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 
 #include "template/error.h"
+#include "template/sandbox.h"
 
 namespace zinc::tmpl {
+
+namespace {
+
+// The bytes a list or dict of n items holds, as the sandbox counts them.
+constexpr uint64_t kItemBytes = sizeof(Value) + 32;
+
+template <class T>
+void clear_container(void* p) {
+    static_cast<T*>(p)->clear();
+}
+
+}  // namespace
+
+Value::Value(std::string s) : kind_(Kind::String) {
+    Sandbox::bytes(s.size());
+    str_ = std::make_shared<std::string>(std::move(s));
+}
+
+Value::Value(List l) : kind_(Kind::List) {
+    Sandbox::bytes(kItemBytes * (l.size() + 1));
+    list_ = std::make_shared<List>(std::move(l));
+    Sandbox::keep(list_, clear_container<List>);
+}
+
+Value::Value(Dict d) : kind_(Kind::Dict) {
+    Sandbox::bytes(kItemBytes * (d.size() + 1));
+    dict_ = std::make_shared<Dict>(std::move(d));
+    Sandbox::keep(dict_, clear_container<Dict>);
+}
 
 Value Value::function(Function f, std::string name) {
     Value v;
@@ -16,6 +47,7 @@ Value Value::function(Function f, std::string name) {
 }
 
 Value Value::from_json(const nlohmann::ordered_json& j) {
+    const Depth depth;
     switch (j.type()) {
         case nlohmann::ordered_json::value_t::null:
             return none();
@@ -45,6 +77,7 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
 }
 
 nlohmann::ordered_json Value::to_json() const {
+    const Depth depth;
     switch (kind_) {
         case Kind::None:
             return nullptr;
@@ -159,6 +192,7 @@ std::string Value::str() const {
 namespace {
 
 std::string repr_string(const std::string& s) {
+    Sandbox::bytes(s.size());
     // Python prefers single quotes and switches to double quotes when only single ones occur.
     char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
     std::string out(1, q);
@@ -183,13 +217,26 @@ std::string repr_string(const std::string& s) {
     return out + q;
 }
 
+// The lists and dicts being printed, innermost last: one met again inside itself prints as Python prints it.
+thread_local std::vector<const void*> printing;
+
+struct Printing {
+    explicit Printing(const void* p) { printing.push_back(p); }
+    ~Printing() { printing.pop_back(); }
+    static bool inside(const void* p) { return std::find(printing.begin(), printing.end(), p) != printing.end(); }
+};
+
 }  // namespace
 
 std::string Value::repr() const {
+    const Depth depth;
+    Sandbox::steps(1);
     switch (kind_) {
         case Kind::String:
             return repr_string(*str_);
         case Kind::List: {
+            if (Printing::inside(list_.get())) return "[...]";
+            const Printing in(list_.get());
             std::string out = "[";
             for (size_t i = 0; i < list_->size(); ++i) {
                 if (i) out += ", ";
@@ -198,6 +245,8 @@ std::string Value::repr() const {
             return out + "]";
         }
         case Kind::Dict: {
+            if (Printing::inside(dict_.get())) return "{...}";
+            const Printing in(dict_.get());
             std::string out = "{";
             bool first = true;
             for (const auto& [k, v] : *dict_) {
@@ -241,6 +290,8 @@ std::string Value::type_name() const {
 }
 
 bool equal(const Value& a, const Value& b) {
+    const Depth depth;
+    Sandbox::steps(1);
     bool an = a.is_number() || a.is_bool(), bn = b.is_number() || b.is_bool();
     if (an && bn) {
         if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
@@ -252,9 +303,11 @@ bool equal(const Value& a, const Value& b) {
         case Value::Kind::None:
             return true;
         case Value::Kind::String:
+            Sandbox::steps(a.as_string().size() / 64);
             return a.as_string() == b.as_string();
         case Value::Kind::List: {
             const auto &x = a.as_list(), &y = b.as_list();
+            if (&x == &y) return true;  // as Python: a list is equal to itself without a look inside
             if (x.size() != y.size()) return false;
             for (size_t i = 0; i < x.size(); ++i)
                 if (!equal(x[i], y[i])) return false;
@@ -262,6 +315,7 @@ bool equal(const Value& a, const Value& b) {
         }
         case Value::Kind::Dict: {
             const auto &x = a.as_dict(), &y = b.as_dict();
+            if (&x == &y) return true;
             if (x.size() != y.size()) return false;
             for (const auto& [k, v] : x) {
                 auto it = y.find(k);
@@ -275,13 +329,18 @@ bool equal(const Value& a, const Value& b) {
 }
 
 bool less(const Value& a, const Value& b) {
+    const Depth depth;
+    Sandbox::steps(1);
     bool an = a.is_number() || a.is_bool(), bn = b.is_number() || b.is_bool();
     if (an && bn) {
         if (a.is_float() || b.is_float()) return a.as_float() < b.as_float();
         return a.as_int() < b.as_int();
     }
     // UTF-8 byte order is code point order, which is Python's string order.
-    if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+    if (a.is_string() && b.is_string()) {
+        Sandbox::steps(a.as_string().size() / 64);
+        return a.as_string() < b.as_string();
+    }
     if (a.is_list() && b.is_list()) {
         const auto &x = a.as_list(), &y = b.as_list();
         for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -294,6 +353,7 @@ bool less(const Value& a, const Value& b) {
 }
 
 std::vector<std::string> utf8_chars(const std::string& s) {
+    Sandbox::bytes(s.size() * sizeof(std::string));
     std::vector<std::string> out;
     for (size_t i = 0; i < s.size();) {
         unsigned char c = static_cast<unsigned char>(s[i]);
@@ -305,7 +365,20 @@ std::vector<std::string> utf8_chars(const std::string& s) {
     return out;
 }
 
+size_t utf8_offset(const std::string& s, size_t n, size_t from) {
+    Sandbox::steps((s.size() - std::min(from, s.size())) / 64);
+    size_t i = from;
+    // A code point's bytes after its first are continuation bytes (10xxxxxx), as utf8_length counts them.
+    while (i < s.size() && n > 0) {
+        ++i;
+        while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
+        --n;
+    }
+    return std::min(i, s.size());
+}
+
 size_t utf8_length(const std::string& s) {
+    Sandbox::steps(s.size() / 64);
     size_t n = 0;
     for (unsigned char c : s) n += (c & 0xC0) != 0x80;
     return n;

@@ -40,14 +40,17 @@ public:
     Value(int i) : kind_(Kind::Int), int_(i) {}
     Value(int64_t i) : kind_(Kind::Int), int_(i) {}
     Value(double d) : kind_(Kind::Float), float_(d) {}
-    Value(std::string s) : kind_(Kind::String), str_(std::make_shared<std::string>(std::move(s))) {}
+    // Strings and containers count against the active sandbox (sandbox.h), which keeps the containers.
+    Value(std::string s);
     Value(const char* s) : Value(std::string(s)) {}
-    Value(List l) : kind_(Kind::List), list_(std::make_shared<List>(std::move(l))) {}
-    Value(Dict d) : kind_(Kind::Dict), dict_(std::make_shared<Dict>(std::move(d))) {}
+    Value(List l);
+    Value(Dict d);
     static Value function(Function f, std::string name);
 
+    // Throws TemplateError for JSON nested deeper than the engine's depth bound.
     static Value from_json(const nlohmann::ordered_json& j);
-    // Throws for undefined and callables, which JSON cannot hold.
+    // Throws for undefined and callables, which JSON cannot hold, and for values nested too deep (or containing
+    // themselves).
     nlohmann::ordered_json to_json() const;
 
     Kind kind() const { return kind_; }
@@ -76,7 +79,7 @@ public:
     bool truthy() const;
     // Python's str(): what `{{ value }}` prints (undefined prints nothing).
     std::string str() const;
-    // Python's repr(), used inside printed lists and dicts.
+    // Python's repr(), used inside printed lists and dicts; a list or dict inside itself prints as [...] or {...}.
     std::string repr() const;
     // The type's name for error messages.
     std::string type_name() const;
@@ -105,5 +108,7 @@ std::string python_float(double d);
 // Strings as sequences of code points.
 std::vector<std::string> utf8_chars(const std::string& s);
 size_t utf8_length(const std::string& s);
+// The byte offset `n` code points after byte offset `from` (at most the string's size).
+size_t utf8_offset(const std::string& s, size_t n, size_t from = 0);
 
 }  // namespace zinc::tmpl
