@@ -318,10 +318,12 @@ public:
                        const RopeParams& rope, KvLayer& kv, int64_t pos0);
 
     // out[t] = the index of the largest value in row t of x, the first one on ties (as torch.argmax and the
-    // greedy sampler); waits for the result, which is all the host needs of greedy decoding's logits.
+    // greedy sampler), or -1 when the row holds a NaN or an infinity; waits for the result, which is all the host
+    // needs of greedy decoding's logits.
     void argmax_rows(const Act& x, std::span<int32_t> out);
     // The k largest values of the last row of x and their indices, ordered by value (descending) and then index
-    // (ascending), as the sampler orders candidates; waits for the result. k <= kMaxTopK and k <= x.cols.
+    // (ascending), as the sampler orders candidates; waits for the result. k <= kMaxTopK and k <= x.cols. A NaN or
+    // an infinity counts as +infinity, so values[0] is not finite when the row holds one.
     static constexpr int kMaxTopK = 128;
     void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values);
 
@@ -331,6 +333,9 @@ public:
     // single-token steps, with CUDA graphs). So `step` must only queue ops, and what it queues may depend on the host
     // only through `shape`, `ids` and `pos`: ops given these ids and positions (get_rows; rope, kv_write and
     // attention at pos[0]) read them from backend memory that this call fills, and a replay reads the new values.
+    // A shape with kEagerStep set is never recorded: its step may read results back as it goes (a search for the
+    // first layer whose output is not finite).
+    static constexpr uint64_t kEagerStep = uint64_t(1) << 63;
     virtual Act run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                          const std::function<Act()>& step);
 

@@ -187,6 +187,9 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
         cmd->add_flag("-v,--verbose", f.verbose, "print the plan (backend, context, memory), the seed and the prompt's "
                                                  "token count on stderr");
 }
+    cmd->add_flag("!--no-check-tensors", o.check_weights,
+                  "load weights without looking for NaN and infinity in them (the check is on by default; it reads "
+                  "every float tensor and every quantized block's scales)");
 
 engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model> model) {
     engine::OpenOptions o = f.open;

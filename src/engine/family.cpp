@@ -1,6 +1,7 @@
 #include "engine/family.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -52,7 +53,7 @@ void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
                                 std::to_string(n_ctx_));
 }
 
-backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out) {
+backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out, bool eager) {
     if (!can_restart_at(pos0))
         throw std::invalid_argument("the state holds " + std::to_string(state_end_) +
                                     " tokens and cannot restart at position " + std::to_string(pos0) +
@@ -66,7 +67,7 @@ backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int
     // What compute() queues depends on the host only through the token count, the rows wanted, whether the state
     // starts afresh, and the ids and positions: the key under which a backend may record and replay it.
     const uint64_t shape = static_cast<uint64_t>(n_rows_) | static_cast<uint64_t>(n_out_) << 24 |
-                           static_cast<uint64_t>(pos0 == 0) << 48;
+                           static_cast<uint64_t>(pos0 == 0) << 48 | (eager ? backend::Backend::kEagerStep : 0);
     const backend::Act out = be_.run_step(shape, ids, pos_, [&] { return compute(ids, pos0); });
     state_end_ = pos0 + n_rows_;
     return out;
@@ -112,6 +113,60 @@ int32_t Family::forward_argmax(std::span<const int32_t> ids, int64_t pos0) {
     int32_t id = 0;
     be_.argmax_rows(run(ids, pos0), std::span<int32_t>(&id, 1));
     return id;
+}
+
+namespace {
+
+// Thrown by residual() out of a step run by locate_non_finite().
+struct NotFiniteAt {
+    int layer;
+};
+
+bool all_finite(const std::vector<float>& v) {
+    for (float x : v)
+        if (!std::isfinite(x)) return false;
+    return true;
+}
+
+}  // namespace
+
+void Family::residual(int layer, const backend::Act& x) {
+    if (!locating_) return;
+    std::vector<float> v(static_cast<size_t>(x.size()));
+    be_.download(x, v);
+    if (!all_finite(v)) throw NotFiniteAt{layer};
+}
+
+std::string Family::locate_non_finite(std::span<const int32_t> ids) {
+    locating_ = true;
+    struct Done {
+        bool& on;
+        ~Done() { on = false; }
+    } done{locating_};
+    state_end_ = 0;
+    try {
+        for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(n_ubatch_)) {
+            const size_t n = std::min(static_cast<size_t>(n_ubatch_), ids.size() - i);
+            const bool last = i + n == ids.size();
+            const backend::Act lo = micro_batch(ids.subspan(i, n), static_cast<int64_t>(i), last ? 1 : 0, true);
+            if (!last) continue;
+            std::vector<float> v(static_cast<size_t>(lo.size()));
+            be_.download(lo, v);
+            if (!all_finite(v)) return "the output layer (the tensors output_norm.weight and output.weight)";
+        }
+    } catch (const NotFiniteAt& at) {
+        state_end_ = 0;
+        if (at.layer < 0) return "the token embedding (the tensor token_embd.weight)";
+        return "layer " + std::to_string(at.layer) + " (the tensors blk." + std::to_string(at.layer) + ".*)";
+    }
+    return "nowhere when run again, one op after another";
+}
+
+void Family::not_finite(std::span<const int32_t> context) {
+    const std::string where = locate_non_finite(context);
+    throw std::runtime_error("the model computed a NaN or an infinity after " + std::to_string(context.size()) +
+                             " tokens, first in " + where +
+                             ": the file's weights are damaged, or their values overflow what it computes");
 }
 
 backend::Act Family::scratch(int64_t cols) { return be_.alloc(n_ubatch_, cols); }

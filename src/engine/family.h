@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -57,6 +58,15 @@ public:
     void forward_top_k(std::span<const int32_t> ids, int64_t pos0, int k, std::vector<int32_t>& top_ids,
                        std::vector<float>& top_logits);
 
+    // After logits that were not finite: runs `ids` from position 0 again, one op after another, reading the
+    // residual stream back after the token embedding and after each layer, and names the first place that holds a
+    // NaN or an infinity ("layer 12 (the tensors blk.12.*)", "the output layer (output_norm, output)"). Slow (a read
+    // per layer); the state is left for a run from position 0.
+    std::string locate_non_finite(std::span<const int32_t> ids);
+    // Throws std::runtime_error for logits that were not finite after `context` (every token from position 0, the
+    // ones just run included), naming where they first were (locate_non_finite).
+    [[noreturn]] void not_finite(std::span<const int32_t> context);
+
 protected:
     // Reads the vocabulary and training context of `m` and settles the context size.
     Family(backend::Backend& be, const gguf::Model& m, ContextSize size);
@@ -84,12 +94,15 @@ protected:
     // output_norm into the same rows of h, times `output`, then the soft-cap when softcap > 0.
     backend::Act head(const backend::Act& x, backend::Act& h, const model::Head<backend::Weight>& w, float eps,
                       float softcap = 0.0f);
+    // The residual stream x after the token embedding (layer -1) and after each layer: locate_non_finite() reads it
+    // back; in every other run it does nothing.
+    void residual(int layer, const backend::Act& x);
 
     backend::Backend& be_;
 
 private:
-    // One micro-batch: sets the positions and the rows wanted, then compute().
-    backend::Act micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out);
+    // One micro-batch: sets the positions and the rows wanted, then compute(); `eager`: never recorded.
+    backend::Act micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out, bool eager = false);
     // Checks a run before any of it starts.
     void check_run(std::span<const int32_t> ids, int64_t pos0) const;
 
@@ -101,6 +114,7 @@ private:
     int64_t state_end_ = 0;           // the position after the last one whose state is complete
     std::vector<int32_t> pos_;
     backend::Act logits_;
+    bool locating_ = false;  // locate_non_finite() is running: residual() reads x back
 };
 
 // The expert tensors of an MoE layer as the backend's moe_ffn takes them (activation parameters left default).

@@ -53,6 +53,7 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
 
     be_.get_rows(w_.token_embd, ids, x);
     be_.scale(x, std::sqrt(float(E)), x);  // exact f32 sqrt(n_embd), as HF in f32 and llama.cpp
+    residual(-1, x);
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::Gemma4Layer<backend::Weight>& L = w_.layers[l];
         const int d = p_.layer_head_dim(l), n_kv = p_.n_head_kv[l];
@@ -107,6 +108,7 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
         }
         // x = (x + post_ffw_norm(f)) * the layer's output scale: the whole residual stream
         be_.norm_add(f, &L.post_ffw_norm, eps, x, out_scale_[l]);
+        residual(l, x);
     }
     return head(x, h, w_, eps, p_.final_softcap);
 }

@@ -35,6 +35,7 @@ backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
     backend::IdAct ri = rows(route_ids_);
 
     be_.get_rows(w_.token_embd, ids, x);
+    residual(-1, x);
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::GptOssLayer<backend::Weight>& L = w_.layers[l];
         backend::RopeParams rope{p_.n_rot, true, p_.swa[l] ? p_.rope_base_swa : p_.rope_base, p_.rope_freq_scale};
@@ -67,6 +68,7 @@ backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
         mw.limit = p_.swiglu_limit;
         be_.moe_ffn(h, ri, rw, mw, moe);
         be_.add(x, moe, x);
+        residual(l, x);
     }
     return head(x, h, w_, eps);
 }

@@ -30,6 +30,7 @@ backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0) {
     const backend::AttentionParams ap{p_.n_head, p_.n_head_kv, p_.head_dim, 1.0f / std::sqrt(float(p_.head_dim))};
 
     be_.get_rows(w_.token_embd, ids, x);
+    residual(-1, x);
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::LlamaLikeLayer<backend::Weight>& L = w_.layers[l];
         be_.rms_norm(x, &L.attn_norm, p_.rms_eps, p_.n_embd, h);
@@ -44,6 +45,7 @@ backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0) {
         be_.rms_norm(x, &L.ffn_norm, p_.rms_eps, p_.n_embd, h);
         be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::swiglu, up, gate);
         be_.matmul_add(L.ffn_down, gate, h, x);
+        residual(l, x);
     }
     return head(x, h, w_, p_.rms_eps);
 }

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <fstream>
+#include <mutex>
 #include <new>
 #include <set>
 #include <sstream>
@@ -16,7 +19,10 @@
 
 #include "backend/devices.h"
 #include "engine/memory_plan.h"
+#include "gguf/error.h"
+#include "gguf/printable.h"
 #include "model/metadata.h"
+#include "quant/finite.h"
 
 namespace zinc::engine {
 namespace {
@@ -96,6 +102,38 @@ bool read_int(const std::string& path, long& v) {
 
 int n_layers(const gguf::Model& m) { return model::Metadata(m).count("block_count", model::kMaxLayers); }
 
+void check_weights(const gguf::Model& m, int threads) {
+    std::vector<const gguf::TensorInfo*> tensors;
+    for (const gguf::File& f : m.files())
+        for (const gguf::TensorInfo& t : f.tensors()) tensors.push_back(&t);
+    // The largest first, so that the threads finish together.
+    std::sort(tensors.begin(), tensors.end(), [](auto* a, auto* b) { return a->nbytes > b->nbytes; });
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    std::string bad;  // the first finding, by tensor order
+    size_t bad_at = SIZE_MAX;
+    auto work = [&] {
+        for (size_t i; (i = next++) < tensors.size();) {
+            const gguf::TensorInfo& t = *tensors[i];
+            const int64_t at = quant::first_non_finite(t.type, t.data, int64_t(t.n_elements));
+            if (at < 0) continue;
+            const bool blocks = gguf::traits(t.type).quantized;
+            std::lock_guard<std::mutex> lk(mu);
+            if (i < bad_at) {
+                bad_at = i;
+                bad = "tensor " + gguf::printable(t.name, 96) + " holds a NaN or an infinity (" +
+                      (blocks ? "the scale of block " : "element ") + std::to_string(at) +
+                      "): the file is damaged, or its types or offsets do not describe its data";
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int k = 1; k < std::max(1, threads); ++k) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    if (!bad.empty()) throw gguf::Error(m.first().path() + ": " + bad);
+}
+
 std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) {
     const int threads = c.threads > 0 ? c.threads : physical_cores();
     if (c.backend == "cpu") {
@@ -158,6 +196,7 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     if (plan.free_bytes > 0) check_fits(plan.use, plan.free_bytes, plan.where, plan.n_ctx);
 
     if (mapped) read_in(*r.model, o.on_read);
+    if (o.check_weights) check_weights(*r.model, choice.threads);
     try {
         r.session = std::make_unique<Session>(*r.model, *r.backend, o.context);
     } catch (const std::bad_alloc&) {

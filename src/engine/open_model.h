@@ -38,6 +38,9 @@ struct OpenOptions {
     uint64_t memory_limit = 0;
     // Progress of reading a CPU model's pages in: bytes done of total, at least every 64 MiB and at the end.
     std::function<void(uint64_t done, uint64_t total)> on_read;
+    // Every float tensor and every quantized block's scales are checked for NaN and infinity before the weights
+    // are loaded (check_weights); off only to load a file known to be damaged, for a look at it.
+    bool check_weights = true;
 };
 
 // What the model was found to need and where it went.
@@ -68,6 +71,10 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
 // The backend of `c` (threads 0: physical_cores()); throws with the reason when CUDA was asked for and cannot be
 // used. gpu_layers is not looked at: it needs the model (open_model resolves it).
 std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c);
+
+// Throws gguf::Error naming the file, the tensor and the element or block of the first NaN or infinity in the
+// model's weights (quant/finite.h), looked for with `threads` threads.
+void check_weights(const gguf::Model& m, int threads);
 
 // The layer count of the model's architecture (`<arch>.block_count`).
 int n_layers(const gguf::Model& m);

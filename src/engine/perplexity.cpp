@@ -121,6 +121,7 @@ void evaluate_chunk(Family& f, std::span<const int32_t> chunk, int32_t bos, std:
     f.forward(std::span<const int32_t>(ids).first(first), 0, false, logits);  // the state; these logits are unused
     logits.clear();
     f.forward(std::span<const int32_t>(ids).subspan(first), static_cast<int64_t>(first), true, logits);
+    if (!std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); })) f.not_finite(ids);
 }
 
 Estimate mean_and_error(double sum, double sum2, int64_t count) {

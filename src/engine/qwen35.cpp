@@ -181,6 +181,7 @@ backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {
             }
     auto x = rows(x_), h = rows(h_);
     be_.get_rows(w_.token_embd, ids, x);
+    residual(-1, x);
     be_.rms_norm(x, &w_.layers[0].attn_norm, p_.rms_eps, p_.n_embd, h);
     for (int l = 0; l < p_.n_layer; ++l) {
         const Layer& L = w_.layers[l];
@@ -190,6 +191,7 @@ backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {
             attention_layer(L, l, pos0);
         // Each layer's FFN leaves the next layer's input norm in h.
         ffn(L, l + 1 < p_.n_layer ? &w_.layers[l + 1].attn_norm : nullptr);
+        residual(l, x);
     }
     return head(x, h, w_, p_.rms_eps);
 }

@@ -1,6 +1,7 @@
 #include "engine/session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace zinc::engine {
@@ -55,6 +56,17 @@ int32_t Session::eval(std::span<const int32_t> ids, Pick pick, int k) {
     case Pick::logits: family_->forward(ids, pos0, false, logits_); break;
     }
     tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+    // A NaN or an infinity would be sampled as some token, and every token after it as well: the generation stops
+    // with where it came from. The backends say so for the argmax (-1) and the top k (+inf first).
+    const bool finite = pick == Pick::argmax  ? next >= 0
+                        : pick == Pick::top_k ? std::isfinite(top_logits_[0])
+                                              : std::all_of(logits_.begin(), logits_.end(),
+                                                            [](float x) { return std::isfinite(x); });
+    if (!finite) {
+        const std::vector<int32_t> context = std::move(tokens_);
+        tokens_.clear();
+        family_->not_finite(context);
+    }
     return next;
 }
 

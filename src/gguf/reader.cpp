@@ -443,6 +443,16 @@ void File::parse(ReadOptions opts) {
                     c.fail("tensors " + quoted(order[k - 1]->name) + " and " + quoted(order[k]->name) + " overlap",
                            end_infos);
         }
+        // Writers pad the data to the alignment and stop: more bytes after the last tensor than that mean the data
+        // was laid out for another alignment (a general.alignment changed under it would have every tensor read
+        // from the wrong place).
+        uint64_t data_end = data_offset_;
+        for (const TensorInfo& ti : tensors_) data_end = std::max(data_end, ti.file_offset + ti.nbytes);
+        if (size_ - data_end >= alignment_)
+            c.fail("the file has " + std::to_string(size_ - data_end) + " bytes after its last tensor, as many as its "
+                       "alignment (" + std::to_string(alignment_) + ") or more: its general.alignment does not "
+                       "describe how its data was written",
+                   end_infos);
     } catch (...) {
         if (map_) {
             ::munmap(map_, map_len_);

@@ -25,11 +25,11 @@ Gemma4Params read_gemma4_params(const Metadata& md) {
     for (int l = 0; l < p.n_layer; ++l)
         if (p.n_head % p.n_head_kv[l] != 0)
             md.fail("attention.head_count is not a multiple of head_count_kv of layer " + std::to_string(l));
-    p.rope_base = md.positive_or("rope.freq_base", 1e6f);
-    p.rope_base_swa = md.positive_or("rope.freq_base_swa", 1e4f);
+    p.rope_base = md.number_or("rope.freq_base", 1e6f, kRopeBase);
+    p.rope_base_swa = md.number_or("rope.freq_base_swa", 1e4f, kRopeBase);
     p.sliding_window = md.count("attention.sliding_window", kMaxContext);
-    p.rms_eps = md.positive("attention.layer_norm_rms_epsilon");
-    p.final_softcap = md.number_or("final_logit_softcapping", 30.0f, 0.0f, 1e30f);
+    p.rms_eps = md.number("attention.layer_norm_rms_epsilon", kNormEpsilon);
+    p.final_softcap = md.number_or("final_logit_softcapping", 30.0f, kSoftcap);
     if (md.integer_or("embedding_length_per_layer_input", 0, 0, kMaxWidth) != 0)
         md.fail("gemma4 per-layer embeddings (E2B/E4B) are not supported yet");
     if (md.integer_or("attention.shared_kv_layers", 0, 0, kMaxLayers) != 0)

@@ -29,7 +29,7 @@ GptOssParams read_gpt_oss_params(const Metadata& md) {
     p.n_expert = md.count("expert_count");
     p.n_expert_used = md.count("expert_used_count", p.n_expert);
     p.n_ff_exp = md.count("expert_feed_forward_length");
-    p.rms_eps = md.positive("attention.layer_norm_rms_epsilon");
+    p.rms_eps = md.number("attention.layer_norm_rms_epsilon", kNormEpsilon);
     p.sliding_window = md.count("attention.sliding_window", kMaxContext);
     // Sliding layers: an explicit per-layer bool array, or a period n (layer l slides iff l mod n < n - 1, as
     // llama.cpp's set_swa_pattern); default period 2: even layers slide.
@@ -40,16 +40,16 @@ GptOssParams read_gpt_oss_params(const Metadata& md) {
         const int period = md.integer_or("attention.sliding_window_pattern", 2, 0, kMaxLayers);
         for (int l = 0; l < p.n_layer; ++l) p.swa.push_back(period == 0 || l % period < period - 1);
     }
-    p.rope_base = md.positive_or("rope.freq_base", 150000.0f);
-    p.rope_base_swa = md.positive_or("rope.freq_base_swa", p.rope_base);
+    p.rope_base = md.number_or("rope.freq_base", 150000.0f, kRopeBase);
+    p.rope_base_swa = md.number_or("rope.freq_base_swa", p.rope_base, kRopeBase);
     const std::string type = md.string_or("rope.scaling.type", "none");
-    const float factor = md.positive_or("rope.scaling.factor", 1.0f);
+    const float factor = md.number_or("rope.scaling.factor", 1.0f, kRopeScaling);
     if (type == "yarn" && factor > 1.0f) {
         if (p.rope_base <= 1.0f) md.fail(a + "rope.freq_base must be greater than 1 for YaRN scaling");
         const int n_ctx_train = md.count_or("context_length", 4096, kMaxContext);
         const float n_ctx_orig = float(md.count_or("rope.scaling.original_context_length", n_ctx_train, kMaxContext));
-        const float beta_fast = md.positive_or("rope.scaling.yarn_beta_fast", 32.0f);
-        const float beta_slow = md.positive_or("rope.scaling.yarn_beta_slow", 1.0f);
+        const float beta_fast = md.number_or("rope.scaling.yarn_beta_fast", 32.0f, kRopeScaling);
+        const float beta_slow = md.number_or("rope.scaling.yarn_beta_slow", 1.0f, kRopeScaling);
         // Correction range in pair units: c(beta) = n_rot ln(L0 / (2 pi beta)) / (2 ln base). This follows
         // transformers with truncate = false (gpt-oss's config): the range is NOT rounded, so e.g. gpt-oss-20b uses
         // [8.093, 17.398] where llama.cpp floors/ceils to [8, 18] (docs/models.md §1.4). The fixture references are
@@ -70,8 +70,8 @@ GptOssParams read_gpt_oss_params(const Metadata& md) {
     } else if (type != "none" && type != "yarn") {
         md.fail("rope scaling '" + gguf::printable(type, 64) + "' is not supported for gpt-oss");
     }
-    p.swiglu_alpha = md.positive_or("swiglu_alpha", 1.702f);  // not written by the converter
-    p.swiglu_limit = md.positive_or("swiglu_limit", 7.0f);
+    p.swiglu_alpha = md.number_or("swiglu_alpha", 1.702f, kActivationParam);  // not written by the converter
+    p.swiglu_limit = md.number_or("swiglu_limit", 7.0f, kActivationParam);
     p.n_vocab = static_cast<int>(md.n_vocab());
     return p;
 }

@@ -22,11 +22,11 @@ LlamaLikeParams read_llama_like_params(const Metadata& md) {
         md.fail("different key and value head sizes are not supported");
     p.n_rot = md.count_or("rope.dimension_count", p.head_dim);
     if (p.n_rot > p.head_dim || p.n_rot % 2) md.fail(p.arch + ".rope.dimension_count must be even and at most the head size");
-    p.rms_eps = md.positive("attention.layer_norm_rms_epsilon");
-    p.rope_base = md.positive_or("rope.freq_base", 10000.0f);
+    p.rms_eps = md.number("attention.layer_norm_rms_epsilon", kNormEpsilon);
+    p.rope_base = md.number_or("rope.freq_base", 10000.0f, kRopeBase);
     const std::string scaling = md.string_or("rope.scaling.type", "none");
     if (scaling == "linear")
-        p.rope_freq_scale = 1.0f / md.positive_or("rope.scaling.factor", 1.0f);
+        p.rope_freq_scale = 1.0f / md.number_or("rope.scaling.factor", 1.0f, kRopeScaling);
     else if (scaling != "none")
         md.fail("rope scaling '" + gguf::printable(scaling, 64) + "' is not supported yet");
     p.rope_neox = p.arch == "qwen3";

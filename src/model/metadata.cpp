@@ -69,23 +69,18 @@ int Metadata::integer_or(const std::string& key, int fallback, int lo, int hi) c
     return static_cast<int>(v);
 }
 
-float Metadata::positive(const std::string& key) const {
+float Metadata::number(const std::string& key, Range r) const {
     const double v = checked([&] { return get(key).get_number(); });
-    if (!std::isfinite(v) || v <= 0.0 || v > 3.4e38)
-        fail(arch_ + "." + key + " is " + std::to_string(v) + "; expected a finite number greater than 0");
+    if (!std::isfinite(v) || v < r.lo || v > r.hi) {
+        char got[32];
+        std::snprintf(got, sizeof got, "%g", v);
+        fail(arch_ + "." + key + " is " + got + "; expected a number in " + range_str(r.lo, r.hi));
+    }
     return static_cast<float>(v);
 }
 
-float Metadata::positive_or(const std::string& key, float fallback) const {
-    return find(arch_ + "." + key) ? positive(key) : fallback;
-}
-
-float Metadata::number_or(const std::string& key, float fallback, float lo, float hi) const {
-    if (!find(arch_ + "." + key)) return fallback;
-    const double v = checked([&] { return get(key).get_number(); });
-    if (!std::isfinite(v) || v < lo || v > hi)
-        fail(arch_ + "." + key + " is " + std::to_string(v) + "; expected a number in " + range_str(lo, hi));
-    return static_cast<float>(v);
+float Metadata::number_or(const std::string& key, float fallback, Range r) const {
+    return find(arch_ + "." + key) ? number(key, r) : fallback;
 }
 
 std::string Metadata::string_or(const std::string& key, const std::string& fallback) const {

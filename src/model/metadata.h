@@ -25,6 +25,18 @@ inline constexpr int kMaxContext = 1 << 30;
 // Embedding rows: real vocabularies stay under 2^18.
 inline constexpr int kMaxVocab = 1 << 24;
 
+// The range of a float hyper-parameter: wide around every released model's values, and narrow enough that none can
+// make a forward pass's numbers overflow (a RoPE base of 1e-45 is greater than 0, and every rotation is then
+// infinite).
+struct Range {
+    float lo, hi;
+};
+inline constexpr Range kRopeBase{1.0f, 1e12f};
+inline constexpr Range kNormEpsilon{1e-12f, 1.0f};
+inline constexpr Range kRopeScaling{1e-3f, 1e4f};   // rope.scaling.factor, YaRN's betas
+inline constexpr Range kActivationParam{1e-3f, 1e6f};  // gpt-oss's SwiGLU alpha and limit
+inline constexpr Range kSoftcap{0.0f, 1e30f};      // 0: none
+
 class Metadata {
 public:
     // A file's metadata; n_vocab is the row count of its token_embd.weight.
@@ -42,11 +54,9 @@ public:
     int count(const std::string& key, int max = kMaxWidth) const;
     int count_or(const std::string& key, int fallback, int max = kMaxWidth) const;
     int integer_or(const std::string& key, int fallback, int lo, int hi) const;
-    // A finite number greater than 0.
-    float positive(const std::string& key) const;
-    float positive_or(const std::string& key, float fallback) const;
-    // A finite number in [lo, hi].
-    float number_or(const std::string& key, float fallback, float lo, float hi) const;
+    // A finite number in [r.lo, r.hi] (the ranges below).
+    float number(const std::string& key, Range r) const;
+    float number_or(const std::string& key, float fallback, Range r) const;
     std::string string_or(const std::string& key, const std::string& fallback) const;
     // A per-layer integer stored as a scalar (the same for every layer) or as an array with one value per layer
     // (longer arrays are cut: files count extra prediction layers past the main stack). Each value is in [lo, hi].

@@ -53,8 +53,8 @@ Qwen35Params read_qwen35_params(const Metadata& md) {
     p.n_rot = md.count_or("rope.dimension_count", p.head_dim);
     if (any_attn && (p.n_rot > p.head_dim || p.n_rot % 2))
         md.fail(p.arch + ".rope.dimension_count must be even and at most the head size");
-    p.rope_base = md.positive_or("rope.freq_base", 1e7f);
-    p.rms_eps = md.positive("attention.layer_norm_rms_epsilon");
+    p.rope_base = md.number_or("rope.freq_base", 1e7f, kRopeBase);
+    p.rms_eps = md.number("attention.layer_norm_rms_epsilon", kNormEpsilon);
     // IMRoPE (docs/models.md §1.3): for text every pair whose section is t, h or w rotates with position p — plain
     // NeoX. A pair in the 4th section would use position 0 (no rotation); no released model has one, so refuse it.
     if (md.find(p.arch + ".rope.dimension_sections")) {

@@ -51,4 +51,33 @@ TEST(CudaSampling, ArgmaxAndTopKMatchCpu) {
     EXPECT_THROW(be.gpu->top_k_last_row(x, 17, ids, vals), std::invalid_argument);  // k > the row
 }
 
+// A row with a NaN or an infinity has no argmax (-1), and its top k begins with +inf, wherever the value is: what
+// the session checks to stop a generation that has gone wrong.
+TEST(CudaSampling, RowsThatAreNotFinite) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    const int64_t n = 151936;
+    for (float bad : {NAN, INFINITY, -INFINITY}) {
+        for (int64_t at : {int64_t(0), int64_t(4095), int64_t(4096), n - 1}) {
+            SCOPED_TRACE(std::to_string(bad) + " at " + std::to_string(at));
+            std::vector<float> v = tied_logits(size_t(2 * n));
+            v[size_t(n + at)] = bad;  // the second row only
+            auto [xc, xg] = be.act(v, 2, n);
+            std::vector<int32_t> ac(2), ag(2);
+            be.cpu->argmax_rows(xc, ac);
+            be.gpu->argmax_rows(xg, ag);
+            EXPECT_GE(ac[0], 0);
+            EXPECT_EQ(ac[1], -1);
+            EXPECT_EQ(ag, ac);
+            std::vector<int32_t> ic(40), ig(40);
+            std::vector<float> vc(40), vg(40);
+            be.cpu->top_k_last_row(xc, 40, ic, vc);
+            be.gpu->top_k_last_row(xg, 40, ig, vg);
+            EXPECT_EQ(vc[0], INFINITY);
+            EXPECT_EQ(vg[0], INFINITY);
+            EXPECT_EQ(ig[0], int32_t(at));
+        }
+    }
+}
+
 }  // namespace

@@ -112,6 +112,27 @@ TEST(Sampler, CandidatesFromTheBackendDrawTheSameTokens) {
     }
 }
 
+// A row holding a NaN or an infinity has no argmax (-1) and its top k begins with +inf: what the session looks at
+// to stop a generation whose numbers have gone wrong.
+TEST(Sampler, RowsThatAreNotFiniteAreMarked) {
+    auto be = zinc::backend::make_cpu_backend(1);
+    zinc::backend::Act rows = be->alloc(2, 100);
+    std::vector<float> l(200);
+    for (size_t i = 0; i < l.size(); ++i) l[i] = float(i % 100) * 0.5f;
+    l[100 + 17] = NAN;
+    be->upload(rows, l);
+    std::vector<int32_t> best(2);
+    be->argmax_rows(rows, best);
+    EXPECT_EQ(best[0], 99);
+    EXPECT_EQ(best[1], -1);
+    std::vector<int32_t> ids(5);
+    std::vector<float> vals(5);
+    be->top_k_last_row(rows, 5, ids, vals);
+    EXPECT_EQ(ids[0], 17);
+    EXPECT_EQ(vals[0], INFINITY);
+    EXPECT_EQ(ids[1], 99);
+}
+
 TEST(Sampler, CandidatesNeededOnlyWithoutPenalties) {
     SamplerParams p;
     EXPECT_EQ(Sampler(p).candidates_needed(), 0);  // greedy

@@ -3,6 +3,7 @@
 #include "backend/cpu/cpu_sampling.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace zinc::backend::cpu {
@@ -11,21 +12,27 @@ void argmax_rows(const Act& x, std::span<int32_t> out) {
     for (int64_t t = 0; t < x.rows; ++t) {
         const float* r = x.data + t * x.cols;
         int64_t best = 0;
-        for (int64_t i = 1; i < x.cols; ++i)
+        bool finite = true;
+        for (int64_t i = 0; i < x.cols; ++i) {
+            finite = finite && std::isfinite(r[i]);
             if (r[i] > r[best]) best = i;
-        out[t] = static_cast<int32_t>(best);
+        }
+        out[t] = finite ? static_cast<int32_t>(best) : -1;
     }
 }
 
 void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values) {
-    const float* r = x.data + (x.rows - 1) * x.cols;
+    const float* row = x.data + (x.rows - 1) * x.cols;
+    std::vector<float> r(row, row + x.cols);
+    for (float& v : r)
+        if (!std::isfinite(v)) v = INFINITY;
     std::vector<int32_t> idx(static_cast<size_t>(x.cols));
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(i);
     std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
                       [&](int32_t a, int32_t b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
     for (int i = 0; i < k; ++i) {
         ids[i] = idx[i];
-        values[i] = r[idx[i]];
+        values[i] = r[size_t(idx[i])];
     }
 }
 

@@ -336,7 +336,7 @@ Act CudaBackend::queue_step(uint64_t shape, std::span<const int32_t> ids, std::s
     if (ids.empty()) return step();
     device_ids(ids);
     device_positions(pos);
-    if (!graphs_on_ || ids.size() != 1 || pos.size() != 1) return step();
+    if (!graphs_on_ || ids.size() != 1 || pos.size() != 1 || (shape & kEagerStep)) return step();
     StepGraph& g = graphs_[{shape, cuda::key_bucket(int64_t{pos[0]} + 1)}];
     if (g.generation != generation_) {
         drop(g);

@@ -14,19 +14,24 @@ namespace {
 constexpr int kThreads = 1024;
 
 // (value, index) with the larger value winning and, on equal values, the smaller index, so the result is the
-// first maximum whatever order the threads combine in.
+// first maximum whatever order the threads combine in. A NaN or an infinity anywhere in the row wins over everything
+// as index -1: the row has no argmax, and the host is told so.
 struct Best {
     float v;
     int32_t i;
 };
 
+constexpr int32_t kNotFinite = -1;
+
 __device__ __forceinline__ Best better(Best a, Best b) {
+    if (a.i == kNotFinite || b.i == kNotFinite) return {a.v, kNotFinite};
     if (b.v > a.v || (b.v == a.v && b.i < a.i)) return b;
     return a;
 }
 
 __device__ __forceinline__ void consider(Best& b, float v, int64_t j) {
-    if (b.i == INT32_MAX || v > b.v) b = {v, int32_t(j)};
+    if (!isfinite(v)) b.i = kNotFinite;
+    if (b.i != kNotFinite && (b.i == INT32_MAX || v > b.v)) b = {v, int32_t(j)};
 }
 
 // One block per row: each thread scans a strided slice in order, then warps and the block reduce. A 16-byte aligned
@@ -88,8 +93,11 @@ __global__ void chunk_top_k_kernel(const float* values, const int32_t* ids, int6
     const int64_t base = int64_t(blockIdx.x) * kChunk;
     for (int i = threadIdx.x; i < kChunk; i += blockDim.x) {
         const int64_t j = base + i;
-        // Padding sorts after every real value: -inf with the largest index.
-        v[i] = j < n ? values[j] : -INFINITY;
+        // Padding sorts after every real value: -inf with the largest index. A logit that is not finite sorts
+        // first, as +inf, so that the host sees it in the first place (in the first round: later rounds read
+        // candidates, padding included).
+        const float x = j < n ? values[j] : -INFINITY;
+        v[i] = j >= n || ids || isfinite(x) ? x : INFINITY;
         id[i] = j < n ? (ids ? ids[j] : int32_t(j)) : INT32_MAX;
     }
     __syncthreads();
