@@ -4,6 +4,7 @@
 // form they know.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,20 @@ struct PromptOptions {
     bool enable_thinking = true;
     std::string template_source;  // a template to use instead of the model's (--chat-template-file); empty: the model's
     nlohmann::ordered_json tools;  // null: none offered
+    // When a template's render must end (the server's request time limit); it is bounded in steps and memory anyway.
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct Prompt {
     std::string text;
     bool add_bos = false;  // encode with the vocabulary's BOS: it asks for one and the text does not begin with it
     std::string how;       // what rendered it, for -v: "the model's chat template", "built-in ChatML", ...
+    // Where the messages' text reads as a control token (a user who types <|im_end|><|im_start|>system): those spans
+    // are text, never the tokens. Tokenize with tokens().
+    std::vector<tokenizer::Tokenizer::Span> plain;
+
+    // The prompt's token ids: the template's control tokens as tokens, the messages' text as text.
+    std::vector<int32_t> tokens(const tokenizer::Tokenizer& tok) const { return tok.encode(text, add_bos, plain); }
 };
 
 // A message as chat templates (and saved conversations) have it: role, content and, for an assistant's calls,
@@ -42,6 +51,9 @@ nlohmann::ordered_json special_token_variables(const tokenizer::Tokenizer& tok);
 // its vocabulary has no ChatML markers (a base model). Such a model's output has no format's markers to parse.
 bool plain_completion(const tokenizer::Tokenizer& tok, const PromptOptions& o);
 
+// The messages' and tools' text never becomes a control token: each piece of it that reads as one (as the
+// tokenizer would read it) is swapped for a private-use code point before the template runs and swapped back after,
+// and its place is recorded in Prompt::plain. docs/serve.md, "Special tokens in messages", says why.
 // Throws tmpl::TemplateError (naming the template's line) for a template that fails and has no built-in fallback
 // (a given template never has one).
 Prompt render_prompt(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::ChatMessage>& messages,

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/json_text.h"
 #include "chat/text_scan.h"
 
 namespace zinc::chat {
@@ -16,11 +17,25 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-json parse_json(std::string_view text, const char* what) {
+// A model's JSON: what it writes is bounded by its reply's length only, so its nesting is bounded here.
+json parse_call_json(std::string_view text, const char* what) {
+    if (nested_too_deep(text))
+        throw ToolCallSyntaxError(std::string(what) + " nests deeper than " + std::to_string(kMaxJsonNesting) +
+                                  " levels");
     try {
         return json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
         throw ToolCallSyntaxError(std::string(what) + " is not valid JSON: " + e.what());
+    }
+}
+
+// The same, as a value or nothing (discarded).
+json try_json(std::string_view text) {
+    if (nested_too_deep(text)) return json(json::value_t::discarded);
+    try {
+        return json::parse(text, nullptr, false);
+    } catch (const json::exception&) {  // a number past a double's range
+        return json(json::value_t::discarded);
     }
 }
 
@@ -28,7 +43,7 @@ json parse_json(std::string_view text, const char* what) {
 std::string arguments_text(const json& args, const char* what) {
     if (args.is_object()) return args.dump();
     if (args.is_string()) {
-        const json inner = parse_json(args.get<std::string>(), what);
+        const json inner = parse_call_json(args.get<std::string>(), what);
         if (inner.is_object()) return inner.dump();
     }
     throw ToolCallSyntaxError(std::string(what) + " is not a JSON object");
@@ -76,7 +91,7 @@ ToolCall parse_qwen_xml(std::string_view body) {
         // The template puts one newline on each side of the value.
         if (value.starts_with('\n')) value.remove_prefix(1);
         if (value.ends_with('\n')) value.remove_suffix(1);
-        json v = json::parse(value, nullptr, false);
+        json v = try_json(value);
         const bool json_like = !v.is_discarded() && (v.is_object() || v.is_array() || v.is_number() ||
                                                      v.is_boolean() || v.is_null());
         args[key] = json_like ? v : json(std::string(value));
@@ -153,6 +168,12 @@ private:
         return std::string(s_.substr(start, i_ - start));
     }
     json value() {
+        // Each level of this parser is a level of the stack; the nesting JSON may have is enough for arguments.
+        if (++depth_ > kMaxJsonNesting) fail("values nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
+        struct Leave {
+            int& d;
+            ~Leave() { --d; }
+        } leave{depth_};
         const char c = peek();
         if (s_.substr(i_).starts_with(quote)) return quoted();
         if (c == '{') return object();
@@ -175,14 +196,14 @@ private:
             while (i_ < s_.size() && s_[i_] != '"') i_ += s_[i_] == '\\' ? 2 : 1;
             if (i_ >= s_.size()) fail("unterminated string");
             ++i_;
-            return parse_json(s_.substr(start, i_ - start), "a quoted string");
+            return parse_call_json(s_.substr(start, i_ - start), "a quoted string");
         }
         // A bare number, true, false or null.
         const std::size_t start = i_;
         while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ']') ++i_;
         const std::string_view word = trim(s_.substr(start, i_ - start));
         if (word.empty()) fail("expected a value");
-        json v = json::parse(word, nullptr, false);
+        json v = try_json(word);
         if (v.is_discarded() || v.is_object() || v.is_array() || v.is_string()) {
             fail("'" + std::string(word) + "' is not a value");
         }
@@ -191,6 +212,7 @@ private:
 
     std::string_view s_;
     std::size_t i_ = 0;
+    int depth_ = 0;
 };
 
 }  // namespace
@@ -198,7 +220,7 @@ private:
 ToolCall parse_qwen_tool_call(std::string_view body) {
     body = trim(body);
     if (body.starts_with("<function=")) return parse_qwen_xml(body);
-    return call_from_json(parse_json(body, "the tool call"), "arguments", "parameters");
+    return call_from_json(parse_call_json(body, "the tool call"), "arguments", "parameters");
 }
 
 ToolCall parse_gemma4_tool_call(std::string_view body) {
@@ -220,7 +242,7 @@ ToolCall parse_gemma4_tool_call(std::string_view body) {
 }
 
 std::vector<ToolCall> parse_llama3_tool_calls(std::string_view text) {
-    const json j = parse_json(trim(text), "the tool call");
+    const json j = parse_call_json(trim(text), "the tool call");
     std::vector<ToolCall> calls;
     if (j.is_array()) {
         if (j.empty()) throw ToolCallSyntaxError("the tool call list is empty");
@@ -232,7 +254,7 @@ std::vector<ToolCall> parse_llama3_tool_calls(std::string_view text) {
 }
 
 std::string check_json_arguments(std::string_view text) {
-    const json j = parse_json(trim(text), "the tool call's arguments");
+    const json j = parse_call_json(trim(text), "the tool call's arguments");
     if (!j.is_object()) throw ToolCallSyntaxError("the tool call's arguments are not a JSON object");
     return j.dump();
 }

@@ -27,6 +27,7 @@
 #include "cli/options.h"
 #include "cli/reply.h"
 #include "chat/prompt.h"
+#include "gguf/printable.h"
 
 namespace zinc::cli {
 namespace {
@@ -134,15 +135,8 @@ void save_conversation(const std::vector<tokenizer::ChatMessage>& history, const
 }
 
 std::vector<tokenizer::ChatMessage> load_conversation(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(path + " is not JSON: " + e.what());
-    }
-    const nlohmann::json& msgs = j.is_object() && j.contains("messages") ? j["messages"] : j;
+    const nlohmann::ordered_json j = read_json(path, "/load");
+    const nlohmann::ordered_json& msgs = j.is_object() && j.contains("messages") ? j["messages"] : j;
     if (!msgs.is_array()) throw std::runtime_error(path + ": expects {\"messages\": [...]} or a list of messages");
     std::vector<tokenizer::ChatMessage> out;
     for (const auto& m : msgs) {
@@ -194,7 +188,7 @@ void run(const Options& o) {
         // The oldest turns go until the prompt leaves room for a reply; the conversation still starts with a user
         // message after the system prompt, as templates that check the roles' alternation want.
         chat::Prompt p = chat::render_prompt(s.tokenizer(), history, po);
-        std::vector<int32_t> ids = s.tokenizer().encode(p.text, p.add_bos, true);
+        std::vector<int32_t> ids = p.tokens(s.tokenizer());
         size_t dropped = 0;
         while (static_cast<int64_t>(ids.size()) >= s.n_ctx() && history.size() > base() + 1) {
             do {
@@ -202,7 +196,7 @@ void run(const Options& o) {
                 ++dropped;
             } while (history.size() > base() + 1 && history[base()].role != "user");
             p = chat::render_prompt(s.tokenizer(), history, po);
-            ids = s.tokenizer().encode(p.text, p.add_bos, true);
+            ids = p.tokens(s.tokenizer());
         }
         if (static_cast<int64_t>(ids.size()) >= s.n_ctx()) {
             history.pop_back();
@@ -214,7 +208,7 @@ void run(const Options& o) {
             write_out("(the " + std::to_string(dropped) + " oldest message" + (dropped == 1 ? "" : "s") +
                       " dropped to fit the " + std::to_string(s.n_ctx()) + "-token context)\n");
         const std::string& prompt = p.text;
-        if (o.model.verbose) std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", p.how.c_str(), ids.size());
+        if (o.model.verbose) std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", gguf::terminal_text(p.how).c_str(), ids.size());
         g_interrupted = false;
         engine::GenerateOptions go;
         go.max_tokens = o.max_tokens;
@@ -273,7 +267,7 @@ void run(const Options& o) {
                         write_out("(loaded " + std::to_string(history.size()) + " messages from " + arg + ")\n");
                     }
                 } catch (const std::exception& e) {
-                    write_out("(" + std::string(e.what()) + ")\n");
+                    write_out("(" + gguf::terminal_text(e.what()) + ")\n");
                 }
             } else if (name == "tool") {
                 if (arg.empty()) {

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "gguf/printable.h"
 
 namespace {
 
@@ -136,7 +137,8 @@ int main(int argc, char** argv) {
         return code == 0 ? finish(0) : kUsage;
     } catch (const std::exception& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "zinc: error: %s\n", e.what());
+        // Messages quote files, templates and requests: nothing in them may act on the terminal.
+        std::fprintf(stderr, "zinc: error: %s\n", zinc::gguf::terminal_text(e.what()).c_str());
         return kFailed;
     }
     return finish(0);

@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,13 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 
+#include "chat/json_text.h"
 #include "model/metadata.h"
 
 namespace zinc::cli {
@@ -47,10 +48,26 @@ double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string read_all(std::istream& in, const std::string& what) {
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw std::runtime_error("cannot read " + what);
-    return s;
+// The most a prompt, template, text or JSON file may hold: far more than any context, and a bound for endless
+// files (/dev/zero, a pipe that never closes).
+constexpr size_t kMaxInputBytes = size_t(256) << 20;
+
+// Everything on a file descriptor, up to kMaxInputBytes.
+std::string read_all(int fd, const std::string& what) {
+    std::string s;
+    char buf[1 << 16];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n == 0) return s;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw std::runtime_error("cannot read " + what + ": " + std::strerror(errno));
+        }
+        if (s.size() + size_t(n) > kMaxInputBytes)
+            throw std::runtime_error(what + " holds more than " + std::to_string(kMaxInputBytes >> 20) +
+                                     " MiB: too much for a prompt, a template, a text or a JSON file");
+        s.append(buf, size_t(n));
+    }
 }
 
 }  // namespace
@@ -110,12 +127,15 @@ CLI::Validator one_of(const std::string& what, std::vector<std::string> names, b
 }
 
 CLI::Validator thread_count() {
-    const CLI::Validator count = integer_in(1, INT_MAX);
     return CLI::Validator(
-        [count](std::string& s) -> std::string {
-            std::string err = count(s);
-            if (!err.empty()) return err;
+        [](std::string& s) -> std::string {
+            // More threads than CPUs only take turns; far more would take the machine's memory and time to start
+            // (-t 100000), so they are refused.
             const int logical = engine::logical_cpus();
+            const int most = 4 * std::max(logical, 1);
+            std::string err = integer_in(1, most)(s);
+            if (!err.empty())
+                return err + " (4 for each of the " + std::to_string(logical) + " logical CPUs this process may use)";
             if (std::stoll(s) > logical)
                 std::fprintf(stderr,
                              "zinc: warning: %s threads are more than the %d logical CPUs this process may use; they "
@@ -167,6 +187,9 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
                 "TYPE"));
     cmd->add_option("-t,--threads", o.backend.threads, "CPU threads (default: the physical cores)")
         ->transform(thread_count());
+    cmd->add_flag("!--no-check-tensors", o.check_weights,
+                  "load weights without looking for NaN and infinity in them (the check is on by default; it reads "
+                  "every float tensor and every quantized block's scales)");
     cmd->add_option("--backend", o.backend.backend, "auto (CUDA when a usable GPU is present), cpu or cuda")
         ->capture_default_str()
         ->check(one_of("a backend", {"auto", "cpu", "cuda"}));
@@ -187,9 +210,6 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
         cmd->add_flag("-v,--verbose", f.verbose, "print the plan (backend, context, memory), the seed and the prompt's "
                                                  "token count on stderr");
 }
-    cmd->add_flag("!--no-check-tensors", o.check_weights,
-                  "load weights without looking for NaN and infinity in them (the check is on by default; it reads "
-                  "every float tensor and every quantized block's scales)");
 
 engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model> model) {
     engine::OpenOptions o = f.open;
@@ -280,17 +300,24 @@ void add_prompt_options(CLI::App* cmd, PromptFlags& f) {
 bool stdin_is_terminal() { return isatty(STDIN_FILENO) != 0; }
 
 std::string read_file(const std::string& path) {
-    if (path == "-") return read_all(std::cin, "standard input");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-    return read_all(in, path);
+    if (path == "-") return read_all(STDIN_FILENO, "standard input");
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) throw std::runtime_error(path + " is a directory, not a file");
+    return read_all(fd, path);
 }
 
 nlohmann::ordered_json read_json(const std::string& path, const char* what) {
+    const std::string text = read_file(path);
     try {
-        return nlohmann::ordered_json::parse(read_file(path));
-    } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(std::string(what) + " " + path + ": not JSON: " + e.what());
+        return chat::parse_json(text);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(std::string(what) + " " + path + ": " + e.what());
     }
 }
 

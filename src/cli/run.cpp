@@ -8,6 +8,7 @@
 #include "cli/options.h"
 #include "cli/reply.h"
 #include "chat/prompt.h"
+#include "gguf/printable.h"
 
 namespace zinc::cli {
 namespace {
@@ -27,8 +28,8 @@ void run(const Options& o) {
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
     const std::string given_template = template_source(o.reply);
-    bool add_bos = true;
     std::string how;
+    std::vector<int32_t> ids;
     if (o.chat) {
         std::vector<tokenizer::ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
@@ -39,17 +40,19 @@ void run(const Options& o) {
         po.tools = tools_of(o.reply);
         const chat::Prompt p = chat::render_prompt(s.tokenizer(), msgs, po);
         text = p.text;
-        add_bos = p.add_bos;
         how = p.how;
+        ids = p.tokens(s.tokenizer());
+    } else {
+        ids = s.tokenizer().encode(text, true, true);  // a plain prompt is the user's own text, control tokens and all
     }
-    const std::vector<int32_t> ids = s.tokenizer().encode(text, add_bos, true);
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
     if (o.model.verbose) {
         std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
         std::fprintf(stderr, "zinc: seed %llu, prompt %zu tokens\n", static_cast<unsigned long long>(sp.seed),
                      ids.size());
         // As llama.cpp's --verbose-prompt: the exact text the model is given.
-        if (o.chat) std::fprintf(stderr, "zinc: prompt from %s:\n%s\n", how.c_str(), text.c_str());
+        if (o.chat) std::fprintf(stderr, "zinc: prompt from %s:\n%s\n", gguf::terminal_text(how).c_str(),
+                                gguf::terminal_text(text).c_str());
     }
     if (ids.empty()) throw std::invalid_argument("the prompt has no tokens");
     if (static_cast<int64_t>(ids.size()) > s.n_ctx())

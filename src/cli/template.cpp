@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/json_text.h"
 #include "chat/prompt.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -47,8 +48,8 @@ void render(const Options& o) {
         const size_t eq = v.find('=');
         if (eq == 0 || eq == std::string::npos) throw CLI::ValidationError("--var", "expects name=json, not '" + v + "'");
         try {
-            req.variables[v.substr(0, eq)] = nlohmann::ordered_json::parse(v.substr(eq + 1));
-        } catch (const nlohmann::json::parse_error&) {
+            req.variables[v.substr(0, eq)] = chat::parse_json(v.substr(eq + 1));
+        } catch (const std::runtime_error&) {
             throw CLI::ValidationError("--var", "the value of " + v.substr(0, eq) + " is not JSON: '" +
                                                     v.substr(eq + 1) + "' (a string needs quotes: name='\"text\"')");
         }

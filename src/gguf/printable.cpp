@@ -49,6 +49,18 @@ bool needs_escape(uint32_t cp) {
 
 }  // namespace
 
+std::string terminal_text(std::string_view s) {
+    std::string r;
+    size_t from = 0;
+    for (size_t i = 0; i <= s.size(); ++i) {
+        if (i < s.size() && s[i] != '\n' && s[i] != '\t' && s[i] != '\\') continue;
+        r += printable(s.substr(from, i - from));
+        if (i < s.size()) r += s[i];
+        from = i + 1;
+    }
+    return r;
+}
+
 std::string printable(std::string_view s, size_t max_bytes) {
     size_t cut = s.size();
     if (cut > max_bytes) {

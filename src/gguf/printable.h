@@ -16,4 +16,9 @@ namespace zinc::gguf {
 // Use it for any name or value read from a GGUF file before it reaches a terminal or an error message.
 std::string printable(std::string_view s, size_t max_bytes = std::string_view::npos);
 
+// A message that may quote untrusted text (an error naming a file's value, a template's raise_exception) made safe
+// for a terminal: as printable(), but newlines and tabs stay and backslashes are not doubled, so that zinc's own
+// messages read as written. The last line of defence: values should already have gone through printable().
+std::string terminal_text(std::string_view s);
+
 }  // namespace zinc::gguf

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <queue>
 
+#include "gguf/printable.h"
 #include "tokenizer/unicode.h"
 
 namespace zinc::tokenizer {
@@ -128,7 +129,7 @@ Tokenizer Tokenizer::from_metadata(const Lookup& find) {
         if (t.model_ == "llama") t.kind_ = TokenizerKind::Spm;
         else if (t.model_ == "gemma4") t.kind_ = TokenizerKind::Gemma4;
         else if (t.model_ != "gpt2")
-            throw Error("tokenizer: tokenizer.ggml.model '" + t.model_ +
+            throw Error("tokenizer: tokenizer.ggml.model '" + gguf::printable(t.model_, 64) +
                         "' is not supported (supported: gpt2, llama, gemma4)");
         const bool gpt2 = t.kind_ == TokenizerKind::Gpt2;
 
@@ -140,7 +141,7 @@ Tokenizer Tokenizer::from_metadata(const Lookup& find) {
         t.pre_name_ = pre ? pre->get_string() : "gpt-2";  // llama.cpp falls back to the GPT-2 regex (degraded)
         const auto info = find_pre_tokenizer(t.pre_name_);
         if (!info)
-            throw Error("tokenizer: tokenizer.ggml.pre '" + t.pre_name_ + "' is not supported (supported: " +
+            throw Error("tokenizer: tokenizer.ggml.pre '" + gguf::printable(t.pre_name_, 64) + "' is not supported (supported: " +
                         supported_pre_tokenizers() + ")");
         t.pre_ = *info;
         }
@@ -176,7 +177,7 @@ Tokenizer Tokenizer::from_metadata(const Lookup& find) {
         for (size_t r = 0; r < ms.size(); ++r) {
             const std::string& m = ms[r];
             const size_t sp = m.find(' ', 1);
-            if (sp == std::string::npos) throw Error("tokenizer: merge " + std::to_string(r) + " has no space: '" + m + "'");
+            if (sp == std::string::npos) throw Error("tokenizer: merge " + std::to_string(r) + " has no space: '" + gguf::printable(m, 64) + "'");
             const std::string_view a(m.data(), sp), b(m.data() + sp + 1, m.size() - sp - 1);
             const auto ia = t.token_ids_.find(a), ib = t.token_ids_.find(b);
             if (ia == t.token_ids_.end() || ib == t.token_ids_.end()) continue;  // can never apply
@@ -393,50 +394,84 @@ void Tokenizer::encode_fragment(std::string_view raw, std::vector<int32_t>& out)
         bpe_word(text.substr(offs[b[k]], offs[b[k + 1]] - offs[b[k]]), out);
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
-    // Fragments: raw text (id < 0, [off, off+len)) or an identified token.
-    struct Frag {
-        int32_t id;
-        size_t off, len;
-    };
-    std::vector<Frag> frags{{-1, 0, text.size()}};
-    if (!text.empty()) {
-        std::vector<Frag> next;
-        for (int32_t id : special_cache_) {
-            const TokenType ty = types_[static_cast<size_t>(id)];
-            if (!parse_special && (ty == TokenType::Control || ty == TokenType::Unknown)) continue;
-            const std::string& s = tokens_[static_cast<size_t>(id)];
-            if (text.find(s) == std::string_view::npos) continue;
-            next.clear();
-            for (const Frag& f : frags) {
-                if (f.id >= 0) {
-                    next.push_back(f);
+namespace {
+
+// Whether [begin, end) overlaps one of the sorted, disjoint spans.
+bool overlaps(std::span<const Tokenizer::Span> spans, size_t begin, size_t end) {
+    const auto it = std::upper_bound(spans.begin(), spans.end(), begin,
+                                     [](size_t b, const Tokenizer::Span& s) { return b < s.end; });
+    return it != spans.end() && it->begin < end;
+}
+
+bool control(TokenType ty) { return ty == TokenType::Control || ty == TokenType::Unknown; }
+
+}  // namespace
+
+// Longest token text first: USER_DEFINED tokens always, CONTROL and UNKNOWN ones when parse_special and not
+// overlapping `plain`.
+std::vector<Tokenizer::Piece> Tokenizer::split_special(std::string_view text, bool parse_special,
+                                                       std::span<const Span> plain) const {
+    std::vector<Piece> pieces{{-1, {0, text.size()}}};
+    if (text.empty()) return pieces;
+    std::vector<Piece> next;
+    for (int32_t id : special_cache_) {
+        const bool is_control = control(types_[static_cast<size_t>(id)]);
+        if (!parse_special && is_control) continue;
+        const std::string& s = tokens_[static_cast<size_t>(id)];
+        if (text.find(s) == std::string_view::npos) continue;
+        next.clear();
+        for (const Piece& p : pieces) {
+            if (p.id >= 0) {
+                next.push_back(p);
+                continue;
+            }
+            size_t pos = p.at.begin, from = p.at.begin;
+            while (from < p.at.end) {
+                const size_t hit = text.substr(0, p.at.end).find(s, from);
+                if (hit == std::string_view::npos) break;
+                if (is_control && overlaps(plain, hit, hit + s.size())) {
+                    from = hit + 1;  // a message's text: not this token
                     continue;
                 }
-                const std::string_view raw = text.substr(f.off, f.len);
-                size_t pos = 0;
-                while (pos < raw.size()) {
-                    const size_t hit = raw.find(s, pos);
-                    if (hit == std::string_view::npos) break;
-                    if (hit > pos) next.push_back({-1, f.off + pos, hit - pos});
-                    next.push_back({id, 0, 0});
-                    pos = hit + s.size();
-                }
-                if (pos < raw.size()) next.push_back({-1, f.off + pos, raw.size() - pos});
+                if (hit > pos) next.push_back({-1, {pos, hit}});
+                next.push_back({id, {hit, hit + s.size()}});
+                pos = from = hit + s.size();
             }
-            frags.swap(next);
+            if (pos < p.at.end) next.push_back({-1, {pos, p.at.end}});
         }
+        pieces.swap(next);
     }
+    return pieces;
+}
 
+std::vector<int32_t> Tokenizer::encode_pieces(std::string_view text, bool add_special,
+                                              const std::vector<Piece>& pieces) const {
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 2);
     if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
-    for (const Frag& f : frags) {
-        if (f.id >= 0) out.push_back(f.id);
-        else if (f.len > 0) encode_fragment(text.substr(f.off, f.len), out);
+    for (const Piece& p : pieces) {
+        if (p.id >= 0)
+            out.push_back(p.id);
+        else if (p.at.end > p.at.begin)
+            encode_fragment(text.substr(p.at.begin, p.at.end - p.at.begin), out);
     }
     if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
     return out;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+    return encode_pieces(text, add_special, split_special(text, parse_special, {}));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, std::span<const Span> plain) const {
+    return encode_pieces(text, add_special, split_special(text, true, plain));
+}
+
+std::vector<Tokenizer::Span> Tokenizer::control_spans(std::string_view text) const {
+    std::vector<Span> spans;
+    for (const Piece& p : split_special(text, true, {}))
+        if (p.id >= 0 && control(types_[static_cast<size_t>(p.id)])) spans.push_back(p.at);
+    return spans;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -56,6 +56,15 @@ public:
     // always matched. Raw text between special tokens is NFC-normalized when normalize_nfc() (as HF does for
     // Qwen). Invalid UTF-8 is kept byte for byte (it is only classified as U+FFFD when splitting).
     std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+    // A byte range of a text: [begin, end).
+    struct Span {
+        size_t begin, end;
+    };
+    // encode() with parse_special, except that a CONTROL or UNKNOWN token is never read from text that overlaps one
+    // of `plain` (sorted, disjoint): a chat prompt's messages, whose text stays text (chat/prompt.h).
+    std::vector<int32_t> encode(std::string_view text, bool add_special, std::span<const Span> plain) const;
+    // Where encode() with parse_special reads CONTROL and UNKNOWN tokens in `text`, in order.
+    std::vector<Span> control_spans(std::string_view text) const;
 
     // The bytes a token stands for. CONTROL/UNKNOWN tokens give their text when render_special, else nothing;
     // USER_DEFINED tokens always give their text; UNUSED/UNDEFINED give nothing. May be partial UTF-8.
@@ -101,6 +110,13 @@ public:
 private:
     Tokenizer() = default;
     void build();
+    // The text split at special tokens: a token found there (id >= 0) or raw text between them (id < 0).
+    struct Piece {
+        int32_t id;
+        Span at;
+    };
+    std::vector<Piece> split_special(std::string_view text, bool parse_special, std::span<const Span> plain) const;
+    std::vector<int32_t> encode_pieces(std::string_view text, bool add_special, const std::vector<Piece>& pieces) const;
     void encode_fragment(std::string_view text, std::vector<int32_t>& out) const;
     // spm_bpe.cpp: SentencePiece-style kinds.
     void load_spm_bpe(const Lookup& find);

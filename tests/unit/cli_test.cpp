@@ -15,6 +15,7 @@
 #include "gguf/reader.h"
 #include "gguf/split.h"
 #include "gguf/writer.h"
+#include "gguf_edit.h"
 #include "gguf_test_util.h"
 #include "model/weight_bytes.h"
 #include "zinc_binary.h"
@@ -81,7 +82,7 @@ TEST(Cli, NumericFlagsAreRangeChecked) {
         {"run --n-predict x", "--max-tokens"},
         {"run -c 0", "--ctx-size: expects an integer from 1 to 1073741824, not '0'"},
         {"run -ub 0", "--ubatch-size: expects an integer from 1 to 1073741824, not '0'"},
-        {"run -t 0", "--threads: expects an integer >= 1, not '0'"},
+        {"run -t 0", "--threads: expects an integer from 1 to "},
         {"run --device -1", "--device: expects an integer >= 0, not '-1'"},
         {"run --temp nan", "--temp: expects a finite number >= 0, not 'nan'"},
         {"run --temperature -0.5", "--temp: expects a finite number >= 0, not '-0.5'"},
@@ -132,7 +133,7 @@ TEST(Cli, HugeContextIsRefusedBeforeLoading) {
     EXPECT_TRUE(has(ten.err, "context 10 ")) << ten.err;
 }
 
-TEST(Cli, ThreadsAboveTheLogicalCpusWarn) {
+TEST(Cli, ThreadsBeyondTheCpus) {
     const int n = zinc::engine::logical_cpus() + 1;
     const auto r = run_zinc("run -m " + kQwen3 + " -p hi -n 1 -t " + std::to_string(n));
     EXPECT_EQ(r.status, 0) << r.err;
@@ -140,6 +141,14 @@ TEST(Cli, ThreadsAboveTheLogicalCpusWarn) {
                                std::to_string(n - 1) + " logical CPUs"))
         << r.err;
     EXPECT_FALSE(has(run_zinc("run -m " + kQwen3 + " -p hi -n 1 -t 1").err, "warning")) << "no warning for 1 thread";
+    // Far more than the CPUs would only take the machine's memory and time: refused.
+    const int most = 4 * (n - 1);
+    const auto many = run_zinc("run -m " + kQwen3 + " -p hi -n 1 -t 100000");
+    EXPECT_EQ(many.status, 2) << many.err;
+    EXPECT_TRUE(has(many.err, "--threads: expects an integer from 1 to " + std::to_string(most) + ", not '100000' (4 "
+                              "for each of the " + std::to_string(n - 1) + " logical CPUs"))
+        << many.err;
+    EXPECT_EQ(run_zinc("run -m " + kQwen3 + " -p hi -n 1 -t " + std::to_string(most)).status, 0);
 }
 
 TEST(Cli, TokenIdsNameTheBadElement) {
@@ -243,6 +252,52 @@ TEST(Cli, PromptFromStandardInputOrFile) {
     const auto missing = run_zinc(run + " -f " + shell_word(dir.file("none.txt")));
     EXPECT_EQ(missing.status, 1);
     EXPECT_TRUE(has(missing.err, "cannot read " + dir.file("none.txt"))) << missing.err;
+}
+
+// Files that never end, directories, JSON nested to crash a recursive reader, templates and vocabularies whose text
+// would act on the terminal: each a one-line error naming what is wrong, the terminal left as it was.
+TEST(Cli, HostileFilesAndTexts) {
+    TempDir dir;
+    const auto zero = run_zinc("run -m " + kQwen3 + " -f /dev/zero -n 1");
+    EXPECT_EQ(zero.status, 1);
+    EXPECT_TRUE(has(zero.err, "zinc: error: /dev/zero holds more than 256 MiB")) << zero.err;
+    std::filesystem::create_directory(dir.file("folder"));
+    const auto folder = run_zinc("run -m " + kQwen3 + " -f " + shell_word(dir.file("folder")) + " -n 1");
+    EXPECT_EQ(folder.status, 1);
+    EXPECT_TRUE(has(folder.err, dir.file("folder") + " is a directory, not a file")) << folder.err;
+
+    std::ofstream(dir.file("deep.json")) << std::string(50000, '[') << std::string(50000, ']');
+    const auto deep = run_zinc("template -m " + kQwen3 + " --messages " + shell_word(dir.file("deep.json")));
+    EXPECT_EQ(deep.status, 1);
+    EXPECT_TRUE(has(deep.err, "JSON nested deeper than 128 levels")) << deep.err;
+
+    // A template's own message, and a vocabulary's name, with terminal escapes in them.
+    std::ofstream(dir.file("m.json")) << R"([{"role": "user", "content": "hi"}])";
+    std::ofstream(dir.file("t.jinja")) << "{{ raise_exception('\x1b]0;owned\x07\x1b[2J') }}";
+    const auto raised = run_zinc("template --template-file " + shell_word(dir.file("t.jinja")) + " --messages " +
+                                 shell_word(dir.file("m.json")));
+    EXPECT_EQ(raised.status, 1);
+    EXPECT_TRUE(has(raised.err, "raise_exception: \\x1b]0;owned\\x07\\x1b[2J")) << raised.err;
+    EXPECT_EQ(raised.err.find('\x1b'), std::string::npos);
+    const std::string vocab = dir.file("vocab.gguf");
+    zinc::test::write_edited(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf", vocab,
+                             {{"tokenizer.ggml.model", zinc::gguf::Value::of("\x1b[31mevil\x1b[0m")}});
+    const auto named = run_zinc("tokenize -m " + shell_word(vocab) + " -p hi");
+    EXPECT_EQ(named.status, 1);
+    EXPECT_TRUE(has(named.err, "tokenizer.ggml.model '\\x1b[31mevil\\x1b[0m' is not supported")) << named.err;
+    EXPECT_EQ(named.err.find('\x1b'), std::string::npos);
+
+    // A GGUF whose own chat template recurses forever: an error naming its line, from `template` and `run --chat`.
+    const std::string hostile = dir.file("hostile.gguf");
+    zinc::test::write_edited(
+        ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf", hostile,
+        {{"tokenizer.chat_template", zinc::gguf::Value::of("\n{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}")}});
+    const auto rendered = run_zinc("template -m " + shell_word(hostile) + " --messages " + shell_word(dir.file("m.json")));
+    EXPECT_EQ(rendered.status, 1);
+    EXPECT_TRUE(has(rendered.err, "template line 2: the template nests deeper than")) << rendered.err;
+    const auto chat = run_zinc("run --chat -m " + shell_word(hostile) + " -p hi -n 2");
+    EXPECT_EQ(chat.status, 1);
+    EXPECT_TRUE(has(chat.err, "template line 2: the template nests deeper than")) << chat.err;
 }
 
 TEST(Cli, LlamaCppSpellings) {
@@ -550,7 +605,7 @@ TEST(Cli, ChatCommandsAndAFullContext) {
     ASSERT_EQ(r.status, 0) << r.err;
     for (const char* part : {"/system TEXT", "(unknown command /frobnicate; /help lists the commands)",
                              "(system prompt set)", "(saved 3 messages to ", "(conversation cleared)",
-                             "(loaded 3 messages from ", "missing.json)"})
+                             "(loaded 3 messages from ", "missing.json: No such file or directory)"})
         EXPECT_TRUE(has(r.out, part)) << part << " missing in:\n" << r.out;
     std::ifstream in(saved);
     const auto j = nlohmann::json::parse(in);
