@@ -11,7 +11,7 @@ packages=(
   clang libclang-rt-14-dev            # libFuzzer and the sanitizer runtimes
   python3 python3-numpy               # test tools that read .npy fixtures
   libedit-dev                         # line editing and history in zinc chat
-  libcpp-httplib-dev                  # the HTTP server of zinc serve
+  libboost-dev                        # Boost.Beast and Asio (header-only): the HTTP server of zinc serve
   chromium chromium-driver            # the chat page's browser test (tests/server/browser.test.mjs)
 )
 # Node.js and npm run the server's client tests. A machine that has them already (from Debian or elsewhere) keeps

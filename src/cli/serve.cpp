@@ -12,7 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "server/server.h"  // the options only; the server itself is built where cpp-httplib is
+#include "server/server.h"  // the options only; the server itself is built where Boost.Beast is
 
 namespace zinc::cli {
 namespace {
@@ -63,7 +63,7 @@ void run(const Options& o) {
 }
 #else
 void run(const Options&) {
-    throw std::runtime_error("this zinc was built without cpp-httplib (Debian: libcpp-httplib-dev): no zinc serve");
+    throw std::runtime_error("this zinc was built without Boost.Beast (Debian: libboost-dev): no zinc serve");
 }
 #endif
 
@@ -101,6 +101,9 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--max-body", so.max_body_bytes, "the largest request body, in bytes")
         ->capture_default_str()
         ->transform(integer_in(1024, int64_t(1) << 32));
+    cmd->add_option("--allowed-host", so.allowed_hosts,
+                    "a host name requests may call the server by (their Host header), \"*\" for any; may be repeated "
+                    "(always allowed: IP addresses, localhost and --host)");
     cmd->add_option("--cors-origin", so.cors_origins,
                     "an origin (http://host:port) whose pages may call the API, \"*\" for any; may be repeated "
                     "(default: only the server's own page)");

@@ -5,20 +5,17 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <semaphore>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/open_model.h"
+#include "server/http.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 #include "server/server.h"
-
-namespace httplib {
-class Server;
-struct Response;
-}  // namespace httplib
 
 namespace zinc::server {
 
@@ -35,10 +32,20 @@ struct Api {
 
     const tokenizer::Tokenizer& tokenizer() const { return model.session->tokenizer(); }
     int n_ctx() const { return model.session->n_ctx(); }
+
+    // Rendering templates and tokenizing take the CPU and, for bodies of megabytes, tens of times their size in
+    // memory: only a few requests are prepared at once, the others wait on their workers.
+    static constexpr int kPreparing = 2;
+    std::counting_semaphore<kPreparing> preparing{kPreparing};
+    struct Preparing {
+        explicit Preparing(Api& a) : api(a) { api.preparing.acquire(); }
+        ~Preparing() { api.preparing.release(); }
+        Api& api;
+    };
 };
 
 // Writes an OpenAI error body with the status.
-void error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
+void error(http::Response& res, int status, const std::string& message, const std::string& param = {},
            const std::string& code = {});
 
 // How a route turns a task's updates into its answer; waiting, streaming and a client that leaves are answer()'s.
@@ -56,14 +63,15 @@ public:
 };
 
 // Queues the job and answers with what it makes: one JSON body, or server-sent events when `stream`. A full queue
-// gets 503 and Retry-After; a client that goes away cancels the job.
-void answer(Api& api, httplib::Response& res, Job job, std::shared_ptr<Reply> reply, bool stream, bool include_usage);
+// gets 503 and Retry-After; a client that goes away cancels the job. Runs on a worker (a POST route).
+void answer(Api& api, const http::Request& req, http::Response& res, Job job, std::shared_ptr<Reply> reply,
+            bool stream, bool include_usage);
 
 // The routes, one file each.
-void info_routes(httplib::Server& http, Api& api);        // /health, /v1/models, /metrics
-void chat_routes(httplib::Server& http, Api& api);        // /v1/chat/completions, /apply-template
-void completion_routes(httplib::Server& http, Api& api);  // /v1/completions
-void token_routes(httplib::Server& http, Api& api);       // /tokenize, /detokenize
-void page_routes(httplib::Server& http);                  // the chat page at /
+void info_routes(http::Server& http, Api& api);        // /health, /v1/models, /metrics
+void chat_routes(http::Server& http, Api& api);        // /v1/chat/completions, /apply-template
+void completion_routes(http::Server& http, Api& api);  // /v1/completions
+void token_routes(http::Server& http, Api& api);       // /tokenize, /detokenize
+void page_routes(http::Server& http);                  // the chat page at /
 
 }  // namespace zinc::server

@@ -1,7 +1,6 @@
 // The chat page at /: page/index.html, app.js and style.css, built into the binary (page/embed.cmake), so that a
 // browser needs nothing but this server; the page loads nothing from anywhere else.
-#include <httplib.h>
-
+#include <string>
 #include <string_view>
 
 #include "server/api.h"
@@ -19,12 +18,12 @@ const char* type_of(std::string_view name) {
 
 }  // namespace
 
-void page_routes(httplib::Server& http) {
+void page_routes(http::Server& http) {
     for (const page::Asset& a : page::assets) {
         const std::string name = a.name;
         const std::string path = name == "index.html" ? "/" : "/" + name;
-        http.Get(path, [a](const httplib::Request&, httplib::Response& res) {
-            res.set_content(reinterpret_cast<const char*>(a.data), a.size, type_of(a.name));
+        http.get(path, [a](const http::Request&, http::Response& res) {
+            res.set_content(std::string(reinterpret_cast<const char*>(a.data), a.size), type_of(a.name));
             // The page's own scripts only: nothing inline, nothing from elsewhere.
             res.set_header("Content-Security-Policy",
                            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:");
@@ -32,7 +31,7 @@ void page_routes(httplib::Server& http) {
             res.set_header("Cache-Control", "no-cache");
         });
     }
-    http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+    http.get("/favicon.ico", [](const http::Request&, http::Response& res) { res.status = 204; });
 }
 
 }  // namespace zinc::server

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <random>
 
+#include "chat/json_text.h"
+
 namespace zinc::server {
 namespace {
 
@@ -15,10 +17,10 @@ std::string range_text(double lo, double hi) { return json(lo).dump() + " and " 
 json parse_object(const std::string& body) {
     json j;
     try {
-        j = json::parse(body);
-    } catch (const json::parse_error& e) {
-        // nlohmann's message names the byte where it failed; it also says so for bytes that are not UTF-8.
-        throw BadRequest(std::string("the body is not JSON: ") + e.what(), "");
+        j = chat::parse_json(body);
+    } catch (const std::runtime_error& e) {
+        // The message names the byte where the parse failed; it also says so for bytes that are not UTF-8.
+        throw BadRequest(std::string("the body cannot be read: ") + e.what(), "");
     }
     if (!j.is_object()) throw BadRequest("the body must be a JSON object", "");
     return j;

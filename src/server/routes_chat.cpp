@@ -1,8 +1,6 @@
 // POST /v1/chat/completions: a conversation rendered with the model's chat template (chat/prompt.h, as zinc run --chat
 // and zinc chat render it), the reply split by the family's output parser into content, reasoning_content and
 // tool_calls. POST /apply-template: the prompt the same request would give the model.
-#include <httplib.h>
-
 #include <chrono>
 
 #include "chat/output_parser.h"
@@ -87,8 +85,10 @@ struct ChatPrompt {
     chat::Prompt prompt;
 };
 
-ChatPrompt render(const Api& api, const json& body) {
+// `deadline`: when the template's render must have ended (the request's time limit).
+ChatPrompt render(const Api& api, const json& body, Clock::time_point deadline) {
     ChatPrompt c;
+    c.options.deadline = deadline;
     const std::vector<tokenizer::ChatMessage> messages = messages_of(body);
     c.options.tools = tools_of(body);
     c.options.add_generation_prompt = boolean(body, "add_generation_prompt", true);
@@ -199,15 +199,17 @@ private:
 
 }  // namespace
 
-void chat_routes(httplib::Server& http, Api& api) {
-    http.Post("/v1/chat/completions", [&api](const httplib::Request& req, httplib::Response& res) {
+void chat_routes(http::Server& http, Api& api) {
+    http.post("/v1/chat/completions", [&api](const http::Request& req, http::Response& res) {
         Job job;
         bool stream = false, include_usage = false;
         try {
+            const Api::Preparing turn(api);
+            job.deadline = Clock::now() + std::chrono::seconds(api.opt.timeout_seconds);
             const json body = parse_object(req.body);
-            const ChatPrompt c = render(api, body);
+            const ChatPrompt c = render(api, body, job.deadline);
             const tokenizer::Tokenizer& tok = api.tokenizer();
-            job.prompts.push_back(tok.encode(c.prompt.text, c.prompt.add_bos, true));
+            job.prompts.push_back(c.prompt.tokens(tok));
             check_prompt_length(job.prompts[0].size(), api.n_ctx(), "messages");
             if (body.contains("response_format") && !body["response_format"].is_null() &&
                 text(body["response_format"], "type") != "text")
@@ -228,18 +230,19 @@ void chat_routes(httplib::Server& http, Api& api) {
             job.format = plain ? chat::OutputFormat::plain
                                : chat::detect_output_format(tok.chat_template(), api.architecture);
             job.parser.start_in_reasoning = chat::prompt_opens_reasoning(job.format, c.prompt.text);
-            job.deadline = Clock::now() + std::chrono::seconds(api.opt.timeout_seconds);
         } catch (const BadRequest& e) {
             return error(res, e.status, e.what(), e.param, e.code);
         }
         const uint64_t request = api.next_request++;
         auto reply = std::make_shared<ChatReply>(api, request, job.choices(), job.top_logprobs >= 0);
-        answer(api, res, std::move(job), std::move(reply), stream, include_usage);
+        answer(api, req, res, std::move(job), std::move(reply), stream, include_usage);
     });
 
-    http.Post("/apply-template", [&api](const httplib::Request& req, httplib::Response& res) {
+    http.post("/apply-template", [&api](const http::Request& req, http::Response& res) {
         try {
-            const ChatPrompt c = render(api, parse_object(req.body));
+            const Api::Preparing turn(api);
+            const ChatPrompt c =
+                render(api, parse_object(req.body), Clock::now() + std::chrono::seconds(api.opt.timeout_seconds));
             res.set_content(text_of(json{{"prompt", c.prompt.text}}), "application/json");
         } catch (const BadRequest& e) {
             error(res, e.status, e.what(), e.param, e.code);

@@ -1,7 +1,5 @@
 // POST /v1/completions: OpenAI's legacy completions. The prompt is text, token ids, or a list of either (each prompt
 // gets n choices); the model continues it as plain text (no template, no output parser), stop strings cut it.
-#include <httplib.h>
-
 #include "server/api.h"
 #include "server/openai.h"
 #include "server/request.h"
@@ -141,12 +139,13 @@ private:
 
 }  // namespace
 
-void completion_routes(httplib::Server& http, Api& api) {
-    http.Post("/v1/completions", [&api](const httplib::Request& req, httplib::Response& res) {
+void completion_routes(http::Server& http, Api& api) {
+    http.post("/v1/completions", [&api](const http::Request& req, http::Response& res) {
         Job job;
         std::shared_ptr<CompletionReply> reply;
         bool stream = false, include_usage = false;
         try {
+            const Api::Preparing turn(api);
             const json body = parse_object(req.body);
             const std::vector<Prompt> prompts = prompts_of(api, body);
             for (const Prompt& p : prompts) job.prompts.push_back(p.ids);
@@ -173,7 +172,7 @@ void completion_routes(httplib::Server& http, Api& api) {
         } catch (const BadRequest& e) {
             return error(res, e.status, e.what(), e.param, e.code);
         }
-        answer(api, res, std::move(job), std::move(reply), stream, include_usage);
+        answer(api, req, res, std::move(job), std::move(reply), stream, include_usage);
     });
 }
 

@@ -1,13 +1,11 @@
 // GET /health (503 while the model loads), GET /v1/models (the one model) and GET /metrics (Prometheus' text).
-#include <httplib.h>
-
 #include "server/api.h"
 #include "server/openai.h"
 
 namespace zinc::server {
 
-void info_routes(httplib::Server& http, Api& api) {
-    http.Get("/health", [&api](const httplib::Request&, httplib::Response& res) {
+void info_routes(http::Server& http, Api& api) {
+    http.get("/health", [&api](const http::Request&, http::Response& res) {
         if (!api.ready) {
             res.status = 503;
             res.set_content(R"({"status": "loading"})", "application/json");
@@ -16,7 +14,7 @@ void info_routes(httplib::Server& http, Api& api) {
         res.set_content(R"({"status": "ok"})", "application/json");
     });
 
-    http.Get("/v1/models", [&api](const httplib::Request&, httplib::Response& res) {
+    http.get("/v1/models", [&api](const http::Request&, http::Response& res) {
         const json m = {{"id", api.name},
                         {"object", "model"},
                         {"created", unix_time()},
@@ -25,7 +23,7 @@ void info_routes(httplib::Server& http, Api& api) {
         res.set_content(text_of(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
     });
 
-    http.Get("/metrics", [&api](const httplib::Request&, httplib::Response& res) {
+    http.get("/metrics", [&api](const http::Request&, http::Response& res) {
         const bool ready = api.ready;
         res.set_content(api.metrics.text(ready ? api.scheduler->waiting() : 0, ready ? api.scheduler->running() : 0,
                                          ready),

@@ -1,4 +1,4 @@
-// `zinc serve`: an OpenAI-compatible HTTP API over one opened model, and a chat page, on cpp-httplib.
+// `zinc serve`: an OpenAI-compatible HTTP API over one opened model, and a chat page, on the HTTP layer of http.h.
 //
 //   GET  /                      the chat page (page/, built into the binary)
 //   GET  /health                200 {"status": "ok"} once the model is loaded, 503 before
@@ -11,7 +11,9 @@
 // A request is checked and tokenized on its connection's thread and becomes a job for the scheduler
 // (scheduler.h), which runs jobs in arrival order on the model's one session. Errors are OpenAI's error bodies with
 // the right 4xx code. With an API key, every request but the page and /health needs "Authorization: Bearer KEY"
-// (compared in constant time). Pages of other origins may call the API only when --cors-origin allows them.
+// (compared in constant time). Pages of other origins may call the API only when --cors-origin allows them, and a
+// request must name this server in its Host header (an IP address, localhost, or a name --allowed-host allows), so
+// that a web page whose name its owner points at 127.0.0.1 (DNS rebinding) cannot pass for the server's own.
 #pragma once
 
 #include <cstddef>
@@ -22,11 +24,11 @@
 #include "engine/open_model.h"
 #include "server/request.h"
 
-namespace httplib {
+namespace zinc::server {
+
+namespace http {
 class Server;
 }
-
-namespace zinc::server {
 
 struct ServerOptions {
     std::string host = "127.0.0.1";  // only this machine unless told otherwise
@@ -39,6 +41,9 @@ struct ServerOptions {
     int io_timeout_seconds = 10;  // a client that sends nothing, or takes nothing, for this long is dropped
     // Origins (scheme://host:port) whose pages may call the API, "*" for any; none: only the server's own page.
     std::vector<std::string> cors_origins;
+    // Host names (besides IP addresses, localhost and --host) requests may name in their Host header, "*" for any.
+    std::vector<std::string> allowed_hosts;
+    int max_connections = 512;  // open connections; more are closed as they come
 };
 
 struct Api;
@@ -63,7 +68,7 @@ private:
     void guard();  // the checks every request passes before its route: origin, API key, a loaded model
 
     std::unique_ptr<Api> api_;
-    std::unique_ptr<httplib::Server> http_;  // destroyed first: its threads use api_
+    std::unique_ptr<http::Server> http_;  // destroyed first: its threads use api_
 };
 
 }  // namespace zinc::server

@@ -1,8 +1,7 @@
-// A real `zinc serve` for the C++ tests: a child process on the Qwen3 fixture (its own chat template), started on a
-// free port with the given extra flags; its standard error is read until it says it is ready.
+// A real `zinc serve` for the C++ tests: a child process on the Qwen3 fixture (its own chat template) or another
+// model, started on a free port with the given extra flags; its standard error is read until it says it is ready.
 #pragma once
 
-#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,11 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "http_client.h"
+
 namespace zinc::test {
 
 class ServeProcess {
 public:
-    explicit ServeProcess(std::vector<std::string> extra) {
+    explicit ServeProcess(std::vector<std::string> extra,
+                          const std::string& model = ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf") {
         int fds[2];
         if (pipe(fds) != 0) return;
         pid_ = fork();
@@ -23,8 +25,7 @@ public:
             dup2(fds[1], STDERR_FILENO);
             close(fds[0]);
             close(fds[1]);
-            std::vector<std::string> args = {"zinc", "serve", "-m", ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf",
-                                             "--port", "0", "-t", "1"};
+            std::vector<std::string> args = {"zinc", "serve", "-m", model, "--port", "0", "-t", "1"};
             args.insert(args.end(), extra.begin(), extra.end());
             std::vector<char*> argv;
             for (std::string& a : args) argv.push_back(a.data());
@@ -54,11 +55,7 @@ public:
     int port() const { return port_; }
     pid_t pid() const { return pid_; }
     const std::string& log() const { return log_; }
-    httplib::Client client() const {
-        httplib::Client c("127.0.0.1", port_);
-        c.set_read_timeout(60, 0);
-        return c;
-    }
+    Client client() const { return Client(port_); }
 
 private:
     pid_t pid_ = -1;

@@ -1,9 +1,8 @@
 // `zinc serve` as a client sees it: a real server process on the Qwen3 fixture (its own chat template), started on a
-// free port, and HTTP requests from cpp-httplib's client: health, the model list, chat completions streamed and not,
+// free port, and HTTP requests from a plain client (http_client.h): health, the model list, chat completions streamed and not,
 // stop strings, seed determinism, the API key, malformed requests answered with OpenAI's errors while the server
 // keeps serving, and a client that goes away in the middle of a stream.
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <string>
 #include <vector>
@@ -126,7 +125,7 @@ TEST(Serve, BadRequestsAreAnsweredWithErrors) {
     ServeProcess srv({"--api-key", "sesame"});
     ASSERT_GT(srv.port(), 0) << srv.log();
     auto c = srv.client();
-    const httplib::Headers auth = {{"Authorization", "Bearer sesame"}};
+    const zinc::test::Headers auth = {{"Authorization", "Bearer sesame"}};
     auto no_key = c.Post("/v1/chat/completions", chat_body("hi", 2).dump(), "application/json");
     ASSERT_TRUE(no_key);
     EXPECT_EQ(no_key->status, 401);
@@ -182,13 +181,8 @@ TEST(Serve, ClientThatLeavesMidStream) {
         json body = chat_body("Write a long story", 2000);
         body["stream"] = true;
         int pieces = 0;
-        httplib::Request req;
-        req.method = "POST";
-        req.path = "/v1/chat/completions";
-        req.body = body.dump();
-        req.set_header("Content-Type", "application/json");
-        req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++pieces < 3; };  // hangs up
-        c.send(req);
+        c.Post("/v1/chat/completions", body.dump(), "application/json",
+               [&](const std::string&) { return ++pieces < 3; });  // hangs up
         EXPECT_GE(pieces, 3);
     }
     auto c = srv.client();
