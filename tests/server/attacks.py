@@ -183,6 +183,31 @@ def slow_and_idle(t):
     return f"/health within {worst * 1000:.0f} ms (worst of 12, over 12 s)", worst < 1.0
 
 
+def slow_header(t, limit=40):
+    """Item 4: one client sending its header a byte a second: how long does it keep its connection?"""
+    s = t.connect()
+    t0 = time.monotonic()
+    line = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 1000
+    closed = False
+    s.settimeout(1)
+    for i in range(len(line)):
+        if time.monotonic() - t0 > limit:
+            break
+        try:
+            s.send(line[i:i + 1])
+            if s.recv(4096) == b"":
+                closed = True
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            closed = True
+            break
+    s.close()
+    held = time.monotonic() - t0
+    return (f"closed after {held:.1f} s" if closed else f"still open after {held:.0f} s"), closed and held < 30
+
+
 def dns_rebinding(t):
     """Item 5: a page at a name its owner points at 127.0.0.1 calls the API: Host and Origin both that name."""
     name = f"evil.example:{t.port}"
@@ -243,8 +268,8 @@ def many_connections(t):
     return f"{len(socks)} open: /health {during}; after: {after and f'{after * 1000:.0f} ms'}", after is not None
 
 
-ATTACKS = [deep_json, chunked_body, gzip_bomb, slow_and_idle, dns_rebinding, ranges, tokenize_memory, huge_numbers,
-           many_connections]
+ATTACKS = [deep_json, chunked_body, gzip_bomb, slow_and_idle, slow_header, dns_rebinding, ranges, tokenize_memory,
+           huge_numbers, many_connections]
 
 
 def start_server(binary, model, extra):
