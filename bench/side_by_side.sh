@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs `zinc bench` and llama.cpp's llama-bench on the models of the performance table (docs/architecture.md §7),
-# on the GPU, each pair on the same file, and writes a dated section for bench/RESULTS.md: the machine, the tests of
+# on the GPU, each pair on the same file, and writes a dated results file (bench/results/): the machine, the tests of
 # both tools side by side, and each tool's figures as it reported them. With --cpu, the CPU table instead.
 #
 #   bench/side_by_side.sh --llama-bench PATH [--cpu [-t N]] [--models DIR] [-r N] [--only PRESET]...
-#                         [--remove-models] [--append]
+#                         [--remove-models] [--save]
 #
 #   --llama-bench PATH  a llama-bench binary (built separately; llama.cpp is not part of zinc); or set LLAMA_BENCH
 #   --cpu               the CPU table, against a CPU build of llama-bench: Qwen3-0.6B Q8_0 and Q4_K_M, Qwen3.5-9B
@@ -15,7 +15,7 @@
 #   -r N                repetitions of each test (default 3)
 #   --only PRESET       only this preset (may be given several times)
 #   --remove-models     delete each model file once both tools have run on it (the five files take 57 GiB)
-#   --append            append the section to bench/RESULTS.md instead of printing it
+#   --save              write it to bench/results/DATE-side-by-side-gpu-COMMIT.md (or -cpu-) instead of printing it
 #
 # ZINC is the zinc binary (default: build/zinc of this checkout); LLAMA_BUILD names llama.cpp's build where its JSON
 # cannot (a build from a source tree without git). Each model runs pp512 and tg128, and Qwen3-8B also
@@ -35,7 +35,7 @@ zinc=${ZINC:-$root/build/zinc}
 llama_bench=${LLAMA_BENCH:-}
 models=./bench-models
 reps=3
-append=0
+save=0
 remove=0
 cpu=0
 threads=$(nproc)
@@ -77,7 +77,7 @@ while [ $# -gt 0 ]; do
     -t) threads=${2:?-t needs a count}; shift 2 ;;
     --only) only+=("${2:?--only needs a preset}"); shift 2 ;;
     --remove-models) remove=1; shift ;;
-    --append) append=1; shift ;;
+    --save) save=1; shift ;;
     -h|--help) usage 0 ;;
     *) echo "side_by_side.sh: unknown option $1" >&2; usage 2 ;;
   esac
@@ -289,9 +289,10 @@ EOF
 )
 fi
 
-if [ "$append" = 1 ]; then
-  printf '\n%s\n' "$section" >>"$here/RESULTS.md"
-  echo "side_by_side.sh: appended to $here/RESULTS.md" >&2
+if [ "$save" = 1 ]; then
+  file="$here/results/$(date -u +%Y-%m-%d)-side-by-side-$([ "$cpu" = 1 ] && echo cpu || echo gpu)-$commit.md"
+  printf '# %s\n' "${section#\#\# }" >"$file"
+  echo "side_by_side.sh: wrote $file (add its figures to bench/results/README.md)" >&2
 else
   printf '%s\n' "$section"
 fi
