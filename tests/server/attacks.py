@@ -23,8 +23,11 @@ import urllib.parse
 
 
 class Target:
-    def __init__(self, host, port, pid):
+    def __init__(self, host, port, pid, judge_memory=True):
         self.host, self.port, self.pid = host, port, pid
+        # AddressSanitizer's allocator keeps what is freed for a while: a sanitized server's memory is reported, not
+        # judged.
+        self.judge_memory = judge_memory
 
     def connect(self, timeout=10):
         return socket.create_connection((self.host, self.port), timeout=timeout)
@@ -139,8 +142,8 @@ def gzip_bomb(t):
     status, _, _ = t.request("POST", "/v1/completions", bomb, {"Content-Encoding": "gzip"}, timeout=60)
     after, peak = t.memory()
     grew = f", RSS +{after - before:.0f} MiB (peak {peak:.0f} MiB)" if before is not None else ""
-    return f"{len(bomb) >> 10} KiB sent, {status}{grew}", status in (413, 415) and (before is None or
-                                                                                     after - before < 64)
+    small = before is None or not t.judge_memory or after - before < 64
+    return f"{len(bomb) >> 10} KiB sent, {status}{grew}", status in (413, 415) and small
 
 
 def slow_and_idle(t):
@@ -236,8 +239,9 @@ def tokenize_memory(t):
     after, peak = t.memory()
     if before is None:
         return f"{status}", status == 200
+    small = not t.judge_memory or (peak - before < 400 and after - before < 100)
     return (f"{status}, {len(body) >> 20} MiB answer, RSS peak {peak:.0f} MiB, kept +{after - before:.0f} MiB",
-            status == 200 and peak - before < 400 and after - before < 100)
+            status == 200 and small)
 
 
 def huge_numbers(t):
@@ -296,14 +300,15 @@ def main():
     ap.add_argument("--url")
     ap.add_argument("--pid", type=int)
     ap.add_argument("--only", help="comma-separated attack names")
+    ap.add_argument("--sanitized", action="store_true", help="the server runs under ASan: its memory is not judged")
     a = ap.parse_args()
     server = None
     if a.url:
         u = urllib.parse.urlparse(a.url)
-        t = Target(u.hostname, u.port or 80, a.pid)
+        t = Target(u.hostname, u.port or 80, a.pid, not a.sanitized)
     else:
         server, port = start_server(a.binary, a.model, [])
-        t = Target("127.0.0.1", port, server.pid)
+        t = Target("127.0.0.1", port, server.pid, not a.sanitized)
     chosen = [f for f in ATTACKS if not a.only or f.__name__ in a.only.split(",")]
     harmed = 0
     print("| attack | what it saw | /health after | harmless |")

@@ -2,6 +2,7 @@
 // model, started on a free port with the given extra flags; its standard error is read until it says it is ready.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,11 +45,19 @@ public:
             if (l.find("zinc: ready") != std::string::npos) break;
         }
     }
+    // Stops the server; a crash, or a report of the sanitizers (the sanitizer build: leaks, undefined behaviour), fails
+    // the test that ran it.
     ~ServeProcess() {
         if (pid_ > 0) {
             kill(pid_, SIGTERM);
+            std::string rest;
+            char line[1024];
+            while (err_ && fgets(line, sizeof line, err_)) rest += line;
             int status = 0;
             waitpid(pid_, &status, 0);
+            if (!WIFEXITED(status) || rest.find("Sanitizer") != std::string::npos ||
+                rest.find("runtime error:") != std::string::npos)
+                ADD_FAILURE() << "zinc serve ended badly (status " << status << "):\n" << rest.substr(0, 8000);
         }
         if (err_) fclose(err_);
     }
