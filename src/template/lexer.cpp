@@ -261,7 +261,26 @@ private:
             char e = s_[pos_++];
             auto hex = [&](int n) {
                 if (pos_ + static_cast<size_t>(n) > s_.size()) fail(line_, "truncated escape in a string literal");
-                uint32_t cp = static_cast<uint32_t>(std::stoul(s_.substr(pos_, static_cast<size_t>(n)), nullptr, 16));
+                uint32_t cp = 0;
+                for (int i = 0; i < n; ++i) {
+                    const char h = s_[pos_ + static_cast<size_t>(i)];
+                    if (!std::isxdigit(static_cast<unsigned char>(h))) {
+                        std::string what = "\\";
+                        what += e;
+                        what += " needs " + std::to_string(n) + " hex digits";
+                        fail(line_, what);
+                    }
+                    cp = cp * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h))
+                                                             ? h - '0'
+                                                             : std::tolower(static_cast<unsigned char>(h)) - 'a' + 10);
+                }
+                // As Python: no code point past U+10FFFF; and none that UTF-8 cannot hold (a lone surrogate).
+                if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+                    std::string what = "the escape \\";
+                    what += e;
+                    what += " names no character UTF-8 can hold";
+                    fail(line_, what);
+                }
                 pos_ += static_cast<size_t>(n);
                 append_utf8(v, cp);
             };

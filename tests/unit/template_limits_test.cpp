@@ -102,6 +102,16 @@ TEST(TemplateLimits, IntegersDoNotOverflow) {
     EXPECT_TRUE(has(error_of("{{ 1e400|int }}"), "cannot convert float inf"));
 }
 
+// Found by the fuzzer (tests/fuzz/template_fuzz.cpp): escapes that are not hex, or that name no character, were
+// other exceptions than TemplateError.
+TEST(TemplateLimits, BadEscapesAreTemplateErrors) {
+    EXPECT_TRUE(has(error_of("{{ '\\xZZ' }}"), "\\x needs 2 hex digits"));
+    EXPECT_TRUE(has(error_of("{{ '\\u12g4' }}"), "\\u needs 4 hex digits"));
+    EXPECT_TRUE(has(error_of("{{ '\\U00110000' }}"), "names no character UTF-8 can hold"));
+    EXPECT_TRUE(has(error_of("{{ '\\ud800' }}"), "names no character UTF-8 can hold"));
+    EXPECT_EQ(render("{{ '\\x41\\u00e9\\U0001F600' }}"), "A\xc3\xa9\xf0\x9f\x98\x80");
+}
+
 TEST(TemplateLimits, TimeIsBounded) {
     EXPECT_TRUE(has(error_of("{% set r = range(100000) %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}"),
                     "steps"));

@@ -22,5 +22,6 @@ if [ "$target" = gguf ]; then
 else
   seeds=("$root/tests/fuzz/templates" "$root/tests/data/chat/templates")
 fi
+cd "$build"  # libFuzzer writes its jobs' logs (fuzz-N.log) where it runs
 exec "$build/tests/fuzz/${target}_fuzz" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
   -artifact_prefix="$build/artifacts/" -print_final_stats=1 "$@" "$build/corpus-$target" "${seeds[@]}"
