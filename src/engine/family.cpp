@@ -14,15 +14,24 @@
 
 namespace zinc::engine {
 
+ContextSize settle_context(const gguf::Model& m, ContextSize asked) {
+    if (asked.n_ubatch < 1) throw std::invalid_argument("the micro-batch must hold at least one token");
+    const int trained = model::Metadata(m).count_or("context_length", kDefaultContext, model::kMaxContext);
+    ContextSize s = asked;
+    s.n_ctx = asked.n_ctx > 0 ? asked.n_ctx : std::min(trained, kDefaultContext);
+    s.n_ubatch = std::min(asked.n_ubatch, s.n_ctx);
+    return s;
+}
+
 Family::Family(backend::Backend& be, const gguf::Model& m, ContextSize size) : be_(be) {
     const model::Metadata md(m);
     n_vocab_ = static_cast<int>(md.n_vocab());
     n_ctx_train_ = md.count_or("context_length", kDefaultContext, model::kMaxContext);
-    n_ctx_ = size.n_ctx > 0 ? size.n_ctx : std::min(n_ctx_train_, kDefaultContext);
-    if (size.n_ubatch < 1) throw std::invalid_argument("the micro-batch must hold at least one token");
-    n_ubatch_ = std::min(size.n_ubatch, n_ctx_);
-    type_k_ = size.type_k;
-    type_v_ = size.type_v;
+    const ContextSize s = settle_context(m, size);
+    n_ctx_ = s.n_ctx;
+    n_ubatch_ = s.n_ubatch;
+    type_k_ = s.type_k;
+    type_v_ = s.type_v;
 }
 
 backend::KvLayer Family::kv_cache(int64_t width, int64_t window) {

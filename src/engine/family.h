@@ -31,6 +31,11 @@ struct ContextSize {
     backend::KvType type_k = backend::KvType::f16, type_v = backend::KvType::f16;  // llama.cpp's default too
 };
 
+// The context and micro-batch a model runs with: `asked`'s context, or by default its training context (the file's
+// <arch>.context_length) up to kDefaultContext; the micro-batch at most that context. Throws std::invalid_argument
+// for a micro-batch below one token. open_model settles it once and hands the result to the plan and the session.
+ContextSize settle_context(const gguf::Model& m, ContextSize asked);
+
 class Family {
 public:
     virtual ~Family() = default;
@@ -68,7 +73,7 @@ public:
     [[noreturn]] void not_finite(std::span<const int32_t> context);
 
 protected:
-    // Reads the vocabulary and training context of `m` and settles the context size.
+    // Reads the vocabulary and training context of `m`; `size` is settled as settle_context() settles it.
     Family(backend::Backend& be, const gguf::Model& m, ContextSize size);
 
     // The family's forward pass over one micro-batch of ids at positions(), ending in head(), whose result it

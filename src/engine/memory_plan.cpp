@@ -13,11 +13,10 @@ std::string gib(uint64_t bytes) {
     return buf;
 }
 
-backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits, ContextSize* settled) {
+backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits) {
     backend::MemoryUse use;
     auto be = backend::make_sizing_backend(use);
     auto fam = make_family(m, *be, size);
-    if (settled) *settled = {fam->n_ctx(), fam->n_ubatch(), size.type_k, size.type_v};
     const std::vector<int32_t> ids(static_cast<size_t>(fam->n_ubatch()), 0);
     if (all_logits) {
         std::vector<float> logits;

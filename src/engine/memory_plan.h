@@ -13,10 +13,8 @@ namespace zinc::engine {
 
 // Weights, KV cache and activations (recurrent state included) of `m` with the context and micro-batch of `size`,
 // measured by building the model and running one full micro-batch on a sizing backend. all_logits: the logits of
-// every token are wanted (zinc logits, perplexity), else only the last token's (generation). `settled`, when given,
-// receives the context and micro-batch the family settled on (defaults applied, the micro-batch cut to the context).
-backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits = false,
-                               ContextSize* settled = nullptr);
+// every token are wanted (zinc logits, perplexity), else only the last token's (generation).
+backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_logits = false);
 
 // Headroom for what the plan does not see: a backend's own scratch (quantized activations, staging buffers) and
 // the runtime's allocations.

@@ -176,9 +176,9 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
 
     // The plan comes first: a file whose shapes are wrong or that needs more memory than there is is refused before
     // a GPU is touched (a limit of one backend's kernels, such as a head size, shows at the first forward pass).
-    ContextSize settled;
+    const ContextSize settled = settle_context(*r.model, o.context);
     OpenPlan& plan = r.plan;
-    plan.use = plan_memory(*r.model, o.context, o.all_logits, &settled);
+    plan.use = plan_memory(*r.model, settled, o.all_logits);
     plan.headroom = plan_headroom(plan.use);
     plan.n_ctx = settled.n_ctx;
     plan.n_ubatch = settled.n_ubatch;
@@ -198,7 +198,7 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     if (mapped) read_in(*r.model, o.on_read);
     if (o.check_weights) check_weights(*r.model, choice.threads);
     try {
-        r.session = std::make_unique<Session>(*r.model, *r.backend, o.context);
+        r.session = std::make_unique<Session>(*r.model, *r.backend, settled);
     } catch (const std::bad_alloc&) {
         throw std::runtime_error("out of memory while loading the model on " + plan.where + ": it needs " +
                                  gib(plan.use.total()) + " (" + describe(plan.use, plan.n_ctx) +
