@@ -20,6 +20,9 @@ ContextSize settle_context(const gguf::Model& m, ContextSize asked) {
     ContextSize s = asked;
     s.n_ctx = asked.n_ctx > 0 ? asked.n_ctx : std::min(trained, kDefaultContext);
     s.n_ubatch = std::min(asked.n_ubatch, s.n_ctx);
+    if (asked.n_seq < 1 || asked.n_seq > kMaxSequences)
+        throw std::invalid_argument("a state holds 1 to " + std::to_string(kMaxSequences) + " sequences, not " +
+                                    std::to_string(asked.n_seq));
     return s;
 }
 
@@ -32,9 +35,10 @@ Family::Family(backend::Backend& be, const gguf::Model& m, ContextSize size) : b
     n_ubatch_ = s.n_ubatch;
     type_k_ = s.type_k;
     type_v_ = s.type_v;
+    state_end_.assign(size_t(s.n_seq), 0);
 }
 
-backend::KvLayer Family::kv_cache(int64_t width, int64_t window) {
+std::vector<backend::KvLayer> Family::kv_cache(int64_t width, int64_t window) {
     backend::KvLayer spec{nullptr, nullptr, width, n_ctx_, type_k_, type_v_};
     if (window > 0 && window + n_ubatch_ < n_ctx_) {
         // A micro-batch's first row needs the window - 1 positions before it, and its rows are written before they
@@ -44,13 +48,29 @@ backend::KvLayer Family::kv_cache(int64_t width, int64_t window) {
         // Position p overwrites p - capacity; a restart at pos0 needs pos0 - window + 1 onwards.
         ring_rewind_ = std::min(ring_rewind_, spec.capacity - window + 1);
     }
-    return be_.alloc_kv(spec);
+    std::vector<backend::KvLayer> caches;
+    for (int s = 0; s < n_seq(); ++s) caches.push_back(be_.alloc_kv(spec));
+    return caches;
 }
 
-bool Family::can_restart_at(int64_t pos0) const {
-    if (pos0 == 0 || pos0 == state_end_) return true;
+void Family::attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend::Act& k, backend::Act& v,
+                    const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
+                    const backend::AttentionParams& ap, backend::Act& out) {
+    using backend::Backend;
+    for (const Range& r : ranges_) {
+        backend::Act qr = Backend::rows_of(q, r.first, r.rows), kr = Backend::rows_of(k, r.first, r.rows);
+        backend::Act vr = Backend::rows_of(v, r.first, r.rows), outr = Backend::rows_of(out, r.first, r.rows);
+        const std::span<const int32_t> pos = std::span<const int32_t>(pos_).subspan(size_t(r.first), size_t(r.rows));
+        be_.rope_kv_write(qr, kr, vr, norms, head_dim, pos, rope, kv[size_t(r.seq)], r.pos0);
+        be_.attention(qr, kv[size_t(r.seq)], r.pos0, ap, outr);
+    }
+}
+
+bool Family::can_restart_at(int64_t pos0, int seq) const {
+    const int64_t end = state_end_.at(size_t(seq));
+    if (pos0 == 0 || pos0 == end) return true;
     if (!can_rewind()) return false;
-    return pos0 > state_end_ || state_end_ - pos0 <= ring_rewind_;
+    return pos0 > end || end - pos0 <= ring_rewind_;
 }
 
 void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
@@ -62,23 +82,82 @@ void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
                                 std::to_string(n_ctx_));
 }
 
+namespace {
+
+std::string restart_refused(int64_t end, int64_t pos0, bool rewinds) {
+    return "the state holds " + std::to_string(end) + " tokens and cannot restart at position " +
+           std::to_string(pos0) +
+           (rewinds ? " (its sliding-window caches no longer hold the window before it)" : " (it is recurrent)");
+}
+
+}  // namespace
+
 backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out, bool eager) {
-    if (!can_restart_at(pos0))
-        throw std::invalid_argument("the state holds " + std::to_string(state_end_) +
-                                    " tokens and cannot restart at position " + std::to_string(pos0) +
-                                    (can_rewind() ? " (its sliding-window caches no longer hold the window before it)"
-                                                  : " (it is recurrent)"));
-    n_rows_ = static_cast<int64_t>(ids.size());
-    n_out_ = n_out;
+    if (!can_restart_at(pos0)) throw std::invalid_argument(restart_refused(state_end_[0], pos0, can_rewind()));
+    const int64_t n = static_cast<int64_t>(ids.size());
+    ranges_.assign(1, Range{0, 0, n, pos0});
     pos_.resize(ids.size());
     for (size_t t = 0; t < ids.size(); ++t) pos_[t] = static_cast<int32_t>(pos0 + static_cast<int64_t>(t));
-    state_end_ = 0;  // until this micro-batch completes, the state is not trustworthy
-    // What compute() queues depends on the host only through the token count, the rows wanted, whether the state
-    // starts afresh, and the ids and positions: the key under which a backend may record and replay it.
-    const uint64_t shape = static_cast<uint64_t>(n_rows_) | static_cast<uint64_t>(n_out_) << 24 |
-                           static_cast<uint64_t>(pos0 == 0) << 48 | (eager ? backend::Backend::kEagerStep : 0);
-    const backend::Act out = be_.run_step(shape, ids, pos_, [&] { return compute(ids, pos0); });
-    state_end_ = pos0 + n_rows_;
+    wanted_.clear();
+    for (int64_t t = n - n_out; t < n; ++t) wanted_.push_back(static_cast<int32_t>(t));
+    return run_step(ids, eager);
+}
+
+backend::Act Family::step(const Batch& b) {
+    const size_t n = b.ids.size();
+    if (n == 0) throw std::invalid_argument("a step of no rows");
+    if (b.seq.size() != n || b.pos.size() != n || b.logits.size() != n)
+        throw std::invalid_argument("a batch's ids, sequences, positions and logits flags differ in number");
+    if (int64_t(n) > n_ubatch_)
+        throw std::invalid_argument("a step of " + std::to_string(n) + " rows; the micro-batch holds " +
+                                    std::to_string(n_ubatch_));
+    ranges_.clear();
+    wanted_.clear();
+    std::vector<bool> seen(state_end_.size(), false);
+    for (size_t t = 0; t < n; ++t) {
+        const int seq = b.seq[t];
+        const int64_t p = b.pos[t];
+        if (seq < 0 || seq >= n_seq())
+            throw std::invalid_argument("row " + std::to_string(t) + " is of sequence " + std::to_string(seq) +
+                                        "; the state holds " + std::to_string(n_seq()));
+        if (!ranges_.empty() && ranges_.back().seq == seq) {
+            Range& r = ranges_.back();
+            if (p != r.pos0 + r.rows)
+                throw std::invalid_argument("row " + std::to_string(t) + " of sequence " + std::to_string(seq) +
+                                            " is at position " + std::to_string(p) + ", not the next one");
+            ++r.rows;
+        } else {
+            if (seen[size_t(seq)])
+                throw std::invalid_argument("the rows of sequence " + std::to_string(seq) + " are not together");
+            seen[size_t(seq)] = true;
+            if (p < 0 || !can_restart_at(p, seq))
+                throw std::invalid_argument("sequence " + std::to_string(seq) + ": " +
+                                            restart_refused(state_end_[size_t(seq)], p, can_rewind()));
+            ranges_.push_back(Range{seq, int64_t(t), 1, p});
+        }
+        if (p >= n_ctx_)
+            throw std::length_error("the context is full: sequence " + std::to_string(seq) + " at position " +
+                                    std::to_string(p) + " does not fit in " + std::to_string(n_ctx_));
+        if (b.logits[t]) wanted_.push_back(int32_t(t));
+    }
+    pos_.assign(b.pos.begin(), b.pos.end());
+    return run_step(b.ids, false);
+}
+
+backend::Act Family::run_step(std::span<const int32_t> ids, bool eager) {
+    n_rows_ = static_cast<int64_t>(ids.size());
+    for (const Range& r : ranges_) state_end_[size_t(r.seq)] = 0;  // not trustworthy until the step completes
+    // What compute() queues depends on the host only through the rows, the rows wanted, the sequences and whether
+    // each starts afresh, and the ids and positions: the key under which a backend may record and replay a step of
+    // one row (the only ones recorded), which names its sequence.
+    const Range& r0 = ranges_.front();
+    const bool suffix = wanted_.empty() || (wanted_.front() == n_rows_ - int64_t(wanted_.size()));
+    const uint64_t shape = static_cast<uint64_t>(n_rows_) | static_cast<uint64_t>(wanted_.size()) << 24 |
+                           static_cast<uint64_t>(r0.pos0 == 0) << 48 | uint64_t(r0.seq) << 49 |
+                           static_cast<uint64_t>(ranges_.size() > 1 || !suffix) << 62 |
+                           (eager ? backend::Backend::kEagerStep : 0);
+    const backend::Act out = be_.run_step(shape, ids, pos_, [&] { return compute(ids); });
+    for (const Range& r : ranges_) state_end_[size_t(r.seq)] = r.pos0 + r.rows;
     return out;
 }
 
@@ -152,7 +231,7 @@ std::string Family::locate_non_finite(std::span<const int32_t> ids) {
         bool& on;
         ~Done() { on = false; }
     } done{locating_};
-    state_end_ = 0;
+    state_end_[0] = 0;
     try {
         for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(n_ubatch_)) {
             const size_t n = std::min(static_cast<size_t>(n_ubatch_), ids.size() - i);
@@ -164,7 +243,7 @@ std::string Family::locate_non_finite(std::span<const int32_t> ids) {
             if (!all_finite(v)) return "the output layer (the tensors output_norm.weight and output.weight)";
         }
     } catch (const NotFiniteAt& at) {
-        state_end_ = 0;
+        state_end_[0] = 0;
         if (at.layer < 0) return "the token embedding (the tensor token_embd.weight)";
         return "layer " + std::to_string(at.layer) + " (the tensors blk." + std::to_string(at.layer) + ".*)";
     }
@@ -188,16 +267,28 @@ backend::Act Family::rows(const backend::Act& buf, int64_t cols) const {
 
 backend::Act Family::head(const backend::Act& x, backend::Act& h, const model::Head<backend::Weight>& w, float eps,
                           float softcap) {
-    if (n_out_ == 0) return {};
-    if (logits_.rows < n_out_) {
+    using backend::Backend;
+    const int64_t n_out = static_cast<int64_t>(wanted_.size());
+    if (n_out == 0) return {};
+    if (logits_.rows < n_out) {
         be_.free(logits_);
-        logits_ = be_.alloc(n_out_, n_vocab_);
+        logits_ = be_.alloc(n_out, n_vocab_);
     }
-    const int64_t first = x.rows - n_out_;
-    const backend::Act xo = backend::Backend::rows_of(x, first, n_out_);
-    backend::Act ho = backend::Backend::rows_of(h, first, n_out_);
-    backend::Act lo = backend::Backend::rows_of(logits_, 0, n_out_);
-    be_.rms_norm(xo, &w.output_norm, eps, xo.cols, ho);
+    backend::Act lo = Backend::rows_of(logits_, 0, n_out);
+    backend::Act ho;
+    if (wanted_.front() == x.rows - n_out) {  // the last rows, in order: read in place
+        const backend::Act xo = Backend::rows_of(x, x.rows - n_out, n_out);
+        ho = Backend::rows_of(h, x.rows - n_out, n_out);
+        be_.rms_norm(xo, &w.output_norm, eps, xo.cols, ho);
+    } else {
+        // Rows of several sequences: gathered into the first rows of h, as a table of f32 rows, then normed into x.
+        const backend::Weight table{gguf::TensorType::F32, x.cols, x.rows, x.data, "the residual stream",
+                                    {x.cols, x.rows, 1, 1}};
+        backend::Act gathered = Backend::rows_of(h, 0, n_out);
+        be_.get_rows(table, wanted_, gathered);
+        ho = Backend::rows_of(x, 0, n_out);
+        be_.rms_norm(gathered, &w.output_norm, eps, x.cols, ho);
+    }
     be_.matmul(w.output, ho, lo);
     if (softcap > 0.0f) be_.softcap(lo, softcap);
     return lo;

@@ -1,9 +1,10 @@
 // The forward pass of one architecture family, written once against backend ops. A family object owns its
-// weights on a backend and its per-sequence state (KV cache, recurrent state) for one sequence.
+// weights on a backend and the state (KV cache, recurrent state) of n_seq sequences.
 //
 // The base holds what every family shares: the context size, prompts split into micro-batches (so activation
-// memory depends on the micro-batch, not on the prompt), the positions of a micro-batch, scratch buffers, and the
-// head (final norm, output projection, optional soft-cap) run only on the rows whose logits are wanted.
+// memory depends on the micro-batch, not on the prompt), the rows of a forward step (tokens of one or more
+// sequences, each at its own positions), scratch buffers, attention over each row's own sequence, and the head
+// (final norm, output projection, optional soft-cap) run only on the rows whose logits are wanted.
 #pragma once
 
 #include <climits>
@@ -23,12 +24,29 @@ namespace zinc::engine {
 inline constexpr int kDefaultContext = 4096;
 // Tokens of a prompt evaluated together (llama.cpp's default -ub).
 inline constexpr int kDefaultUbatch = 512;
+// Sequences one state may hold (a step's key for the backend names its first sequence in 13 bits).
+inline constexpr int kMaxSequences = 8192;
 
 // The size of a sequence's state and how its KV cache stores values.
 struct ContextSize {
     int n_ctx = 0;                   // positions the state holds; <= 0: the default (min(training, kDefaultContext))
     int n_ubatch = kDefaultUbatch;   // tokens per forward pass at most
     backend::KvType type_k = backend::KvType::f16, type_v = backend::KvType::f16;  // llama.cpp's default too
+    int n_seq = 1;                   // sequences whose state is held at once, each of n_ctx positions
+};
+
+// The rows of one forward step (Family::step): tokens of one or more sequences. A sequence's rows come together and
+// in position order, the first at the position where its state ends, or at 0 (which starts it afresh).
+struct Batch {
+    std::vector<int32_t> ids, seq, pos;
+    std::vector<uint8_t> logits;  // 1: the row's logits are wanted
+    void add(int32_t id, int32_t sequence, int32_t position, bool want_logits) {
+        ids.push_back(id);
+        seq.push_back(sequence);
+        pos.push_back(position);
+        logits.push_back(want_logits);
+    }
+    size_t size() const { return ids.size(); }
 };
 
 // The context and micro-batch a model runs with: `asked`'s context, or by default its training context (the file's
@@ -43,17 +61,23 @@ public:
     int n_ctx() const { return n_ctx_; }
     int n_ctx_train() const { return n_ctx_train_; }
     int n_ubatch() const { return n_ubatch_; }
+    int n_seq() const { return int(state_end_.size()); }
     // Whether the next run may start at a position before the end of the state (true for pure attention state,
     // where later cache rows are simply overwritten).
     virtual bool can_rewind() const { return true; }
-    // Whether the next run may start at pos0: afresh, where the state ends, or before its end when the family can
-    // rewind and the sliding-window rings still hold the window before pos0.
-    bool can_restart_at(int64_t pos0) const;
+    // Whether sequence `seq`'s next rows may start at pos0: afresh, where its state ends, or before its end when the
+    // family can rewind and the sliding-window rings still hold the window before pos0.
+    bool can_restart_at(int64_t pos0, int seq = 0) const;
 
-    // Runs `ids` at positions pos0, pos0+1, ... (pos0 = tokens already in the state) in micro-batches and returns
-    // the last token's logits in backend memory, valid until the next call. Throws std::invalid_argument for no
-    // ids or a negative pos0 and std::length_error when they do not fit in the context.
+    // Runs `ids` of sequence 0 at positions pos0, pos0+1, ... (pos0 = tokens already in the state) in micro-batches
+    // and returns the last token's logits in backend memory, valid until the next call. Throws std::invalid_argument
+    // for no ids or a negative pos0 and std::length_error when they do not fit in the context.
     backend::Act run(std::span<const int32_t> ids, int64_t pos0);
+    // One forward step over the rows of `batch` (at most n_ubatch() of them, of sequences below n_seq()): the logits
+    // of the rows that ask for them, in the batch's order, in backend memory, valid until the next call. Throws
+    // std::invalid_argument for rows out of order (Batch) or a sequence that cannot restart where its rows begin, and
+    // std::length_error for positions past the context.
+    backend::Act step(const Batch& batch);
 
     // The logits of every token (all_logits) or of the last one, appended to `logits` in host memory.
     void forward(std::span<const int32_t> ids, int64_t pos0, bool all_logits, std::vector<float>& logits);
@@ -76,27 +100,41 @@ protected:
     // Reads the vocabulary and training context of `m`; `size` is settled as settle_context() settles it.
     Family(backend::Backend& be, const gguf::Model& m, ContextSize size);
 
-    // The family's forward pass over one micro-batch of ids at positions(), ending in head(), whose result it
-    // returns: the logits of the rows that are wanted (none for micro-batches whose logits nobody reads). It only
-    // queues backend ops, and they may depend on the host only through the number of ids, the rows wanted, whether
-    // pos0 is 0, and the ids and positions themselves (Backend::run_step may replay a recording of it).
-    virtual backend::Act compute(std::span<const int32_t> ids, int64_t pos0) = 0;
+    // The family's forward pass over one step's ids at positions(), its attention through attend(), ending in
+    // head(), whose result it returns: the logits of the rows that are wanted (none for micro-batches whose logits
+    // nobody reads). It only queues backend ops, and they may depend on the host only through the number of ids, the
+    // rows wanted, the step's sequences and where each starts (ranges()), and the ids and positions themselves
+    // (Backend::run_step may replay a recording of it).
+    virtual backend::Act compute(std::span<const int32_t> ids) = 0;
+
+    // The step's sequences: rows [first, first + rows) are sequence seq's positions pos0, pos0 + 1, ...
+    struct Range {
+        int seq;
+        int64_t first, rows, pos0;
+    };
+    std::span<const Range> ranges() const { return ranges_; }
 
     // --- shared steps of the forward passes ---
     // A scratch buffer of n_ubatch() rows of `cols` values, allocated once by the family's constructor.
     backend::Act scratch(int64_t cols);
     backend::IdAct scratch_ids(int64_t cols);
-    // The KV cache of one attention layer: rows of `width` values for every position of the context, or with a
-    // sliding `window` only for that window and a micro-batch (a ring) when that is shorter.
-    backend::KvLayer kv_cache(int64_t width, int64_t window = 0);
+    // The KV caches of one attention layer, one per sequence: rows of `width` values for every position of the
+    // context, or with a sliding `window` only for that window and a micro-batch (a ring) when that is shorter.
+    std::vector<backend::KvLayer> kv_cache(int64_t width, int64_t window = 0);
+    // Attention of each row over its own sequence, a sequence at a time: rope_kv_write of the rows' q, k and v into
+    // the sequence's cache, then attention of its queries, into the same rows of out.
+    void attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend::Act& k, backend::Act& v,
+                const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
+                const backend::AttentionParams& ap, backend::Act& out);
     // The rows of the current micro-batch in `buf`, as rows of `cols` values (default: buf's width), for buffers
     // sized for the widest of several uses.
     backend::Act rows(const backend::Act& buf, int64_t cols = 0) const;
     backend::IdAct rows(const backend::IdAct& buf) const { return {buf.data, n_rows_, buf.cols}; }
     // The positions of the current micro-batch.
     std::span<const int32_t> positions() const { return pos_; }
-    // The head over the rows of x whose logits are wanted (the last ones of the micro-batch): rms_norm with
-    // output_norm into the same rows of h, times `output`, then the soft-cap when softcap > 0.
+    // The head over the rows of x whose logits are wanted: rms_norm with output_norm (into the same rows of h when
+    // they are the step's last rows, else gathered into the first ones), times `output`, then the soft-cap when
+    // softcap > 0.
     backend::Act head(const backend::Act& x, backend::Act& h, const model::Head<backend::Weight>& w, float eps,
                       float softcap = 0.0f);
     // The residual stream x after the token embedding (layer -1) and after each layer: locate_non_finite() reads it
@@ -106,8 +144,10 @@ protected:
     backend::Backend& be_;
 
 private:
-    // One micro-batch: sets the positions and the rows wanted, then compute(); `eager`: never recorded.
+    // One micro-batch of sequence 0: sets its range, positions and the rows wanted (its last n_out), then run_step().
     backend::Act micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out, bool eager = false);
+    // The step set up in ranges_, pos_ and wanted_ through compute(); `eager`: never recorded.
+    backend::Act run_step(std::span<const int32_t> ids, bool eager);
     // Checks a run before any of it starts.
     void check_run(std::span<const int32_t> ids, int64_t pos0) const;
 
@@ -115,8 +155,10 @@ private:
     backend::KvType type_k_ = backend::KvType::f16, type_v_ = backend::KvType::f16;
     // How far before the end of the state a run may restart with every ring still holding the window it needs.
     int64_t ring_rewind_ = INT64_MAX;
-    int64_t n_rows_ = 0, n_out_ = 0;  // the current micro-batch: its tokens, the rows whose logits are wanted
-    int64_t state_end_ = 0;           // the position after the last one whose state is complete
+    int64_t n_rows_ = 0;                // the current step's rows
+    std::vector<Range> ranges_;         // its sequences
+    std::vector<int32_t> wanted_;       // its rows whose logits are wanted, in order
+    std::vector<int64_t> state_end_;    // per sequence: the position after the last one whose state is complete
     std::vector<int32_t> pos_;
     backend::Act logits_;
     bool locating_ = false;  // locate_non_finite() is running: residual() reads x back

@@ -46,7 +46,7 @@ Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, ContextSize size)
     }
 }
 
-backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
+backend::Act Gemma4::compute(std::span<const int32_t> ids) {
     const int64_t E = p_.n_embd;
     const float eps = p_.rms_eps;
     backend::Act x = rows(x_), h = rows(h_), f = rows(f_);
@@ -70,10 +70,9 @@ backend::Act Gemma4::compute(std::span<const int32_t> ids, int64_t pos0) {
         be_.matmuls(std::span(qkv_w, L.has_v ? 3 : 2), h, std::span(qkv, L.has_v ? 3 : 2));
         if (!L.has_v) be_.rms_norm(k, nullptr, eps, d, v);  // V from the raw K projection, normalized apart
         const backend::HeadNorms norms{true, true, L.has_v, &L.q_norm, &L.k_norm, eps};
-        be_.rope_kv_write(q, k, v, norms, d, positions(), rope, kv_[l], pos0);
         backend::AttentionParams ap{p_.n_head, n_kv, d, 1.0f};
         if (p_.swa[l]) ap.window = p_.sliding_window;
-        be_.attention(q, kv_[l], pos0, ap, attn);
+        attend(kv_[l], q, k, v, norms, d, rope, ap, attn);
         be_.matmul(L.wo, attn, h);
         be_.norm_add(h, &L.post_attn_norm, eps, x);  // x += post_attn_norm(h)
 

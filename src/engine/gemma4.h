@@ -14,12 +14,12 @@ public:
     Gemma4(const gguf::Model& m, backend::Backend& be, ContextSize size);
 
 private:
-    backend::Act compute(std::span<const int32_t> ids, int64_t pos0) override;
+    backend::Act compute(std::span<const int32_t> ids) override;
 
     model::Gemma4Params p_;
     model::Gemma4Weights<backend::Weight> w_;
     std::vector<float> out_scale_;  // per layer: layer_output_scale, 1 when absent
-    std::vector<backend::KvLayer> kv_;
+    std::vector<std::vector<backend::KvLayer>> kv_;  // per layer, per sequence
     backend::Act x_, h_, f_, q_, k_, v_, attn_, gate_, up_;  // q.. up: sized for the widest layer
     backend::Act router_, route_w_, moe_out_, router_in_, experts_in_;  // MoE only
     backend::IdAct route_ids_;

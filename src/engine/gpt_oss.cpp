@@ -27,7 +27,7 @@ GptOss::GptOss(const gguf::Model& m, backend::Backend& be, ContextSize size)
     moe_out_ = scratch(p_.n_embd);
 }
 
-backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
+backend::Act GptOss::compute(std::span<const int32_t> ids) {
     const int64_t E = p_.n_embd;
     const float eps = p_.rms_eps;
     auto x = rows(x_), h = rows(h_), q = rows(q_), k = rows(k_), v = rows(v_), attn = rows(attn_), rl = rows(router_),
@@ -52,8 +52,7 @@ backend::Act GptOss::compute(std::span<const int32_t> ids, int64_t pos0) {
         const backend::Weight* qkv_b[] = {&L.bq, &L.bk, &L.bv};
         backend::Act* qkv[] = {&q, &k, &v};
         be_.matmuls(qkv_w, h, qkv, qkv_b);  // the biases in the matvec's epilogue on the GPU
-        be_.rope_kv_write(q, k, v, {}, p_.head_dim, positions(), rope, kv_[l], pos0);
-        be_.attention(q, kv_[l], pos0, ap, attn);
+        attend(kv_[l], q, k, v, {}, p_.head_dim, rope, ap, attn);
         be_.matmul_add(L.wo, attn, h, x, &L.bo);  // x += wo · attn + bo, h as scratch
 
         // MoE: router logits (+ bias), top-k then softmax over the k selected, biased SwiGLU-OAI experts.

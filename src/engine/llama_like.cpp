@@ -23,7 +23,7 @@ LlamaLike::LlamaLike(const gguf::Model& m, backend::Backend& be, ContextSize siz
     up_ = scratch(p_.n_ff);
 }
 
-backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0) {
+backend::Act LlamaLike::compute(std::span<const int32_t> ids) {
     auto x = rows(x_), h = rows(h_), q = rows(q_), k = rows(k_), v = rows(v_), attn = rows(attn_), gate = rows(gate_),
          up = rows(up_);
     const backend::RopeParams rope{p_.n_rot, p_.rope_neox, p_.rope_base, p_.rope_freq_scale};
@@ -39,8 +39,7 @@ backend::Act LlamaLike::compute(std::span<const int32_t> ids, int64_t pos0) {
         be_.matmuls(qkv_w, h, qkv);
         backend::HeadNorms norms;
         if (p_.qk_norm) norms = {true, true, false, &L.q_norm, &L.k_norm, p_.rms_eps};
-        be_.rope_kv_write(q, k, v, norms, p_.head_dim, positions(), rope, kv_[l], pos0);
-        be_.attention(q, kv_[l], pos0, ap, attn);
+        attend(kv_[l], q, k, v, norms, p_.head_dim, rope, ap, attn);
         be_.matmul_add(L.wo, attn, h, x);  // x += wo · attn, h as scratch
         be_.rms_norm(x, &L.ffn_norm, p_.rms_eps, p_.n_embd, h);
         be_.ffn_gated(L.ffn_gate, L.ffn_up, h, backend::GatedActivation::swiglu, up, gate);

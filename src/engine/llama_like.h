@@ -12,11 +12,11 @@ public:
     LlamaLike(const gguf::Model& m, backend::Backend& be, ContextSize size);
 
 private:
-    backend::Act compute(std::span<const int32_t> ids, int64_t pos0) override;
+    backend::Act compute(std::span<const int32_t> ids) override;
 
     model::LlamaLikeParams p_;
     model::LlamaLikeWeights<backend::Weight> w_;
-    std::vector<backend::KvLayer> kv_;
+    std::vector<std::vector<backend::KvLayer>> kv_;  // per layer, per sequence
     backend::Act x_, h_, q_, k_, v_, attn_, gate_, up_;
 };
 

@@ -26,8 +26,10 @@ Qwen35::Qwen35(const gguf::Model& m, backend::Backend& be, ContextSize size)
         const Layer& L = w_.layers[l];
         LayerState s;
         if (p_.recurrent[l]) {
-            s.conv = be.alloc(p_.ssm_conv_kernel - 1, p_.conv_dim());
-            s.recurrence = be.alloc(p_.ssm_n_v, int64_t{p_.ssm_d_state} * p_.ssm_d_state);
+            for (int q = 0; q < n_seq(); ++q) {
+                s.conv.push_back(be.alloc(p_.ssm_conv_kernel - 1, p_.conv_dim()));
+                s.recurrence.push_back(be.alloc(p_.ssm_n_v, int64_t{p_.ssm_d_state} * p_.ssm_d_state));
+            }
             any_recurrent = true;
         } else {
             s.kv = kv_cache(kv_dim);
@@ -88,27 +90,34 @@ void Qwen35::delta_net_layer(const Layer& L, int l) {
     dp.d_k = dp.d_v = p_.ssm_d_state;
     dp.tiled = true;  // GGUF value-head order (docs/models.md §4.3)
     dp.scale = 1.0f / std::sqrt(float(p_.ssm_d_state));
-    if (qkv.rows == 1) {
-        // One token (decode): the gates, the conv, the q/k norms, the recurrence and the gated norm as one op, whose
-        // q, k and v are consecutive pieces of the conv's row, used in place.
-        const backend::DeltaNetWeights dw{&L.ssm_conv1d, &L.ssm_dt, &L.ssm_a, &L.ssm_norm};
-        be_.delta_net_step(qkv, z, a, b, dw, p_.rms_eps, s.conv, s.recurrence, dp, conv, g, beta, o);
-    } else {
-        be_.delta_net_gates(a, b, L.ssm_dt, L.ssm_a, g, beta);
-        be_.conv1d_causal(qkv, s.conv, L.ssm_conv1d, true, conv);
-        be_.slice_groups(conv, conv_dim, 0, q);
-        be_.slice_groups(conv, conv_dim, key_dim, k);
-        be_.slice_groups(conv, conv_dim, 2 * key_dim, v);
-        be_.l2_norm(q, p_.rms_eps, p_.ssm_d_state, q);
-        be_.l2_norm(k, p_.rms_eps, p_.ssm_d_state, k);
-        be_.delta_net_chunked(q, k, v, g, beta, s.recurrence, dp, kDeltaNetChunk, o);
-        be_.gated_rms_norm(o, L.ssm_norm, z, p_.rms_eps, p_.ssm_d_state, o);
+    // The recurrence runs a sequence at a time, each on its own state.
+    for (const Range& r : ranges()) {
+        const auto part = [&](const backend::Act& buf) { return backend::Backend::rows_of(buf, r.first, r.rows); };
+        backend::Act rqkv = part(qkv), rz = part(z), ra = part(a), rb = part(b), rg = part(g), rbeta = part(beta);
+        backend::Act rconv = part(conv), rq = part(q), rk = part(k), rv = part(v), ro = part(o);
+        backend::Act &conv_state = s.conv[size_t(r.seq)], &state = s.recurrence[size_t(r.seq)];
+        if (r.rows == 1) {
+            // One token (decode): the gates, the conv, the q/k norms, the recurrence and the gated norm as one op,
+            // whose q, k and v are consecutive pieces of the conv's row, used in place.
+            const backend::DeltaNetWeights dw{&L.ssm_conv1d, &L.ssm_dt, &L.ssm_a, &L.ssm_norm};
+            be_.delta_net_step(rqkv, rz, ra, rb, dw, p_.rms_eps, conv_state, state, dp, rconv, rg, rbeta, ro);
+        } else {
+            be_.delta_net_gates(ra, rb, L.ssm_dt, L.ssm_a, rg, rbeta);
+            be_.conv1d_causal(rqkv, conv_state, L.ssm_conv1d, true, rconv);
+            be_.slice_groups(rconv, conv_dim, 0, rq);
+            be_.slice_groups(rconv, conv_dim, key_dim, rk);
+            be_.slice_groups(rconv, conv_dim, 2 * key_dim, rv);
+            be_.l2_norm(rq, p_.rms_eps, p_.ssm_d_state, rq);
+            be_.l2_norm(rk, p_.rms_eps, p_.ssm_d_state, rk);
+            be_.delta_net_chunked(rq, rk, rv, rg, rbeta, state, dp, kDeltaNetChunk, ro);
+            be_.gated_rms_norm(ro, L.ssm_norm, rz, p_.rms_eps, p_.ssm_d_state, ro);
+        }
     }
     be_.matmul_add(L.ssm_out, o, y, x);
 }
 
 // x += attn_output · (Attention(RoPE(QNorm(q)), RoPE(KNorm(k)), v) ⊙ σ(gate)), q and gate packed per head in attn_q.
-void Qwen35::attention_layer(const Layer& L, int l, int64_t pos0) {
+void Qwen35::attention_layer(const Layer& L, int l) {
     auto h = rows(h_), y = rows(y_), x = rows(x_);
     auto qg = rows(qg_), q = rows(q_), gate = rows(gate_), k = rows(k_), v = rows(v_), attn = rows(attn_);
     const int hd = p_.head_dim;
@@ -123,13 +132,12 @@ void Qwen35::attention_layer(const Layer& L, int l, int64_t pos0) {
     rope.neox = true;
     rope.freq_base = p_.rope_base;
     const backend::HeadNorms norms{true, true, false, &L.attn_q_norm, &L.attn_k_norm, p_.rms_eps};
-    be_.rope_kv_write(q, k, v, norms, hd, positions(), rope, state_[l].kv, pos0);
     backend::AttentionParams ap;
     ap.n_head = p_.n_head;
     ap.n_head_kv = p_.n_head_kv;
     ap.head_dim = hd;
     ap.scale = 1.0f / std::sqrt(float(hd));
-    be_.attention(q, state_[l].kv, pos0, ap, attn);
+    attend(state_[l].kv, q, k, v, norms, hd, rope, ap, attn);
     be_.sigmoid_mul(attn, gate, attn);
     be_.matmul_add(L.attn_output, attn, y, x);
 }
@@ -172,13 +180,15 @@ void Qwen35::ffn(const Layer& L, const backend::Weight* next_norm) {
     if (next_norm) be_.rms_norm(x, next_norm, p_.rms_eps, p_.n_embd, h);
 }
 
-backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {
-    if (pos0 == 0)
-        for (int l = 0; l < p_.n_layer; ++l)
-            if (p_.recurrent[l]) {
-                be_.fill(state_[l].conv, 0.0f);
-                be_.fill(state_[l].recurrence, 0.0f);
-            }
+backend::Act Qwen35::compute(std::span<const int32_t> ids) {
+    // A sequence that starts afresh starts from zero states.
+    for (const Range& r : ranges())
+        if (r.pos0 == 0)
+            for (int l = 0; l < p_.n_layer; ++l)
+                if (p_.recurrent[l]) {
+                    be_.fill(state_[l].conv[size_t(r.seq)], 0.0f);
+                    be_.fill(state_[l].recurrence[size_t(r.seq)], 0.0f);
+                }
     auto x = rows(x_), h = rows(h_);
     be_.get_rows(w_.token_embd, ids, x);
     residual(-1, x);
@@ -188,7 +198,7 @@ backend::Act Qwen35::compute(std::span<const int32_t> ids, int64_t pos0) {
         if (p_.recurrent[l])
             delta_net_layer(L, l);
         else
-            attention_layer(L, l, pos0);
+            attention_layer(L, l);
         // Each layer's FFN leaves the next layer's input norm in h.
         ffn(L, l + 1 < p_.n_layer ? &w_.layers[l + 1].attn_norm : nullptr);
         residual(l, x);

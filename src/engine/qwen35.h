@@ -18,15 +18,16 @@ public:
 
 private:
     using Layer = model::Qwen35Layer<backend::Weight>;
-    backend::Act compute(std::span<const int32_t> ids, int64_t pos0) override;
+    backend::Act compute(std::span<const int32_t> ids) override;
     void delta_net_layer(const Layer& L, int l);
-    void attention_layer(const Layer& L, int l, int64_t pos0);
+    void attention_layer(const Layer& L, int l);
     // The layer's FFN, then, where next_norm is given, the next layer's input norm of the residual stream into h.
     void ffn(const Layer& L, const backend::Weight* next_norm);
 
+    // Per sequence: attention layers a KV cache, delta-net layers the conv window and the delta rule's state.
     struct LayerState {
-        backend::KvLayer kv;             // attention layers
-        backend::Act conv, recurrence;   // delta-net layers: the conv window and the delta rule's state
+        std::vector<backend::KvLayer> kv;
+        std::vector<backend::Act> conv, recurrence;
     };
 
     model::Qwen35Params p_;

@@ -1,8 +1,8 @@
 // Every fixture model through the engine on the CUDA backend. F32 files against transformers' logits with the CPU
 // engine's tolerance, for a whole-prompt batch (the tiled matmul), one token at a time (the matvecs and the
 // recurrent decode kernels) and chunks of 7 (both, with state carried between calls); the 16-token greedy
-// continuation (argmax taken on the GPU) equal to the CPU engine's and transformers'; BF16 and quantized files
-// against the CPU engine on the same file.
+// continuation (argmax taken on the GPU) equal to the CPU engine's and transformers'; sequences batched in shared
+// steps equal to each alone; BF16 and quantized files against the CPU engine on the same file.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/launch.cuh"
+#include "batch_check.h"
 #include "engine/family.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -61,6 +62,17 @@ TEST_P(CudaModel, MicroBatchesEqualWholePrompt) {
     const auto whole = run_logits(fixture_gguf(fam, "f32"), fx.prompt, n, true);
     const auto s = compare_logits(run_logits(fixture_gguf(fam, "f32"), fx.prompt, n, true, 7), whole, whole.size() / n);
     std::printf("cuda %s micro-batches of 7 vs one batch: %s\n", fam.c_str(), s.summary().c_str());
+    EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
+    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+}
+
+// Sequences of different lengths in shared steps, joining and leaving (tests/common/batch_check.h): every row's
+// logits are those of its sequence alone, as for micro-batches.
+TEST_P(CudaModel, BatchedSequencesEqualEachAlone) {
+    ZINC_REQUIRE_GPU();
+    const std::string fam = GetParam();
+    const LogitsStats s = batched_against_alone(fixture_gguf(fam, "f32"), true);
+    std::printf("cuda %s batched vs alone: %s\n", fam.c_str(), s.summary().c_str());
     EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
     EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
 }

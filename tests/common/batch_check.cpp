@@ -1,0 +1,81 @@
+#include "batch_check.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/family.h"
+#include "fixture_model.h"
+#include "gguf/split.h"
+
+namespace zinc::test {
+
+LogitsStats batched_against_alone(const std::string& gguf, bool cuda) {
+    constexpr int kSlots = 4, kSequences = 7, kCtx = 64;
+    const gguf::Model model(gguf);
+    auto be = cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
+
+    // The sequences: rotations of the fixture's prompt, 5 to 23 tokens long, so that no two are alike.
+    const std::string dir = gguf.substr(0, gguf.rfind('/') + 1);
+    std::vector<int32_t> base = load_fixture_meta(dir + "meta.json").prompt;
+    while (base.size() < 24) base.insert(base.end(), base.begin(), base.end());
+    std::vector<std::vector<int32_t>> seqs;
+    for (int s = 0; s < kSequences; ++s) {
+        std::vector<int32_t> t(base.begin() + s, base.end());
+        t.insert(t.end(), base.begin(), base.begin() + s);
+        t.resize(size_t(5 + (s * 7) % 19));
+        seqs.push_back(t);
+    }
+
+    // Batched: slots taken by the sequences in turn; each step takes one to five rows of every sequence in a slot.
+    auto batched = engine::make_family(model, *be, {kCtx, 32, backend::KvType::f32, backend::KvType::f32, kSlots});
+    std::mt19937 rng(7);
+    std::map<std::pair<int, int>, std::vector<float>> got;  // (sequence, position) -> logits
+    std::vector<int> in_slot(kSlots, -1);
+    std::vector<size_t> done(kSequences, 0);
+    int next = 0;
+    const int vocab = batched->n_vocab();
+    for (;;) {
+        for (int slot = 0; slot < kSlots; ++slot)
+            if (in_slot[size_t(slot)] < 0 && next < kSequences) in_slot[size_t(slot)] = next++;
+        engine::Batch b;
+        std::vector<std::pair<int, int>> rows;
+        for (int slot = 0; slot < kSlots; ++slot) {
+            const int s = in_slot[size_t(slot)];
+            if (s < 0) continue;
+            const size_t left = seqs[size_t(s)].size() - done[size_t(s)];
+            const size_t n = std::min<size_t>(std::uniform_int_distribution<size_t>(1, 5)(rng), left);
+            for (size_t i = 0; i < n; ++i) {
+                const size_t p = done[size_t(s)]++;
+                b.add(seqs[size_t(s)][p], slot, int32_t(p), true);
+                rows.emplace_back(s, int(p));
+            }
+            if (done[size_t(s)] == seqs[size_t(s)].size()) in_slot[size_t(slot)] = -1;  // leaves after this step
+        }
+        if (b.size() == 0) break;
+        const backend::Act lo = batched->step(b);
+        std::vector<float> host(size_t(lo.size()));
+        be->download(lo, host);
+        for (size_t r = 0; r < rows.size(); ++r)
+            got[rows[r]] = std::vector<float>(host.begin() + std::ptrdiff_t(r * size_t(vocab)),
+                                              host.begin() + std::ptrdiff_t((r + 1) * size_t(vocab)));
+    }
+
+    // Alone: each sequence's prompt in one batch, every position's logits.
+    std::vector<float> a, ref;
+    for (int s = 0; s < kSequences; ++s) {
+        auto alone = engine::make_family(model, *be, {kCtx, 32, backend::KvType::f32, backend::KvType::f32, 1});
+        std::vector<float> logits;
+        alone->forward(seqs[size_t(s)], 0, true, logits);
+        ref.insert(ref.end(), logits.begin(), logits.end());
+        for (size_t p = 0; p < seqs[size_t(s)].size(); ++p) {
+            const std::vector<float>& g = got.at({s, int(p)});
+            a.insert(a.end(), g.begin(), g.end());
+        }
+    }
+    return compare_logits(a, ref, size_t(vocab));
+}
+
+}  // namespace zinc::test

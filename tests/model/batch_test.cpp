@@ -1,0 +1,35 @@
+// Many sequences in one forward step: every row's logits are those of its sequence alone, in every family, with
+// prompt chunks and decode rows mixed, sequences of different lengths, and sequences leaving and joining between
+// steps (tests/common/batch_check.h).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "batch_check.h"
+#include "fixture_model.h"
+
+namespace {
+
+using namespace zinc::test;
+
+class Batched : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Batched, EachSequenceAsAlone) {
+    const std::string fam = GetParam();
+    const LogitsStats s = batched_against_alone(fixture_gguf(fam, "f32"), false);
+    std::printf("%s batched vs alone: %s\n", fam.c_str(), s.summary().c_str());
+    EXPECT_LE(s.max_rel_l2, 1e-5) << s.summary();
+    EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Batched,
+                         ::testing::Values("qwen3", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "gpt-oss"),
+                         [](const auto& info) {
+                             std::string s = info.param;
+                             for (char& c : s)
+                                 if (c == '-') c = '_';
+                             return s;
+                         });
+
+}  // namespace
