@@ -18,6 +18,8 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/bench_batches.h"
+#include "cli/bench_common.h"
 #include "model/metadata.h"
 #include "model/weight_bytes.h"
 
@@ -30,6 +32,7 @@ struct Options {
     std::vector<int> gen{128};
     std::vector<int> depth{0};
     std::vector<std::string> pg;  // "PP,TG", checked by pg_lengths()
+    std::vector<int> npl;         // sequences decoding together (bench_batches.h); empty: one sequence
     int reps = 5;
     std::string output = "md";
     bool json = false;  // --json, the older spelling of -o json
@@ -86,14 +89,6 @@ std::vector<Test> tests_of(const Options& o) {
         }
     }
     return tests;
-}
-
-std::vector<int32_t> random_ids(int n, uint32_t seed, int n_vocab) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> tok(0, n_vocab - 1);
-    std::vector<int32_t> ids(n);
-    for (auto& t : ids) t = tok(rng);
-    return ids;
 }
 
 // Runs the tests on one family. The depth tokens are one random sequence, of which a depth of N takes the first N,
@@ -215,35 +210,7 @@ struct Report {
 
 std::string json_text(const Report& r) { return r.records().dump(2) + "\n"; }
 
-// A header row, then one row per result; strings in double quotes (RFC 4180), null (no GB/s) as an empty field.
-std::string csv_text(const Report& r) {
-    const nlohmann::ordered_json rows = r.records();
-    std::string s;
-    auto field = [](const nlohmann::ordered_json& v) -> std::string {
-        if (v.is_null()) return "";
-        if (!v.is_string()) return v.dump();
-        std::string q = "\"";
-        for (char c : v.get<std::string>()) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-        return q + "\"";
-    };
-    if (rows.empty()) return s;
-    for (const auto& [key, _] : rows.front().items()) s += (s.empty() ? "" : ",") + key;
-    s += "\n";
-    for (const auto& row : rows) {
-        std::string line;
-        for (const auto& [key, v] : row.items()) line += (line.empty() ? "" : ",") + field(v);
-        s += line + "\n";
-    }
-    return s;
-}
-
-std::string format(const char* fmt, double a, double b = 0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, fmt, a, b);
-    return buf;
-}
-
-// llama-bench's markdown table: text columns left-aligned, numbers right-aligned, each as wide as its widest cell.
+// llama-bench's markdown table.
 std::string markdown_text(const Report& r) {
     std::vector<std::vector<std::string>> rows = {{"model", "size", "backend", "test", "t/s", "GB/s"}};
     const double mib = double(r.bytes.total) / double(1ull << 20);
@@ -253,26 +220,7 @@ std::string markdown_text(const Report& r) {
         rows.push_back({r.model, size, r.plan.backend, res.test.name(), format("%.2f ± %.2f", res.mean, res.sd),
                         std::isnan(g) ? "-" : format("%.1f", g)});
     }
-    const bool right[] = {false, true, false, true, true, true};
-    // "±" is two bytes and one column.
-    auto width = [](const std::string& s) { return s.size() - static_cast<size_t>(s.find("±") != std::string::npos); };
-    std::vector<size_t> w(rows.front().size(), 0);
-    for (const auto& row : rows)
-        for (size_t c = 0; c < row.size(); ++c) w[c] = std::max(w[c], width(row[c]));
-    std::string s;
-    auto line = [&](const std::vector<std::string>& row) {
-        for (size_t c = 0; c < row.size(); ++c) {
-            const std::string pad(w[c] - width(row[c]), ' ');
-            s += "| " + (right[c] ? pad + row[c] : row[c] + pad) + " ";
-        }
-        s += "|\n";
-    };
-    line(rows.front());
-    for (size_t c = 0; c < w.size(); ++c)
-        s += "| " + (right[c] ? std::string(w[c] - 1, '-') + ":" : std::string(w[c], '-')) + " ";
-    s += "|\n";
-    for (size_t i = 1; i < rows.size(); ++i) line(rows[i]);
-    return s;
+    return markdown_table(rows, {false, true, false, true, true, true});
 }
 
 // --profile: the ops of one decode step at the largest depth and, when there are prompt tests, of the longest prompt
@@ -320,6 +268,10 @@ std::string profile_text(const std::vector<Profile>& profiles, const std::string
 }
 
 void run(const Options& o) {
+    if (!o.npl.empty()) {
+        run_batched_bench({o.model, o.prompt, o.gen, o.npl, o.reps, o.json ? "json" : o.output});
+        return;
+    }
     const std::vector<Test> tests = tests_of(o);
     if (tests.empty()) throw CLI::ValidationError("-p/-n/-pg", "nothing to measure: every length is 0");
     // One context for all tests: the longest depth plus test.
@@ -348,7 +300,9 @@ void run(const Options& o) {
         for (const Test& t : tests) report.results.push_back(runner.measure(t, o.reps, progress));
         progress.update(std::to_string(tests.size()) + (tests.size() == 1 ? " test" : " tests") + " done", true);
     }
-    write_out(output == "json" ? json_text(report) : output == "csv" ? csv_text(report) : markdown_text(report));
+    write_out(output == "json"  ? json_text(report)
+              : output == "csv" ? csv_text(report.records())
+                                : markdown_text(report));
     if (o.profile) {
         int max_prompt = 0;
         for (const Test& t : tests) max_prompt = std::max(max_prompt, t.n_prompt);
@@ -369,7 +323,7 @@ void register_bench(CLI::App& app) {
         "tensors' bytes) and, for tg tests only, the weights read per second in GB/s (bytes one token reads: every "
         "tensor, one row of the token embedding unless it is also the output, n_expert_used/n_expert of the "
         "experts; the KV cache is not counted), '-' for pp and pg tests, where the weights are read once for many "
-        "tokens.");
+        "tokens. With --npl, many sequences decoding together instead, as llama-batched-bench measures them.");
     add_model_options(cmd, o->model, {.context = false, .verbose = false});
     // Lists may be given as commas, as repeated flags, or both (llama-bench's -p 512 -p 1024).
     cmd->add_option("-p,--n-prompt", o->prompt, "prompt lengths to test, comma-separated (0 skips)")
@@ -382,13 +336,13 @@ void register_bench(CLI::App& app) {
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->capture_default_str()
         ->transform(integer_in(0, model::kMaxContext));
-    cmd->add_option("-d,--n-depth", o->depth,
+    auto* depth = cmd->add_option("-d,--n-depth", o->depth,
                     "tokens already in the context when each test starts (filled untimed), comma-separated")
         ->delimiter(',')
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->capture_default_str()
         ->transform(integer_in(0, model::kMaxContext));
-    cmd->add_option("--pg", o->pg,
+    auto* pg = cmd->add_option("--pg", o->pg,
                     "(also -pg) PP,TG: a prompt of PP tokens then TG generated ones, timed together (test "
                     "ppPP+tgTG, t/s over all PP+TG tokens); may be given several times")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -400,6 +354,16 @@ void register_bench(CLI::App& app) {
                        "), not '" + s + "'";
             },
             "PP,TG"));
+    auto* npl = cmd->add_option("--npl", o->npl,
+                                "(also -npl) numbers of sequences decoding together, comma-separated, as "
+                                "llama-batched-bench: for each -p P, -n T and B, B prompts of P tokens, then T steps "
+                                "of one token of each of the B sequences; the table gives llama-batched-bench's "
+                                "columns")
+                    ->delimiter(',')
+                    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                    ->transform(integer_in(1, engine::kMaxSequences))
+                    ->excludes(depth)
+                    ->excludes(pg);
     cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")
         ->capture_default_str()
         ->transform(integer_in(1, INT_MAX));
@@ -409,7 +373,8 @@ void register_bench(CLI::App& app) {
     cmd->add_flag("--json", o->json, "the same as -o json")->excludes(out);
     cmd->add_flag("--profile", o->profile,
                   "after the tests, time every op of one decode step at the largest depth, and of the longest prompt "
-                  "(on a GPU, on the device: kernel time without launch gaps), and print them, longest first");
+                  "(on a GPU, on the device: kernel time without launch gaps), and print them, longest first")
+        ->excludes(npl);
     cmd->callback([o] { run(*o); });
 }
 

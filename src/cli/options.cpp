@@ -234,8 +234,9 @@ engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model>
 std::string describe_plan(const engine::OpenPlan& p) {
     std::string s = "backend " + p.where;
     if (p.threads > 0) s += " (" + std::to_string(p.threads) + (p.threads == 1 ? " thread)" : " threads)");
-    s += ", context " + std::to_string(p.n_ctx) + " (trained " + std::to_string(p.n_ctx_train) + "), micro-batch " +
-         std::to_string(p.n_ubatch);
+    s += ", context " + std::to_string(p.n_ctx) + " (trained " + std::to_string(p.n_ctx_train) + ")";
+    if (p.n_seq > 1) s += " for each of " + std::to_string(p.n_seq) + " sequences";
+    s += ", micro-batch " + std::to_string(p.n_ubatch);
     s += "; memory: weights " + size_text(p.use.weights) + ", KV cache " + size_text(p.use.cache) + " (" +
          backend::kv_type_name(p.type_k) + "/" + backend::kv_type_name(p.type_v) + ")" +
          ", activations " + size_text(p.use.activations_at_peak()) + ", ";

@@ -17,12 +17,13 @@ namespace zinc::engine {
 ContextSize settle_context(const gguf::Model& m, ContextSize asked) {
     if (asked.n_ubatch < 1) throw std::invalid_argument("the micro-batch must hold at least one token");
     const int trained = model::Metadata(m).count_or("context_length", kDefaultContext, model::kMaxContext);
-    ContextSize s = asked;
-    s.n_ctx = asked.n_ctx > 0 ? asked.n_ctx : std::min(trained, kDefaultContext);
-    s.n_ubatch = std::min(asked.n_ubatch, s.n_ctx);
     if (asked.n_seq < 1 || asked.n_seq > kMaxSequences)
         throw std::invalid_argument("a state holds 1 to " + std::to_string(kMaxSequences) + " sequences, not " +
                                     std::to_string(asked.n_seq));
+    ContextSize s = asked;
+    s.n_ctx = asked.n_ctx > 0 ? asked.n_ctx : std::min(trained, kDefaultContext);
+    // A step's rows may be of several sequences, each at most a context long.
+    s.n_ubatch = int(std::min<int64_t>(asked.n_ubatch, int64_t{s.n_ctx} * asked.n_seq));
     return s;
 }
 

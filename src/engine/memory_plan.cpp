@@ -17,13 +17,16 @@ backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_
     backend::MemoryUse use;
     auto be = backend::make_sizing_backend(use);
     auto fam = make_family(m, *be, size);
-    const std::vector<int32_t> ids(static_cast<size_t>(fam->n_ubatch()), 0);
-    if (all_logits) {
-        std::vector<float> logits;
-        fam->forward(ids, 0, true, logits);
-    } else {
-        fam->forward_argmax(ids, 0);
+    // A full step: n_ubatch rows, of as many sequences as a context each needs for them, the logits of every row or
+    // of each sequence's last one (a prompt's, or a decode step's of many sequences).
+    Batch b;
+    for (int t = 0; t < fam->n_ubatch(); ++t) {
+        const int pos = t % fam->n_ctx();
+        b.add(0, t / fam->n_ctx(), pos, all_logits || pos == fam->n_ctx() - 1 || t == fam->n_ubatch() - 1);
     }
+    const backend::Act logits = fam->step(b);
+    std::vector<int32_t> ids(static_cast<size_t>(logits.rows));
+    be->argmax_rows(logits, ids);
     return use;
 }
 

@@ -182,6 +182,7 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     plan.headroom = plan_headroom(plan.use);
     plan.n_ctx = settled.n_ctx;
     plan.n_ubatch = settled.n_ubatch;
+    plan.n_seq = settled.n_seq;
     plan.type_k = settled.type_k;
     plan.type_v = settled.type_v;
 

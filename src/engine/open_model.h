@@ -52,6 +52,7 @@ struct OpenPlan {
     std::string where;        // its memory, for messages ("CPU", "GPU 0 (NVIDIA H200)")
     int threads = 0;          // CPU threads; 0 when the model runs on another backend
     int n_ctx = 0, n_ubatch = 0, n_ctx_train = 0;
+    int n_seq = 1;  // sequences held at once, each of n_ctx positions
     backend::KvType type_k = backend::KvType::f16, type_v = backend::KvType::f16;
 };
 

@@ -437,6 +437,44 @@ TEST(Cli, BenchDepthsAndCombinedTests) {
     EXPECT_EQ(moe[0].at("read_bytes_per_token"), bytes.per_token);
 }
 
+// --npl: sequences decoding together, in llama-batched-bench's columns; a step holds at most -ub rows, so 3
+// sequences' prompts of 4 tokens take 6 steps of 2 and each decode step of 3 rows takes two.
+TEST(Cli, BenchManySequences) {
+    const auto t = run_zinc("bench -m " + kQwen3 + " -p 4 -n 3 -npl 1,3 -ub 2 -r 1 -t 1");
+    ASSERT_EQ(t.status, 0) << t.err;
+    EXPECT_TRUE(t.out.starts_with("backend cpu (1 thread), context 7 (trained 4096) for each of 3 sequences, "
+                                  "micro-batch 2; "))
+        << t.out;
+    EXPECT_TRUE(has(t.out, "| PP | TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | t/s per seq | GB/s | "))
+        << t.out;
+    EXPECT_TRUE(has(t.out, "|  4 |  3 |  1 |    7 | ")) << t.out;
+    EXPECT_TRUE(has(t.out, "|  4 |  3 |  3 |   21 | ")) << t.out;
+
+    const auto j = bench_json("-m " + kQwen3 + " -p 0,4 -n 2 --npl 2");
+    ASSERT_EQ(j.size(), 2u);
+    EXPECT_EQ(j[0].at("n_prompt"), 0);
+    EXPECT_TRUE(j[0].at("speed_pp").is_null()) << j[0].dump();
+    EXPECT_EQ(j[1].at("n_prompt"), 4);
+    for (const auto& r : j) {
+        EXPECT_EQ(r.at("n_seq"), 2);
+        EXPECT_EQ(r.at("n_gen"), 2);
+        EXPECT_GT(r.at("speed_tg").get<double>(), 0.0);
+        EXPECT_DOUBLE_EQ(r.at("speed_tg_per_seq").get<double>(), r.at("speed_tg").get<double>() / 2);
+        EXPECT_GT(r.at("gbps").get<double>(), 0.0);
+    }
+    EXPECT_GT(j[1].at("speed_pp").get<double>(), 0.0);
+
+    for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+             {"-npl 0", "--npl: expects an integer from 1 to 8192, not '0'"},
+             {"-npl 2 -d 4", "--n-depth excludes --npl"},
+             {"-npl 2 --profile", "--npl excludes --profile"},
+             {"-npl 2 -p 0 -n 0", "nothing to measure"}}) {
+        const auto r = run_zinc("bench -m " + kQwen3 + " " + args);
+        EXPECT_EQ(r.status, 2) << args;
+        EXPECT_TRUE(has(r.err, message)) << args << ": " << r.err;
+    }
+}
+
 TEST(Cli, BenchOutputFormats) {
     const std::string args = "bench -m " + kQwen3 + " -p 4 -n 2 -d 0,4 -r 1 -t 1";
     // csv: a header, then one row per test; strings quoted; no GB/s for pp.

@@ -1,0 +1,24 @@
+// `zinc bench --npl`: many sequences decoding together, as llama.cpp's llama-batched-bench measures them. For each
+// prompt length P (-p), generation length T (-n) and number of sequences B (--npl): B prompts of P tokens, in steps
+// of up to -ub rows that hold several sequences' prompts, then T steps of B rows, one new token of each sequence,
+// its argmax taken on the backend and fed back as greedy generation does.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/options.h"
+
+namespace zinc::cli {
+
+struct BatchedBenchOptions {
+    ModelFlags model;
+    std::vector<int> prompt, gen, npl;
+    int reps = 1;
+    std::string output = "md";  // md, csv or json
+};
+
+// Measures every (P, T, B) and writes the results; throws CLI::ValidationError for lengths that measure nothing.
+void run_batched_bench(const BatchedBenchOptions& o);
+
+}  // namespace zinc::cli

@@ -1,0 +1,26 @@
+// What the two kinds of `zinc bench` share (one sequence, bench.cpp; many decoding together, bench_batches.cpp): the
+// random tokens they run on, records as CSV, rows of cells as a markdown table in llama-bench's layout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace zinc::cli {
+
+// n token ids drawn uniformly from the vocabulary, the same ones for the same seed.
+std::vector<int32_t> random_ids(int n, uint32_t seed, int n_vocab);
+
+// A header row of the first record's keys, then one row per record; strings in double quotes (RFC 4180), null as an
+// empty field.
+std::string csv_text(const nlohmann::ordered_json& records);
+
+// rows[0] is the header; right[c]: column c is right-aligned (numbers). Every column is as wide as its widest cell.
+std::string markdown_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right);
+
+// printf of one or two doubles into a cell ("%.2f ± %.2f").
+std::string format(const char* fmt, double a, double b = 0);
+
+}  // namespace zinc::cli
