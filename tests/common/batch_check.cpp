@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
+#include "brown_model.h"
 #include "engine/family.h"
 #include "fixture_model.h"
 #include "gguf/split.h"
@@ -76,6 +78,73 @@ LogitsStats batched_against_alone(const std::string& gguf, bool cuda) {
         }
     }
     return compare_logits(a, ref, size_t(vocab));
+}
+
+GreedyRuns brown_greedy_batched_and_alone(const std::string& type, bool cuda, int n_gen) {
+    constexpr int kSlots = 4, kPrompts = 6, kCtx = 128, kChunk = 16;
+    const std::string file = brown_file(type);
+    const gguf::Model model(file);
+    auto be = cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
+    std::vector<std::vector<int32_t>> prompts;
+    {
+        BrownFile f(type);
+        const std::vector<int32_t> text = brown_heldout_tokens(f.session());
+        for (int p = 0; p < kPrompts; ++p) {
+            const auto at = text.begin() + 100 * p;
+            prompts.emplace_back(at, at + 3 + 7 * p);
+        }
+    }
+    GreedyRuns r;
+    r.batched.resize(kPrompts);
+    r.alone.resize(kPrompts);
+
+    auto batched = engine::make_family(model, *be, {kCtx, 64, backend::KvType::f32, backend::KvType::f32, kSlots});
+    std::vector<int> in_slot(kSlots, -1);
+    std::vector<size_t> fed(kPrompts, 0);  // prompt tokens in the state
+    int next = 0;
+    for (;;) {
+        for (int slot = 0; slot < kSlots; ++slot)
+            if (in_slot[size_t(slot)] < 0 && next < kPrompts) in_slot[size_t(slot)] = next++;
+        engine::Batch b;
+        std::vector<int> wants;  // the prompt of each row that asks for logits
+        for (int slot = 0; slot < kSlots; ++slot) {
+            const int p = in_slot[size_t(slot)];
+            if (p < 0) continue;
+            const std::vector<int32_t>& prompt = prompts[size_t(p)];
+            std::vector<int32_t>& out = r.batched[size_t(p)];
+            if (fed[size_t(p)] < prompt.size()) {
+                const size_t n = std::min<size_t>(kChunk, prompt.size() - fed[size_t(p)]);
+                for (size_t i = 0; i < n; ++i, ++fed[size_t(p)]) {
+                    const bool last = fed[size_t(p)] + 1 == prompt.size();
+                    b.add(prompt[fed[size_t(p)]], slot, int32_t(fed[size_t(p)]), last);
+                    if (last) wants.push_back(p);
+                }
+            } else {
+                b.add(out.back(), slot, int32_t(prompt.size() + out.size() - 1), true);
+                wants.push_back(p);
+            }
+        }
+        if (b.size() == 0) break;
+        const backend::Act lo = batched->step(b);
+        std::vector<int32_t> ids(wants.size());
+        if (!ids.empty()) be->argmax_rows(lo, ids);
+        for (size_t i = 0; i < wants.size(); ++i) r.batched[size_t(wants[i])].push_back(ids[i]);
+        for (int slot = 0; slot < kSlots; ++slot) {
+            const int p = in_slot[size_t(slot)];
+            if (p >= 0 && int(r.batched[size_t(p)].size()) == n_gen) in_slot[size_t(slot)] = -1;
+        }
+    }
+
+    for (int p = 0; p < kPrompts; ++p) {
+        auto alone = engine::make_family(model, *be, {kCtx, 64, backend::KvType::f32, backend::KvType::f32, 1});
+        const std::vector<int32_t>& prompt = prompts[size_t(p)];
+        std::vector<int32_t>& out = r.alone[size_t(p)];
+        out.push_back(alone->forward_argmax(prompt, 0));
+        while (int(out.size()) < n_gen)
+            out.push_back(alone->forward_argmax(std::span<const int32_t>(&out.back(), 1),
+                                                int64_t(prompt.size() + out.size() - 1)));
+    }
+    return r;
 }
 
 }  // namespace zinc::test

@@ -2,7 +2,9 @@
 // CUDA.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "logits_compare.h"
 
@@ -14,5 +16,14 @@ namespace zinc::test {
 // alone through a family of one sequence. Returns the comparison of every batched row with the same sequence's row
 // alone.
 LogitsStats batched_against_alone(const std::string& gguf, bool cuda);
+
+// Greedy generation from prompts of different lengths (pieces of the Brown model's held-out text, 3 to 38 tokens),
+// decoded together in one family of 4 sequences: a prompt enters in chunks of up to 16 rows beside the others'
+// decode rows, and a sequence leaves after n_gen tokens for the next one to join. Also each prompt alone, token by
+// token as generation runs. The tokens of every prompt, batched and alone.
+struct GreedyRuns {
+    std::vector<std::vector<int32_t>> batched, alone;
+};
+GreedyRuns brown_greedy_batched_and_alone(const std::string& type, bool cuda, int n_gen);
 
 }  // namespace zinc::test

@@ -1,7 +1,8 @@
 // The trained Brown model (data/brown/) on the CUDA backend: the full-precision form against transformers, and
 // every file against the CPU engine on the same file over held-out text (KL divergence, same top token,
-// perplexity). The GPU computes prefill with f32 activations where the CPU rounds them to the weight type's
-// vec-dot type (bf16, 8-bit blocks), so the two differ by about what that rounding costs.
+// perplexity), and prompts decoded together against each alone. The GPU computes prefill with f32 activations where
+// the CPU rounds them to the weight type's vec-dot type (bf16, 8-bit blocks), so the two differ by about what that
+// rounding costs.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "batch_check.h"
 #include "brown_model.h"
 #include "engine/perplexity.h"
 #include "fixture_model.h"
@@ -27,6 +29,18 @@ TEST(CudaBrownModel, F32MatchesTransformers) {
     std::printf("cuda brown f32 vs transformers: %s\n", s.summary().c_str());
     EXPECT_LE(s.max_rel_l2, 1e-5) << s.summary();
     EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+}
+
+// Prompts decoded together: every prompt's greedy tokens are those it gets alone (tests/common/batch_check.h).
+TEST(CudaBrownModel, BatchedGreedyTokensEqualEachAlone) {
+    ZINC_REQUIRE_GPU();
+    for (const char* type : {"F32", "BF16", "Q4_K_M"}) {
+        const GreedyRuns r = brown_greedy_batched_and_alone(type, true, 64);
+        for (size_t p = 0; p < r.alone.size(); ++p) {
+            ASSERT_EQ(r.alone[p].size(), 64u);
+            EXPECT_EQ(r.batched[p], r.alone[p]) << type << ", prompt " << p;
+        }
+    }
 }
 
 class CudaBrownAgainstCpu : public ::testing::TestWithParam<const char*> {};

@@ -32,4 +32,17 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Batched,
                              return s;
                          });
 
+// The trained model: the greedy tokens of prompts decoded together are those of each alone, in full precision and
+// quantized (where a wrong token would show a row read with another row's state or weights).
+TEST(BatchedBrown, GreedyTokensEqualEachAlone) {
+    for (const char* type : {"BF16", "Q4_K_M"}) {
+        const GreedyRuns r = brown_greedy_batched_and_alone(type, false, 64);
+        ASSERT_NE(r.alone[0], r.alone[1]) << "different prompts, different text";
+        for (size_t p = 0; p < r.alone.size(); ++p) {
+            ASSERT_EQ(r.alone[p].size(), 64u);
+            EXPECT_EQ(r.batched[p], r.alone[p]) << type << ", prompt " << p;
+        }
+    }
+}
+
 }  // namespace
