@@ -225,51 +225,16 @@ std::string markdown_text(const Report& r) {
 
 // --profile: the ops of one decode step at the largest depth and, when there are prompt tests, of the longest prompt
 // at depth 0, each timed on the backend, longest first.
-struct Profile {
-    int n_prompt = 0, n_depth = 0;  // n_prompt 0: the decode step
-    double step_us = 0;             // as the host saw it
-    std::vector<backend::Backend::OpTime> ops;
-};
-
 Profile profile_of(Runner& runner, backend::Backend& be, int depth, int n_prompt) {
-    Profile p{n_prompt, n_prompt > 0 ? 0 : depth, 0.0, {}};
+    Profile p{n_prompt, n_prompt > 0 ? 0 : depth, 1, 0.0, {}};
     p.ops = runner.profile(be, p.n_depth, std::max(n_prompt, 1), p.step_us);
     std::stable_sort(p.ops.begin(), p.ops.end(), [](const auto& a, const auto& b) { return a.us > b.us; });
     return p;
 }
 
-// A table per profile (md), or one record per op of every profile (csv and json).
-std::string profile_text(const std::vector<Profile>& profiles, const std::string& backend, const std::string& output) {
-    if (output == "json" || output == "csv") {
-        nlohmann::ordered_json j = nlohmann::ordered_json::array();
-        std::string csv = "profile_op,calls,us,n_prompt,n_depth\n";
-        for (const Profile& p : profiles)
-            for (const auto& op : p.ops) {
-                j.push_back({{"profile_op", op.label}, {"calls", op.calls}, {"us", op.us}, {"n_prompt", p.n_prompt},
-                             {"n_depth", p.n_depth}});
-                csv += "\"" + op.label + "\"," + std::to_string(op.calls) + "," + format("%.2f", op.us) + "," +
-                       std::to_string(p.n_prompt) + "," + std::to_string(p.n_depth) + "\n";
-            }
-        return output == "json" ? j.dump(2) + "\n" : csv;
-    }
-    std::string s;
-    for (const Profile& p : profiles) {
-        double sum = 0;
-        for (const auto& op : p.ops) sum += op.us;
-        s += (p.n_prompt > 0 ? "\none prompt of " + std::to_string(p.n_prompt) + " tokens: "
-                             : "\none decode step at position " + std::to_string(p.n_depth) + ": ") +
-             format("%.1f", p.step_us) + " µs on the host, " + format("%.1f", sum) + " µs in " + backend + " ops\n\n";
-        s += "| op | calls | µs | % of ops |\n|---|---:|---:|---:|\n";
-        for (const auto& op : p.ops)
-            s += "| " + op.label + " | " + std::to_string(op.calls) + " | " + format("%.1f", op.us) + " | " +
-                 format("%.1f", sum > 0 ? 100.0 * op.us / sum : 0.0) + " |\n";
-    }
-    return s;
-}
-
 void run(const Options& o) {
     if (!o.npl.empty()) {
-        run_batched_bench({o.model, o.prompt, o.gen, o.npl, o.reps, o.json ? "json" : o.output});
+        run_batched_bench({o.model, o.prompt, o.gen, o.npl, o.reps, o.json ? "json" : o.output, o.profile});
         return;
     }
     const std::vector<Test> tests = tests_of(o);
@@ -354,16 +319,15 @@ void register_bench(CLI::App& app) {
                        "), not '" + s + "'";
             },
             "PP,TG"));
-    auto* npl = cmd->add_option("--npl", o->npl,
-                                "(also -npl) numbers of sequences decoding together, comma-separated, as "
-                                "llama-batched-bench: for each -p P, -n T and B, B prompts of P tokens, then T steps "
-                                "of one token of each of the B sequences; the table gives llama-batched-bench's "
-                                "columns")
-                    ->delimiter(',')
-                    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-                    ->transform(integer_in(1, engine::kMaxSequences))
-                    ->excludes(depth)
-                    ->excludes(pg);
+    cmd->add_option("--npl", o->npl,
+                    "(also -npl) numbers of sequences decoding together, comma-separated, as llama-batched-bench: "
+                    "for each -p P, -n T and B, B prompts of P tokens, then T steps of one token of each of the B "
+                    "sequences; the table gives llama-batched-bench's columns")
+        ->delimiter(',')
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->transform(integer_in(1, engine::kMaxSequences))
+        ->excludes(depth)
+        ->excludes(pg);
     cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")
         ->capture_default_str()
         ->transform(integer_in(1, INT_MAX));
@@ -373,8 +337,8 @@ void register_bench(CLI::App& app) {
     cmd->add_flag("--json", o->json, "the same as -o json")->excludes(out);
     cmd->add_flag("--profile", o->profile,
                   "after the tests, time every op of one decode step at the largest depth, and of the longest prompt "
-                  "(on a GPU, on the device: kernel time without launch gaps), and print them, longest first")
-        ->excludes(npl);
+                  "(on a GPU, on the device: kernel time without launch gaps), and print them, longest first; with "
+                  "--npl, one decode step of the most sequences");
     cmd->callback([o] { run(*o); });
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <tuple>
 
 #include "cli/bench_common.h"
 #include "model/metadata.h"
@@ -81,6 +82,27 @@ public:
         const auto t2 = std::chrono::steady_clock::now();
         const double pp = c.n_prompt > 0 ? std::chrono::duration<double>(t1 - t0).count() : 0.0;
         return {pp, std::chrono::duration<double>(t2 - t1).count()};
+    }
+
+    // The ops of c's last decode step (its first when it generates nothing), after c's prompts and the steps before
+    // it, which let the scratch buffers settle.
+    Profile profile(const Case& c) {
+        Case before = c;
+        before.n_gen = std::max(c.n_gen - 1, 0);  // the context holds one position after the prompt at least
+        once(before);
+        engine::Batch b;
+        std::vector<int32_t> next(size_t(c.n_seq), 0);
+        for (int s = 0; s < c.n_seq; ++s) b.add(next[size_t(s)], s, c.n_prompt + before.n_gen, true);
+        be_.set_profiling(true);
+        be_.take_profile();
+        const auto t0 = std::chrono::steady_clock::now();
+        be_.argmax_rows(f_.step(b), next);
+        Profile p{0, c.n_prompt + before.n_gen, c.n_seq, 0.0, {}};
+        p.step_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        p.ops = be_.take_profile();
+        be_.set_profiling(false);
+        std::stable_sort(p.ops.begin(), p.ops.end(), [](const auto& x, const auto& y) { return x.us > y.us; });
+        return p;
     }
 
     Timing measure(const Case& c, int reps, ProgressLine& progress) {
@@ -174,7 +196,7 @@ void run_batched_bench(const BatchedBenchOptions& o) {
                 if (p + g == 0) continue;
                 cases.push_back({p, g, b});
                 max_seq = std::max(max_seq, b);
-                n_ctx = std::max<int64_t>(n_ctx, int64_t{p} + g);
+                n_ctx = std::max<int64_t>(n_ctx, int64_t{p} + std::max(g, o.profile ? 1 : 0));
             }
     if (cases.empty()) throw CLI::ValidationError("-p/-n", "nothing to measure: every length is 0");
     if (n_ctx > model::kMaxContext)
@@ -198,6 +220,12 @@ void run_batched_bench(const BatchedBenchOptions& o) {
     write_out(o.output == "json"  ? report.records().dump(2) + "\n"
               : o.output == "csv" ? csv_text(report.records())
                                   : report.markdown());
+    if (o.profile) {
+        const Case& most = *std::max_element(cases.begin(), cases.end(), [](const Case& a, const Case& b) {
+            return std::tie(a.n_seq, a.n_prompt) < std::tie(b.n_seq, b.n_prompt);
+        });
+        write_out(profile_text({runner.profile(most)}, om.backend->name(), o.output));
+    }
 }
 
 }  // namespace zinc::cli

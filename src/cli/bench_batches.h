@@ -16,6 +16,7 @@ struct BatchedBenchOptions {
     std::vector<int> prompt, gen, npl;
     int reps = 1;
     std::string output = "md";  // md, csv or json
+    bool profile = false;       // then every op of one decode step of the most sequences, timed on the backend
 };
 
 // Measures every (P, T, B) and writes the results; throws CLI::ValidationError for lengths that measure nothing.

@@ -76,6 +76,37 @@ std::string markdown_table(const std::vector<std::vector<std::string>>& rows, co
     return s;
 }
 
+std::string profile_text(const std::vector<Profile>& profiles, const std::string& backend, const std::string& output) {
+    if (output == "json" || output == "csv") {
+        nlohmann::ordered_json j = nlohmann::ordered_json::array();
+        std::string csv = "profile_op,calls,us,n_prompt,n_depth,n_seq\n";
+        for (const Profile& p : profiles)
+            for (const auto& op : p.ops) {
+                j.push_back({{"profile_op", op.label}, {"calls", op.calls}, {"us", op.us}, {"n_prompt", p.n_prompt},
+                             {"n_depth", p.n_depth}, {"n_seq", p.n_seq}});
+                csv += "\"" + op.label + "\"," + std::to_string(op.calls) + "," + format("%.2f", op.us) + "," +
+                       std::to_string(p.n_prompt) + "," + std::to_string(p.n_depth) + "," +
+                       std::to_string(p.n_seq) + "\n";
+            }
+        return output == "json" ? j.dump(2) + "\n" : csv;
+    }
+    std::string s;
+    for (const Profile& p : profiles) {
+        double sum = 0;
+        for (const auto& op : p.ops) sum += op.us;
+        s += (p.n_prompt > 0 ? "\none prompt of " + std::to_string(p.n_prompt) + " tokens: "
+             : p.n_seq > 1 ? "\none decode step of " + std::to_string(p.n_seq) + " sequences at position " +
+                                 std::to_string(p.n_depth) + ": "
+                             : "\none decode step at position " + std::to_string(p.n_depth) + ": ") +
+             format("%.1f", p.step_us) + " µs on the host, " + format("%.1f", sum) + " µs in " + backend + " ops\n\n";
+        s += "| op | calls | µs | % of ops |\n|---|---:|---:|---:|\n";
+        for (const auto& op : p.ops)
+            s += "| " + op.label + " | " + std::to_string(op.calls) + " | " + format("%.1f", op.us) + " | " +
+                 format("%.1f", sum > 0 ? 100.0 * op.us / sum : 0.0) + " |\n";
+    }
+    return s;
+}
+
 std::string format(const char* fmt, double a, double b) {
     char buf[64];
     std::snprintf(buf, sizeof buf, fmt, a, b);

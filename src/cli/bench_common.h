@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.h"
+
 namespace zinc::cli {
 
 // n token ids drawn uniformly from the vocabulary, the same ones for the same seed.
@@ -19,6 +21,17 @@ std::string csv_text(const nlohmann::ordered_json& records);
 
 // rows[0] is the header; right[c]: column c is right-aligned (numbers). Every column is as wide as its widest cell.
 std::string markdown_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right);
+
+// --profile: the ops of one step (a decode step of n_seq sequences at position n_depth when n_prompt is 0, else a
+// prompt of n_prompt tokens), each timed on the backend, longest first.
+struct Profile {
+    int n_prompt = 0, n_depth = 0, n_seq = 1;
+    double step_us = 0;  // as the host saw it
+    std::vector<backend::Backend::OpTime> ops;
+};
+
+// A table per profile (md), or one record per op of every profile (csv and json).
+std::string profile_text(const std::vector<Profile>& profiles, const std::string& backend, const std::string& output);
 
 // printf of one or two doubles into a cell ("%.2f ± %.2f").
 std::string format(const char* fmt, double a, double b = 0);

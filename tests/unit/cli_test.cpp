@@ -382,9 +382,9 @@ TEST(Cli, BenchProfilesThePrompt) {
     EXPECT_TRUE(has(t.out, "one prompt of 16 tokens: ")) << t.out;
     const auto c = run_zinc("bench -m " + kQwen3 + " -p 16 -n 0 -ub 8 -r 1 -t 1 --profile -o csv");
     ASSERT_EQ(c.status, 0) << c.err;
-    EXPECT_TRUE(has(c.out, "profile_op,calls,us,n_prompt,n_depth\n")) << c.out;
-    EXPECT_TRUE(has(c.out, ",16,0\n")) << c.out;  // a prompt op's record
-    EXPECT_TRUE(has(c.out, ",0,0\n")) << c.out;   // a decode op's record
+    EXPECT_TRUE(has(c.out, "profile_op,calls,us,n_prompt,n_depth,n_seq\n")) << c.out;
+    EXPECT_TRUE(has(c.out, ",16,0,1\n")) << c.out;  // a prompt op's record
+    EXPECT_TRUE(has(c.out, ",0,0,1\n")) << c.out;   // a decode op's record
 }
 
 // The tests of a bench run as JSON records.
@@ -463,11 +463,15 @@ TEST(Cli, BenchManySequences) {
         EXPECT_GT(r.at("gbps").get<double>(), 0.0);
     }
     EXPECT_GT(j[1].at("speed_pp").get<double>(), 0.0);
+    // --profile: the last decode step of the most sequences; attention a sequence at a time in each of the 2 layers.
+    const auto prof = run_zinc("bench -m " + kQwen3 + " -p 4 -n 2 -npl 1,3 -r 1 -t 1 --profile");
+    ASSERT_EQ(prof.status, 0) << prof.err;
+    EXPECT_TRUE(has(prof.out, "one decode step of 3 sequences at position 5: ")) << prof.out;
+    EXPECT_TRUE(has(prof.out, "| attention | 6 | ")) << prof.out;
 
     for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
              {"-npl 0", "--npl: expects an integer from 1 to 8192, not '0'"},
              {"-npl 2 -d 4", "--n-depth excludes --npl"},
-             {"-npl 2 --profile", "--npl excludes --profile"},
              {"-npl 2 -p 0 -n 0", "nothing to measure"}}) {
         const auto r = run_zinc("bench -m " + kQwen3 + " " + args);
         EXPECT_EQ(r.status, 2) << args;
