@@ -21,16 +21,15 @@ using Clock = std::chrono::steady_clock;
 
 std::string render(const std::string& src, const Limits& limits = {}) { return Template(src).render(Dict{}, limits); }
 
-// The error a template ends in (parse or render), or "(no error)"; each must come within a few seconds.
+// The error a template ends in (parse or render), or "(no error)". The bounds are counted in steps, depth and bytes,
+// not in time, so the error names the bound it met; a render that never ended would meet ctest's time limit.
 std::string error_of(const std::string& src, const Limits& limits = {}) {
-    const auto t0 = Clock::now();
     std::string what = "(no error)";
     try {
         render(src, limits);
     } catch (const TemplateError& e) {
         what = e.what();
     }
-    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10)) << src.substr(0, 120);
     return what;
 }
 
