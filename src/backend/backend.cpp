@@ -408,8 +408,9 @@ void Backend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     do_kv_write(kv, k, v, pos0);
 }
 
-void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
-    const OpScope scope(*this, "attention");
+namespace {
+
+void check_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, const Act& out) {
     const int d = p.head_dim;
     if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
         kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
@@ -423,7 +424,37 @@ void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const Att
     if ((kv.type_k == KvType::q8_0 || kv.type_v == KvType::q8_0) && d % kKvBlock != 0)
         fail("attention", "a q8_0 cache needs a head_dim that is a multiple of 32");
     if (p.sinks) check_f32_vector(*p.sinks, p.n_head, "attention", "sinks");
+}
+
+}  // namespace
+
+void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
+    const OpScope scope(*this, "attention");
+    check_attention(q, kv, pos0, p, out);
     do_attention(q, kv, pos0, p, out);
+}
+
+void Backend::attention(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p, Act& out) {
+    const OpScope scope(*this, "attention");
+    if (out.rows != q.rows) fail("attention", "shape mismatch");
+    std::vector<bool> taken(static_cast<size_t>(q.rows), false);
+    for (const AttentionRange& r : ranges) {
+        if (!r.kv || r.rows <= 0 || r.first < 0 || r.first + r.rows > q.rows) fail("attention", "bad range");
+        for (int64_t t = r.first; t < r.first + r.rows; ++t) {
+            if (taken[static_cast<size_t>(t)]) fail("attention", "ranges overlap");
+            taken[static_cast<size_t>(t)] = true;
+        }
+        check_attention(rows_of(q, r.first, r.rows), *r.kv, r.pos0, p, rows_of(out, r.first, r.rows));
+    }
+    do_attention_ranges(q, ranges, p, out);
+}
+
+void Backend::do_attention_ranges(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
+                                  Act& out) {
+    for (const AttentionRange& r : ranges) {
+        Act out_rows = rows_of(out, r.first, r.rows);
+        do_attention(rows_of(q, r.first, r.rows), *r.kv, r.pos0, p, out_rows);
+    }
 }
 
 // ---- recurrent (gated delta-net) layers ----

@@ -46,6 +46,13 @@ struct KvLayer {
     bool ring = false;
 };
 
+// Rows of one sequence in an attention over several: rows [first, first + rows) of q and out, at positions pos0,
+// pos0 + 1, ... of the cache *kv.
+struct AttentionRange {
+    int64_t first = 0, rows = 0, pos0 = 0;
+    const KvLayer* kv = nullptr;
+};
+
 // "f32", "f16", "q8_0" (llama.cpp's spelling); parse_kv_type returns false for any other name.
 const char* kv_type_name(KvType t);
 bool parse_kv_type(std::string_view name, KvType& t);
@@ -203,6 +210,9 @@ public:
     // the window with p.window). A ring cache needs a window, and room for it and q's rows: window + rows - 1 <=
     // capacity.
     void attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out);
+    // The rows of several sequences in one op: each range as attention(its rows of q, *kv, pos0, p, its rows of out).
+    // The ranges' rows do not overlap.
+    void attention(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p, Act& out);
 
     // Recurrent (gated delta-net) ops
     // out[t] = x[t] * sigmoid(gate[t]) element-wise; gate has x's shape, or one column (one gate per row).
@@ -414,6 +424,9 @@ protected:
     virtual void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) = 0;
     virtual void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
                               Act& out) = 0;
+    // By default do_attention on each range's rows; a backend overrides it to spread all of them over its threads.
+    virtual void do_attention_ranges(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
+                                     Act& out);
     virtual void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) = 0;
     virtual void do_fill(Act& a, float value) = 0;
     virtual void do_slice_groups(const Act& src, int64_t group, int64_t offset, Act& out) = 0;

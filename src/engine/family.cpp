@@ -58,13 +58,16 @@ void Family::attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend:
                     const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
                     const backend::AttentionParams& ap, backend::Act& out) {
     using backend::Backend;
+    attention_ranges_.clear();
     for (const Range& r : ranges_) {
         backend::Act qr = Backend::rows_of(q, r.first, r.rows), kr = Backend::rows_of(k, r.first, r.rows);
-        backend::Act vr = Backend::rows_of(v, r.first, r.rows), outr = Backend::rows_of(out, r.first, r.rows);
+        backend::Act vr = Backend::rows_of(v, r.first, r.rows);
         const std::span<const int32_t> pos = std::span<const int32_t>(pos_).subspan(size_t(r.first), size_t(r.rows));
         be_.rope_kv_write(qr, kr, vr, norms, head_dim, pos, rope, kv[size_t(r.seq)], r.pos0);
-        be_.attention(qr, kv[size_t(r.seq)], r.pos0, ap, outr);
+        attention_ranges_.push_back({r.first, r.rows, r.pos0, &kv[size_t(r.seq)]});
     }
+    // Each sequence's rows are one range, so writing every range before reading any changes nothing it reads.
+    be_.attention(q, attention_ranges_, ap, out);
 }
 
 bool Family::can_restart_at(int64_t pos0, int seq) const {

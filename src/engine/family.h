@@ -121,8 +121,8 @@ protected:
     // The KV caches of one attention layer, one per sequence: rows of `width` values for every position of the
     // context, or with a sliding `window` only for that window and a micro-batch (a ring) when that is shorter.
     std::vector<backend::KvLayer> kv_cache(int64_t width, int64_t window = 0);
-    // Attention of each row over its own sequence, a sequence at a time: rope_kv_write of the rows' q, k and v into
-    // the sequence's cache, then attention of its queries, into the same rows of out.
+    // Attention of each row over its own sequence: rope_kv_write of each sequence's rows of q, k and v into its
+    // cache, then one attention of every row, into the same rows of out.
     void attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend::Act& k, backend::Act& v,
                 const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
                 const backend::AttentionParams& ap, backend::Act& out);
@@ -157,6 +157,7 @@ private:
     int64_t ring_rewind_ = INT64_MAX;
     int64_t n_rows_ = 0;                // the current step's rows
     std::vector<Range> ranges_;         // its sequences
+    std::vector<backend::AttentionRange> attention_ranges_;  // attend()'s, kept from call to call
     std::vector<int32_t> wanted_;       // its rows whose logits are wanted, in order
     std::vector<int64_t> state_end_;    // per sequence: the position after the last one whose state is complete
     std::vector<int32_t> pos_;

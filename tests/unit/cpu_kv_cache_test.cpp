@@ -138,6 +138,74 @@ TEST(KvCache, RingGivesTheFullCachesOutputs) {
     }
 }
 
+// One attention over the rows of several sequences (decode rows, a prompt chunk, each with its own cache, a ring among
+// them) gives each sequence's outputs bit for bit as its attention alone, whatever the threads and so the way the
+// work is split (by sequence, or by groups of heads).
+TEST(KvCache, RangesOfSequencesEqualEachAlone) {
+    const int n_head = 8, n_kv = 4, d = 32;
+    const int64_t width = n_kv * d;
+    struct Seq {
+        int64_t rows, pos0;
+        KvType type;
+        int window;
+    };
+    const std::vector<Seq> seqs = {{1, 40, KvType::f16, 0}, {20, 0, KvType::f16, 0}, {1, 7, KvType::q8_0, 0},
+                                   {3, 50, KvType::f32, 16}, {1, 0, KvType::f16, 0}};
+    for (const int threads : {1, 2, 3}) {
+        auto cpu = zinc::backend::make_cpu_backend(threads);
+        int64_t total = 0;
+        for (const Seq& s : seqs) total += s.rows;
+        const Act q = upload(*cpu, random_floats(size_t(total * n_head * d), -2, 2, 21), total, n_head * d);
+        AttentionParams p{n_head, n_kv, d, 0.3f};
+        for (const int window : {0, 16}) {
+            p.window = window;
+            std::vector<KvLayer> kv;
+            std::vector<zinc::backend::AttentionRange> ranges;
+            Act alone = cpu->alloc(total, n_head * d);
+            int64_t first = 0;
+            uint32_t seed = 30;
+            for (const Seq& s : seqs) {
+                const bool ring = s.window > 0 && window > 0;
+                const int64_t end = s.pos0 + s.rows;
+                kv.push_back(cpu->alloc_kv(KvLayer{nullptr, nullptr, width, ring ? window + s.rows : end, s.type,
+                                                   s.type, ring}));
+                const Act k = upload(*cpu, random_floats(size_t(end * width), -2, 2, seed++), end, width);
+                const Act v = upload(*cpu, random_floats(size_t(end * width), -1, 1, seed++), end, width);
+                if (ring) {  // the positions a ring keeps: the window before the rows, then the rows
+                    const int64_t from = std::max<int64_t>(0, s.pos0 - window);
+                    cpu->kv_write(kv.back(), Backend::rows_of(k, from, end - from), Backend::rows_of(v, from, end - from),
+                                  from);
+                } else {
+                    cpu->kv_write(kv.back(), k, v, 0);
+                }
+                Act out = Backend::rows_of(alone, first, s.rows);
+                cpu->attention(Backend::rows_of(q, first, s.rows), kv.back(), s.pos0, p, out);
+                ranges.push_back({first, s.rows, s.pos0, nullptr});
+                first += s.rows;
+            }
+            for (size_t i = 0; i < seqs.size(); ++i) ranges[i].kv = &kv[i];
+            Act together = cpu->alloc(total, n_head * d);
+            cpu->attention(q, ranges, p, together);
+            EXPECT_EQ(download(*cpu, together), download(*cpu, alone)) << threads << " threads, window " << window;
+        }
+    }
+}
+
+TEST(KvCache, BadRangesThrow) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    const int d = 32;
+    KvLayer kv = cpu->alloc_kv(KvLayer{nullptr, nullptr, d, 8, KvType::f16, KvType::f16});
+    const Act q = cpu->alloc(4, d);
+    Act out = cpu->alloc(4, d);
+    const AttentionParams p{1, 1, d, 1.0f};
+    using R = zinc::backend::AttentionRange;
+    const std::vector<std::vector<R>> bad = {{{0, 2, 0, &kv}, {1, 2, 0, &kv}},  // overlapping rows
+                                             {{2, 3, 0, &kv}},                  // past q's rows
+                                             {{0, 2, 0, nullptr}},              // no cache
+                                             {{0, 4, 6, &kv}}};                 // past the cache
+    for (const std::vector<R>& ranges : bad) EXPECT_ANY_THROW(cpu->attention(q, ranges, p, out));
+}
+
 TEST(KvCache, SizesFollowTheTypes) {
     EXPECT_EQ(zinc::backend::kv_plane_bytes(KvType::f32, 1024, 10), 40960u);
     EXPECT_EQ(zinc::backend::kv_plane_bytes(KvType::f16, 1024, 10), 20480u);

@@ -64,53 +64,80 @@ void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     }
 }
 
-// Work is split by KV head and blocks of query rows, so that each key and value row is converted to f32 once for all
-// the query heads of its KV head and all queries of the block. Every query still computes alone, in key order: its
-// scores (dot products), softmax (max, exp, a double sum) and the weighted sum of the value rows are the same
-// operations whatever the other queries of its batch, so prefill and decode agree bit for bit.
-void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
+// Work is split by sequence, blocks of query rows and groups of KV heads. A piece converts each key and value row
+// of its heads to f32 once for all their query heads and all queries of the block, reading the heads' part of the row
+// as one run of memory: a decode step reads every cache row whole (one group of all heads) unless it has fewer
+// pieces than threads, and a prompt, with many blocks, reads one head at a time. Every query still computes alone, in
+// key order: its scores (dot products), softmax (max, exp, a double sum) and the weighted sum of the value rows are
+// the same operations whatever the other queries of its batch and the pieces, so prefill and decode, and a sequence
+// alone or among others, agree bit for bit.
+void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRange> ranges, const AttentionParams& p,
+               Act& out_all) {
     constexpr int64_t kQueries = 16;  // query rows per piece of work
-    constexpr int64_t kKeys = 64;     // key rows converted at a time
+    constexpr int64_t kKeys = 32;     // key rows converted at a time
     const int d = p.head_dim;
     const float* sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
     const int group = p.n_head / p.n_head_kv;
-    const int64_t n_blocks = (q.rows + kQueries - 1) / kQueries;
+    int64_t blocks = 0;
+    for (const AttentionRange& r : ranges) blocks += (r.rows + kQueries - 1) / kQueries;
+    const int n_groups = static_cast<int>(std::clamp<int64_t>((pool.size() + blocks - 1) / blocks, 1, p.n_head_kv));
+    const int per_group = (p.n_head_kv + n_groups - 1) / n_groups;
+    // jobs_before[i]: the pieces of work of the ranges before range i.
+    std::vector<int64_t> jobs_before(ranges.size() + 1, 0);
+    for (size_t i = 0; i < ranges.size(); ++i)
+        jobs_before[i + 1] = jobs_before[i] + n_groups * ((ranges[i].rows + kQueries - 1) / kQueries);
     const simd::Kernels& simd = simd::kernels();
-    pool.parallel_chunks(p.n_head_kv * n_blocks, 1, [&](int64_t b, int64_t e) {
+    pool.parallel_chunks(jobs_before.back(), 1, [&](int64_t b, int64_t e) {
         // Each thread keeps its buffers from call to call (a large new one would be fresh pages every time).
         thread_local std::vector<float> buf, weight, scores, inv;
         thread_local std::vector<const float*> rows;
-        buf.resize(static_cast<size_t>(kKeys * d));
+        buf.resize(static_cast<size_t>(kKeys * per_group * d));
         weight.resize(static_cast<size_t>(kKeys));
-        rows.resize(static_cast<size_t>(kKeys));
+        rows.resize(static_cast<size_t>(kKeys * per_group));
         for (int64_t job = b; job < e; ++job) {
-            const int kvh = static_cast<int>(job % p.n_head_kv);
-            const int64_t t0 = job / p.n_head_kv * kQueries, t1 = std::min(q.rows, t0 + kQueries);
+            const auto after = std::upper_bound(jobs_before.begin(), jobs_before.end(), job);
+            const size_t ri = static_cast<size_t>(after - jobs_before.begin()) - 1;
+            const AttentionRange& range = ranges[ri];
+            const KvLayer& kv = *range.kv;
+            const int64_t pos0 = range.pos0, local = job - jobs_before[ri];
+            const Act q = Backend::rows_of(q_all, range.first, range.rows);
+            const Act out = Backend::rows_of(out_all, range.first, range.rows);
+            const int h0 = static_cast<int>(local % n_groups) * per_group;  // KV heads [h0, h1)
+            const int h1 = std::min(p.n_head_kv, h0 + per_group);
+            if (h0 >= h1) continue;
+            const int heads = (h1 - h0) * group;  // query heads
+            const int64_t t0 = local / n_groups * kQueries, t1 = std::min(q.rows, t0 + kQueries);
             // Causal, and with a window W the query at pq sees itself and the previous W-1 positions.
             const auto first_key = [&](int64_t t) {
                 return p.window > 0 ? std::max<int64_t>(0, pos0 + t - p.window + 1) : int64_t{0};
             };
             const int64_t lo = first_key(t0), hi = pos0 + t1;  // the keys any query of the block sees
             const int64_t n_keys = hi - lo;
-            scores.resize(static_cast<size_t>((t1 - t0) * group * n_keys));
-            inv.resize(static_cast<size_t>((t1 - t0) * group));
-            // The rows of keys [kb, ke) of this KV head as f32.
+            scores.resize(static_cast<size_t>((t1 - t0) * heads * n_keys));
+            inv.resize(static_cast<size_t>((t1 - t0) * heads));
+            // The rows of keys [kb, ke) of heads [h0, h1) as f32: rows[(kvh - h0) * kKeys + j - kb] is key j of kvh.
             const auto load = [&](const void* plane, KvType type, int64_t kb, int64_t ke) {
-                for (int64_t j = kb; j < ke; ++j)
-                    rows[static_cast<size_t>(j - kb)] = row_values(plane, type, kv.width, kv.capacity, j % kv.capacity,
-                                                                  int64_t(kvh) * d, d, buf.data() + (j - kb) * d);
+                const int64_t n = int64_t(h1 - h0) * d;
+                for (int64_t j = kb; j < ke; ++j) {
+                    const float* r = row_values(plane, type, kv.width, kv.capacity, j % kv.capacity, int64_t(h0) * d,
+                                                static_cast<int>(n), buf.data() + (j - kb) * n);
+                    for (int kvh = h0; kvh < h1; ++kvh)
+                        rows[static_cast<size_t>((kvh - h0) * kKeys + (j - kb))] = r + int64_t(kvh - h0) * d;
+                }
             };
+            // The query head h's row of query t, its scores and its 1 / Σ exp.
+            const auto slot = [&](int64_t t, int h) { return static_cast<size_t>((t - t0) * heads + (h - h0 * group)); };
             for (int64_t kb = lo; kb < hi; kb += kKeys) {
                 const int64_t ke = std::min(hi, kb + kKeys);
                 load(kv.k, kv.type_k, kb, ke);
                 for (int64_t t = t0; t < t1; ++t)
-                    for (int g = 0; g < group; ++g) {
-                        const int h = kvh * group + g;
+                    for (int h = h0 * group; h < h1 * group; ++h) {
                         const float* qv = q.data + t * q.cols + int64_t(h) * d;
-                        float* s = scores.data() + ((t - t0) * group + g) * n_keys;  // s[j - lo]: key j
+                        float* s = scores.data() + static_cast<int64_t>(slot(t, h)) * n_keys;  // s[j - lo]: key j
                         const int64_t jb = std::max(kb, first_key(t)), je = std::min(ke, pos0 + t + 1);
                         if (jb >= je) continue;
-                        simd.dots(qv, rows.data() + (jb - kb), je - jb, d, s + (jb - lo));
+                        const float* const* kr = rows.data() + (h / group - h0) * kKeys + (jb - kb);
+                        simd.dots(qv, kr, je - jb, d, s + (jb - lo));
                         for (int64_t j = jb - lo; j < je - lo; ++j) {
                             float v = s[j] * p.scale;
                             if (p.softcap > 0.0f) v = p.softcap * std::tanh(v / p.softcap);
@@ -119,10 +146,8 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
                     }
             }
             for (int64_t t = t0; t < t1; ++t)
-                for (int g = 0; g < group; ++g) {
-                    const int h = kvh * group + g;
-                    const size_t r = static_cast<size_t>((t - t0) * group + g);
-                    float* s = scores.data() + static_cast<int64_t>(r) * n_keys;
+                for (int h = h0 * group; h < h1 * group; ++h) {
+                    float* s = scores.data() + static_cast<int64_t>(slot(t, h)) * n_keys;
                     const int64_t j0 = first_key(t), j1 = pos0 + t + 1;
                     float mx = sinks ? sinks[h] : -INFINITY;
                     for (int64_t j = j0; j < j1; ++j) mx = std::max(mx, s[j - lo]);
@@ -132,7 +157,7 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
                         s[j - lo] = std::exp(s[j - lo] - mx);
                         sum += s[j - lo];
                     }
-                    inv[r] = float(1.0 / sum);
+                    inv[slot(t, h)] = float(1.0 / sum);
                     float* o = out.data + t * out.cols + int64_t(h) * d;
                     std::fill(o, o + d, 0.0f);
                 }
@@ -140,18 +165,23 @@ void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, 
                 const int64_t ke = std::min(hi, kb + kKeys);
                 load(kv.v, kv.type_v, kb, ke);
                 for (int64_t t = t0; t < t1; ++t)
-                    for (int g = 0; g < group; ++g) {
-                        const int h = kvh * group + g;
-                        const size_t r = static_cast<size_t>((t - t0) * group + g);
-                        const float* s = scores.data() + static_cast<int64_t>(r) * n_keys;
+                    for (int h = h0 * group; h < h1 * group; ++h) {
+                        const float* s = scores.data() + static_cast<int64_t>(slot(t, h)) * n_keys;
+                        const float scale = inv[slot(t, h)];
                         float* o = out.data + t * out.cols + int64_t(h) * d;
                         const int64_t jb = std::max(kb, first_key(t)), je = std::min(ke, pos0 + t + 1);
-                        for (int64_t j = jb; j < je; ++j) weight[static_cast<size_t>(j - jb)] = s[j - lo] * inv[r];
-                        if (jb < je) simd.axpys(weight.data(), rows.data() + (jb - kb), je - jb, d, o);
+                        for (int64_t j = jb; j < je; ++j) weight[static_cast<size_t>(j - jb)] = s[j - lo] * scale;
+                        const float* const* vr = rows.data() + (h / group - h0) * kKeys + (jb - kb);
+                        if (jb < je) simd.axpys(weight.data(), vr, je - jb, d, o);
                     }
             }
         }
     });
+}
+
+void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
+    const AttentionRange all{0, q.rows, pos0, &kv};
+    attention(pool, q, std::span<const AttentionRange>(&all, 1), p, out);
 }
 
 bool RopeCache::Table::matches(std::span<const int32_t> positions, const RopeParams& q) const {

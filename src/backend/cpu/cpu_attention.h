@@ -35,5 +35,7 @@ void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, 
           RopeCache& cache);
 void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0);
 void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out);
+void attention(ThreadPool& pool, const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
+               Act& out);
 
 }  // namespace zinc::backend::cpu

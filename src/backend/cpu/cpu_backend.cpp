@@ -156,6 +156,10 @@ protected:
     void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
         cpu::attention(pool_, q, kv, pos0, p, out);
     }
+    void do_attention_ranges(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
+                             Act& out) override {
+        cpu::attention(pool_, q, ranges, p, out);
+    }
 
     // Recurrent (gated delta-net) ops: cpu_delta_net.cpp
     void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) override { cpu::sigmoid_mul(pool_, x, gate, out); }
