@@ -400,22 +400,44 @@ void Backend::rope(Act& x, int head_dim, std::span<const int32_t> pos, const Rop
     do_rope(x, head_dim, pos, p);
 }
 
+namespace {
+
+// Positions [from, to) of a cache exist: within its rows, or for a paged one within its page table, whose pages are
+// pages of its pool.
+void check_positions(const KvLayer& kv, int64_t from, int64_t to, bool pages_ok, const char* op) {
+    if (from < 0) throw std::out_of_range(std::string(op) + ": past the cache");
+    if (kv.page_rows <= 0) {
+        if ((kv.ring ? to - from : to) > kv.capacity) throw std::out_of_range(std::string(op) + ": past the cache");
+        return;
+    }
+    if (!pages_ok) fail(op, "this backend's caches are not paged");
+    if (kv.ring || kv.capacity % kv.page_rows != 0 || kv.n_pages < 0 || (kv.n_pages > 0 && !kv.pages))
+        fail(op, "a bad paged cache");
+    if (to > kv_positions(kv)) throw std::out_of_range(std::string(op) + ": past the sequence's pages");
+    const int64_t pool_pages = kv.capacity / kv.page_rows;
+    for (int64_t i = from / kv.page_rows; i < (to + kv.page_rows - 1) / kv.page_rows; ++i)
+        if (kv.pages[i] < 0 || kv.pages[i] >= pool_pages) fail(op, "a page outside the pool");
+}
+
+}  // namespace
+
 void Backend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     const OpScope scope(*this, "kv_write");
     if (k.cols != kv.width || v.cols != kv.width || k.rows != v.rows) fail("kv_write", "shape mismatch");
-    if (pos0 < 0 || (kv.ring ? k.rows : pos0 + k.rows) > kv.capacity)
-        throw std::out_of_range("kv_write: past the cache");
+    check_positions(kv, pos0, pos0 + k.rows, pages_kv(), "kv_write");
     do_kv_write(kv, k, v, pos0);
 }
 
 namespace {
 
-void check_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, const Act& out) {
+void check_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, const Act& out,
+                     bool pages_ok) {
     const int d = p.head_dim;
     if (d <= 0 || p.n_head_kv <= 0 || q.cols != int64_t(p.n_head) * d || out.cols != q.cols || out.rows != q.rows ||
         kv.width != int64_t(p.n_head_kv) * d || p.n_head % p.n_head_kv != 0 || p.window < 0)
         fail("attention", "shape mismatch");
-    if (pos0 < 0 || (!kv.ring && pos0 + q.rows > kv.capacity)) throw std::out_of_range("attention: past the cache");
+    if (pos0 < 0) throw std::out_of_range("attention: past the cache");
+    if (!kv.ring) check_positions(kv, 0, pos0 + q.rows, pages_ok, "attention");
     // A ring holds the last `capacity` positions written: the first row's window and the rows after it must fit.
     if (kv.ring && (p.window <= 0 || p.window + q.rows - 1 > kv.capacity))
         throw std::out_of_range("attention: a window of " + std::to_string(p.window) + " and " +
@@ -430,7 +452,7 @@ void check_attention(const Act& q, const KvLayer& kv, int64_t pos0, const Attent
 
 void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
     const OpScope scope(*this, "attention");
-    check_attention(q, kv, pos0, p, out);
+    check_attention(q, kv, pos0, p, out, pages_kv());
     do_attention(q, kv, pos0, p, out);
 }
 
@@ -444,7 +466,7 @@ void Backend::attention(const Act& q, std::span<const AttentionRange> ranges, co
             if (taken[static_cast<size_t>(t)]) fail("attention", "ranges overlap");
             taken[static_cast<size_t>(t)] = true;
         }
-        check_attention(rows_of(q, r.first, r.rows), *r.kv, r.pos0, p, rows_of(out, r.first, r.rows));
+        check_attention(rows_of(q, r.first, r.rows), *r.kv, r.pos0, p, rows_of(out, r.first, r.rows), pages_kv());
     }
     do_attention_ranges(q, ranges, p, out);
 }
@@ -735,8 +757,7 @@ void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int 
     if (norms.q && norms.q_weight) check_f32_vector(*norms.q_weight, head_dim, "rope_kv_write", "q norm weight");
     if (norms.k && norms.k_weight) check_f32_vector(*norms.k_weight, head_dim, "rope_kv_write", "k norm weight");
     if (rope.freq_factors) check_f32_vector(*rope.freq_factors, rope.n_rot / 2, "rope_kv_write", "frequency factors");
-    if (pos0 < 0 || (kv.ring ? k.rows : pos0 + k.rows) > kv.capacity)
-        throw std::out_of_range("rope_kv_write: past the cache");
+    check_positions(kv, pos0, pos0 + k.rows, pages_kv(), "rope_kv_write");
     do_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv, pos0);
 }
 

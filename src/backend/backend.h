@@ -37,14 +37,27 @@ struct Act {
 
 // One attention layer's cache in backend memory: K and V rows of `width` (= n_head_kv * head_dim) values, stored as
 // type_k and type_v (kv_type.h gives their layout). Position p lives in row p of `capacity` rows, or with `ring`, in
-// row p % capacity: a sliding-window layer keeps only its window and the micro-batch being written.
+// row p % capacity: a sliding-window layer keeps only its window and the micro-batch being written. A paged layer
+// (page_rows > 0) is one sequence's view of a pool of `capacity` rows that many sequences share, cut in pages of
+// page_rows rows: position p lives in row pages[p / page_rows] * page_rows + p % page_rows, and the sequence holds
+// the n_pages * page_rows positions of its page table (engine/page_pool.h keeps the tables).
 struct KvLayer {
     void* k = nullptr;
     void* v = nullptr;
     int64_t width = 0, capacity = 0;
     KvType type_k = KvType::f32, type_v = KvType::f32;
     bool ring = false;
+    int64_t page_rows = 0, n_pages = 0;
+    const int32_t* pages = nullptr;
 };
+
+// The positions a cache holds: its page table's for a paged one, else its rows.
+inline int64_t kv_positions(const KvLayer& kv) { return kv.page_rows > 0 ? kv.n_pages * kv.page_rows : kv.capacity; }
+// The row that holds position p (p below kv_positions, or any p for a ring).
+inline int64_t kv_row(const KvLayer& kv, int64_t p) {
+    if (kv.page_rows > 0) return int64_t{kv.pages[p / kv.page_rows]} * kv.page_rows + p % kv.page_rows;
+    return kv.ring ? p % kv.capacity : p;
+}
 
 // Rows of one sequence in an attention over several: rows [first, first + rows) of q and out, at positions pos0,
 // pos0 + 1, ... of the cache *kv.
@@ -168,6 +181,8 @@ public:
     // the mapping, or copies of the same size made from it at load, docs/architecture.md §4.2), so that reading the
     // file in ahead of time pays; false when they are copied into backend memory.
     virtual bool weights_are_mapped() const { return false; }
+    // Whether its cache ops take paged layers (KvLayer::page_rows > 0).
+    virtual bool pages_kv() const { return false; }
 
     // Makes a GGUF tensor usable by the ops. The CPU backend keeps a view into the mapping, a copy repacked into tiles
     // for its matmul kernels, or an aligned copy of a tensor that its file leaves misaligned (§4.2 of

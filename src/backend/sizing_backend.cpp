@@ -11,6 +11,7 @@ class SizingBackend final : public Backend {
 public:
     explicit SizingBackend(MemoryUse& use) : use_(use) {}
     std::string name() const override { return "sizing"; }
+    bool pages_kv() const override { return true; }  // it sizes paged caches as any other
 
 protected:
     const void* do_load_weight(const gguf::TensorInfo& t) override {

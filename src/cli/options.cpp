@@ -171,6 +171,10 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
                         "context length in tokens (default: the model's training context, at most " +
                             std::to_string(engine::kDefaultContext) + ")")
             ->transform(integer_in(1, model::kMaxContext));
+    cmd->add_option("--kv-size", o.context.kv_size,
+                    "positions of the KV cache that all sequences share, in pages (CPU; default: the context times "
+                    "the sequences)")
+        ->transform(integer_in(1, model::kMaxContext));
     cmd->add_option("--ubatch-size", o.context.n_ubatch, "(also -ub) prompt tokens evaluated together")
         ->capture_default_str()
         ->transform(integer_in(1, model::kMaxContext));
@@ -236,6 +240,8 @@ std::string describe_plan(const engine::OpenPlan& p) {
     if (p.threads > 0) s += " (" + std::to_string(p.threads) + (p.threads == 1 ? " thread)" : " threads)");
     s += ", context " + std::to_string(p.n_ctx) + " (trained " + std::to_string(p.n_ctx_train) + ")";
     if (p.n_seq > 1) s += " for each of " + std::to_string(p.n_seq) + " sequences";
+    if (p.kv_size > 0 && p.kv_size != int64_t{p.n_ctx} * p.n_seq)
+        s += ", KV cache of " + std::to_string(p.kv_size) + " positions";
     s += ", micro-batch " + std::to_string(p.n_ubatch);
     s += "; memory: weights " + size_text(p.use.weights) + ", KV cache " + size_text(p.use.cache) + " (" +
          backend::kv_type_name(p.type_k) + "/" + backend::kv_type_name(p.type_v) + ")" +

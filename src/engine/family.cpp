@@ -20,10 +20,29 @@ ContextSize settle_context(const gguf::Model& m, ContextSize asked) {
     if (asked.n_seq < 1 || asked.n_seq > kMaxSequences)
         throw std::invalid_argument("a state holds 1 to " + std::to_string(kMaxSequences) + " sequences, not " +
                                     std::to_string(asked.n_seq));
+    if (asked.page_size < 0 || asked.page_size > model::kMaxContext)
+        throw std::invalid_argument("a page of the KV cache holds 1 to " + std::to_string(model::kMaxContext) +
+                                    " positions, not " + std::to_string(asked.page_size));
+    if (asked.kv_size > 0 && asked.page_size == 0)
+        throw std::invalid_argument(
+            "a KV cache size (--kv-size) needs a paged cache, which this backend does not have");
     ContextSize s = asked;
     s.n_ctx = asked.n_ctx > 0 ? asked.n_ctx : std::min(trained, kDefaultContext);
-    // A step's rows may be of several sequences, each at most a context long.
-    s.n_ubatch = int(std::min<int64_t>(asked.n_ubatch, int64_t{s.n_ctx} * asked.n_seq));
+    int64_t positions = int64_t{s.n_ctx} * asked.n_seq;
+    if (s.page_size > 0) {
+        s.page_size = std::min(s.page_size, s.n_ctx);  // a page at most a context
+        // Whole pages: as many as the positions asked for need, or by default every sequence's whole context.
+        const int64_t per_seq = (int64_t{s.n_ctx} + s.page_size - 1) / s.page_size;
+        const int64_t n_pages =
+            asked.kv_size > 0 ? (asked.kv_size + s.page_size - 1) / s.page_size : per_seq * asked.n_seq;
+        if (n_pages > INT32_MAX)
+            throw std::invalid_argument("a KV cache of " + std::to_string(n_pages) + " pages is too large");
+        s.kv_size = positions = n_pages * s.page_size;
+    } else {
+        s.kv_size = 0;
+    }
+    // A step's rows may be of several sequences, each at most a context long, all in the cache.
+    s.n_ubatch = int(std::min<int64_t>(asked.n_ubatch, positions));
     return s;
 }
 
@@ -37,6 +56,42 @@ Family::Family(backend::Backend& be, const gguf::Model& m, ContextSize size) : b
     type_k_ = s.type_k;
     type_v_ = s.type_v;
     state_end_.assign(size_t(s.n_seq), 0);
+    if (s.page_size > 0) {
+        if (!be.pages_kv())
+            throw std::invalid_argument("the " + be.name() + " backend's KV cache is not paged; run without --kv-size");
+        page_size_ = s.page_size;
+        pages_ = std::make_unique<PagePool>(int32_t(s.kv_size / s.page_size), s.page_size);
+        for (int q = 0; q < s.n_seq; ++q) page_seq_.push_back(pages_->create());
+    }
+}
+
+void Family::release(int seq) {
+    if (seq < 0 || seq >= n_seq()) throw std::invalid_argument("no sequence " + std::to_string(seq));
+    if (pages_) pages_->resize(page_seq_[size_t(seq)], 0);
+    state_end_[size_t(seq)] = 0;
+}
+
+void Family::hold_pages() {
+    if (!pages_) return;
+    for (const Range& r : ranges_) {
+        const PagePool::SeqId id = page_seq_[size_t(r.seq)];
+        if (r.pos0 == 0) pages_->resize(id, 0);  // afresh: its old pages are free for the others
+        const int64_t need = r.pos0 + r.rows;
+        if (need <= pages_->length(id)) {
+            pages_->resize(id, need);  // a rewind: the pages past it are given back
+            continue;
+        }
+        try {
+            pages_->resize(id, need);
+        } catch (const PoolFull&) {
+            const int64_t held = pages_->length(id), page = pages_->page_size();
+            throw PoolFull("the KV cache is full: sequence " + std::to_string(r.seq) + " needs " +
+                           std::to_string(need) + " positions and holds " + std::to_string(held) + "; " +
+                           std::to_string(int64_t{pages_->free_pages()} * page) + " of the cache's " +
+                           std::to_string(int64_t{pages_->n_pages()} * page) +
+                           " positions are free (--kv-size sets its size)");
+        }
+    }
 }
 
 std::vector<backend::KvLayer> Family::kv_cache(int64_t width, int64_t window) {
@@ -50,6 +105,14 @@ std::vector<backend::KvLayer> Family::kv_cache(int64_t width, int64_t window) {
         ring_rewind_ = std::min(ring_rewind_, spec.capacity - window + 1);
     }
     std::vector<backend::KvLayer> caches;
+    if (pages_ && !spec.ring) {
+        // One pool for every sequence; attend() gives each view its sequence's page table.
+        spec.capacity = int64_t{pages_->n_pages()} * page_size_;
+        backend::KvLayer pool = be_.alloc_kv(spec);
+        pool.page_rows = page_size_;
+        caches.assign(size_t(n_seq()), pool);
+        return caches;
+    }
     for (int s = 0; s < n_seq(); ++s) caches.push_back(be_.alloc_kv(spec));
     return caches;
 }
@@ -63,8 +126,14 @@ void Family::attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend:
         backend::Act qr = Backend::rows_of(q, r.first, r.rows), kr = Backend::rows_of(k, r.first, r.rows);
         backend::Act vr = Backend::rows_of(v, r.first, r.rows);
         const std::span<const int32_t> pos = std::span<const int32_t>(pos_).subspan(size_t(r.first), size_t(r.rows));
-        be_.rope_kv_write(qr, kr, vr, norms, head_dim, pos, rope, kv[size_t(r.seq)], r.pos0);
-        attention_ranges_.push_back({r.first, r.rows, r.pos0, &kv[size_t(r.seq)]});
+        backend::KvLayer& cache = kv[size_t(r.seq)];
+        if (cache.page_rows > 0) {
+            const std::span<const int32_t> table = pages_->pages(page_seq_[size_t(r.seq)]);
+            cache.pages = table.data();
+            cache.n_pages = int64_t(table.size());
+        }
+        be_.rope_kv_write(qr, kr, vr, norms, head_dim, pos, rope, cache, r.pos0);
+        attention_ranges_.push_back({r.first, r.rows, r.pos0, &cache});
     }
     // Each sequence's rows are one range, so writing every range before reading any changes nothing it reads.
     be_.attention(q, attention_ranges_, ap, out);
@@ -151,6 +220,7 @@ backend::Act Family::step(const Batch& b) {
 backend::Act Family::run_step(std::span<const int32_t> ids, bool eager) {
     n_rows_ = static_cast<int64_t>(ids.size());
     for (const Range& r : ranges_) state_end_[size_t(r.seq)] = 0;  // not trustworthy until the step completes
+    hold_pages();
     // What compute() queues depends on the host only through the rows, the rows wanted, the sequences and whether
     // each starts afresh, and the ids and positions: the key under which a backend may record and replay a step of
     // one row (the only ones recorded), which names its sequence.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/page_pool.h"
 #include "gguf/split.h"
 #include "model/schema.h"
 
@@ -33,7 +34,15 @@ struct ContextSize {
     int n_ubatch = kDefaultUbatch;   // tokens per forward pass at most
     backend::KvType type_k = backend::KvType::f16, type_v = backend::KvType::f16;  // llama.cpp's default too
     int n_seq = 1;                   // sequences whose state is held at once, each of n_ctx positions
+    // A paged KV cache (page_size > 0): the attention layers of all sequences share one pool of kv_size positions
+    // (default and <= 0: n_seq * n_ctx), in pages of page_size positions that a sequence takes as it grows and gives
+    // back when it starts afresh or is released. 0: each sequence has its own cache of n_ctx positions.
+    int page_size = 0;
+    int64_t kv_size = 0;
 };
+
+// The page size of a paged KV cache where the backend has one (llama.cpp's -ub default / 8).
+inline constexpr int kDefaultPageSize = 64;
 
 // The rows of one forward step (Family::step): tokens of one or more sequences. A sequence's rows come together and
 // in position order, the first at the position where its state ends, or at 0 (which starts it afresh).
@@ -62,6 +71,10 @@ public:
     int n_ctx_train() const { return n_ctx_train_; }
     int n_ubatch() const { return n_ubatch_; }
     int n_seq() const { return int(state_end_.size()); }
+    // The paged KV cache's pool: its pages and those free (nullptr when the cache is not paged).
+    const PagePool* pages() const { return pages_.get(); }
+    // Empties sequence `seq`'s state: its pages go back to the pool at once, and its next rows start at 0.
+    void release(int seq);
     // Whether the next run may start at a position before the end of the state (true for pure attention state,
     // where later cache rows are simply overwritten).
     virtual bool can_rewind() const { return true; }
@@ -119,7 +132,8 @@ protected:
     backend::Act scratch(int64_t cols);
     backend::IdAct scratch_ids(int64_t cols);
     // The KV caches of one attention layer, one per sequence: rows of `width` values for every position of the
-    // context, or with a sliding `window` only for that window and a micro-batch (a ring) when that is shorter.
+    // context (views of one pool when the cache is paged), or with a sliding `window` only for that window and a
+    // micro-batch (a ring of each sequence's own) when that is shorter.
     std::vector<backend::KvLayer> kv_cache(int64_t width, int64_t window = 0);
     // Attention of each row over its own sequence: rope_kv_write of each sequence's rows of q, k and v into its
     // cache, then one attention of every row, into the same rows of out.
@@ -150,6 +164,8 @@ private:
     backend::Act run_step(std::span<const int32_t> ids, bool eager);
     // Checks a run before any of it starts.
     void check_run(std::span<const int32_t> ids, int64_t pos0) const;
+    // Gives each sequence of the step the pages of the positions it will hold after it (throws PoolFull).
+    void hold_pages();
 
     int n_vocab_ = 0, n_ctx_train_ = 0, n_ctx_ = 0, n_ubatch_ = 0;
     backend::KvType type_k_ = backend::KvType::f16, type_v_ = backend::KvType::f16;
@@ -157,6 +173,9 @@ private:
     int64_t ring_rewind_ = INT64_MAX;
     int64_t n_rows_ = 0;                // the current step's rows
     std::vector<Range> ranges_;         // its sequences
+    int page_size_ = 0;                 // > 0: attention layers are views of pools with this page size
+    std::unique_ptr<PagePool> pages_;   // their pages, with a sequence of the pool for each of ours
+    std::vector<PagePool::SeqId> page_seq_;
     std::vector<backend::AttentionRange> attention_ranges_;  // attend()'s, kept from call to call
     std::vector<int32_t> wanted_;       // its rows whose logits are wanted, in order
     std::vector<int64_t> state_end_;    // per sequence: the position after the last one whose state is complete

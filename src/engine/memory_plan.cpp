@@ -38,7 +38,9 @@ int64_t fitting_context(const backend::MemoryUse& use, uint64_t free_bytes, int 
     const double per_position = double(use.cache) / n_ctx * 1.02;
     const double fixed = (512ull << 20) + double(use.weights + use.activations_at_peak()) * 1.02;
     const double left = double(free_bytes) - fixed;
-    return left < per_position ? 0 : static_cast<int64_t>(left / per_position);
+    if (left < per_position) return 0;
+    const auto fit = static_cast<int64_t>(left / per_position);
+    return fit < kDefaultPageSize ? fit : fit / kDefaultPageSize * kDefaultPageSize;
 }
 
 void check_fits(const backend::MemoryUse& use, uint64_t free_bytes, const std::string& where, int n_ctx) {

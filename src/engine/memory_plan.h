@@ -20,8 +20,9 @@ backend::MemoryUse plan_memory(const gguf::Model& m, ContextSize size, bool all_
 // the runtime's allocations.
 uint64_t plan_headroom(const backend::MemoryUse& use);
 
-// The largest context that fits in free_bytes beside the rest of the plan (whose cache holds n_ctx positions);
-// 0 when not even one position does.
+// The largest context that fits in free_bytes beside the rest of the plan (whose cache holds n_ctx positions), in
+// whole pages of kDefaultPageSize positions from one page on (a paged cache takes whole pages); 0 when not even one
+// position does.
 int64_t fitting_context(const backend::MemoryUse& use, uint64_t free_bytes, int n_ctx);
 
 // Throws std::runtime_error when use.total() plus headroom exceeds free_bytes on `where` (e.g. "GPU 0 (NVIDIA

@@ -134,11 +134,13 @@ void check_weights(const gguf::Model& m, int threads) {
     if (!bad.empty()) throw gguf::Error(m.first().path() + ": " + bad);
 }
 
-std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) {
-    const int threads = c.threads > 0 ? c.threads : physical_cores();
+namespace {
+
+// The GPU a choice runs on, or -1 for the CPU.
+int chosen_device(const BackendChoice& c) {
     if (c.backend == "cpu") {
         if (c.device >= 0) throw std::invalid_argument("--device chooses a GPU; it does not go with --backend cpu");
-        return backend::make_cpu_backend(threads);
+        return -1;
     }
     if (c.backend != "auto" && c.backend != "cuda")
         throw std::invalid_argument("unknown backend '" + c.backend + "' (auto, cpu or cuda)");
@@ -156,15 +158,22 @@ std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) {
     } else {
         device = default_gpu(r);
     }
-    if (device < 0) {
-        if (!want_cuda) return backend::make_cpu_backend(threads);
+    if (device < 0 && want_cuda)
         throw std::runtime_error(std::string("--backend cuda: ") +
                                  (!r.compiled ? "this zinc was built without the CUDA backend"
                                   : r.error.empty() ? "no usable GPU (see `zinc devices`)"
                                                     : "no usable GPU: " + r.error));
-    }
-    return backend::make_cuda_backend(device);
+    return device;
 }
+
+std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c, int device) {
+    if (device >= 0) return backend::make_cuda_backend(device);
+    return backend::make_cpu_backend(c.threads > 0 ? c.threads : physical_cores());
+}
+
+}  // namespace
+
+std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) { return make_backend(c, chosen_device(c)); }
 
 OpenedModel open_model(const OpenOptions& o) { return open_model(std::make_unique<gguf::Model>(o.path), o); }
 
@@ -175,18 +184,23 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     if (choice.threads <= 0) choice.threads = physical_cores();
 
     // The plan comes first: a file whose shapes are wrong or that needs more memory than there is is refused before
-    // a GPU is touched (a limit of one backend's kernels, such as a head size, shows at the first forward pass).
-    const ContextSize settled = settle_context(*r.model, o.context);
+    // a backend is made (a limit of one backend's kernels, such as a head size, shows at the first forward pass).
+    const int device = chosen_device(choice);
+    // The CPU's caches are paged; the CUDA backend's kernels read each sequence's cache in one piece.
+    ContextSize asked = o.context;
+    if (device < 0 && asked.page_size == 0) asked.page_size = kDefaultPageSize;
+    const ContextSize settled = settle_context(*r.model, asked);
     OpenPlan& plan = r.plan;
     plan.use = plan_memory(*r.model, settled, o.all_logits);
     plan.headroom = plan_headroom(plan.use);
     plan.n_ctx = settled.n_ctx;
     plan.n_ubatch = settled.n_ubatch;
     plan.n_seq = settled.n_seq;
+    plan.kv_size = settled.kv_size;
     plan.type_k = settled.type_k;
     plan.type_v = settled.type_v;
 
-    r.backend = make_backend(choice);
+    r.backend = make_backend(choice, device);
     // A backend computing on views of the mapped file has the file's pages as its weights: worth reading in before
     // the first token; its threads are the ones chosen here.
     const bool mapped = r.backend->weights_are_mapped();

@@ -53,6 +53,7 @@ struct OpenPlan {
     int threads = 0;          // CPU threads; 0 when the model runs on another backend
     int n_ctx = 0, n_ubatch = 0, n_ctx_train = 0;
     int n_seq = 1;  // sequences held at once, each of n_ctx positions
+    int64_t kv_size = 0;  // positions of the paged KV cache's pool, shared by the sequences; 0: not paged
     backend::KvType type_k = backend::KvType::f16, type_v = backend::KvType::f16;
 };
 

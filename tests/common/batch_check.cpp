@@ -14,6 +14,13 @@
 
 namespace zinc::test {
 
+namespace {
+
+// Positions per page of the batched runs' paged caches on the CPU: a sequence spans several.
+constexpr int kTestPage = 8;
+
+}  // namespace
+
 LogitsStats batched_against_alone(const std::string& gguf, bool cuda) {
     constexpr int kSlots = 4, kSequences = 7, kCtx = 64;
     const gguf::Model model(gguf);
@@ -32,7 +39,9 @@ LogitsStats batched_against_alone(const std::string& gguf, bool cuda) {
     }
 
     // Batched: slots taken by the sequences in turn; each step takes one to five rows of every sequence in a slot.
-    auto batched = engine::make_family(model, *be, {kCtx, 32, backend::KvType::f32, backend::KvType::f32, kSlots});
+    // On the CPU the batch's cache is paged, in pages smaller than a sequence, against each alone in one piece.
+    auto batched = engine::make_family(
+        model, *be, {kCtx, 32, backend::KvType::f32, backend::KvType::f32, kSlots, cuda ? 0 : kTestPage});
     std::mt19937 rng(7);
     std::map<std::pair<int, int>, std::vector<float>> got;  // (sequence, position) -> logits
     std::vector<int> in_slot(kSlots, -1);
@@ -98,7 +107,8 @@ GreedyRuns brown_greedy_batched_and_alone(const std::string& type, bool cuda, in
     r.batched.resize(kPrompts);
     r.alone.resize(kPrompts);
 
-    auto batched = engine::make_family(model, *be, {kCtx, 64, backend::KvType::f32, backend::KvType::f32, kSlots});
+    auto batched = engine::make_family(
+        model, *be, {kCtx, 64, backend::KvType::f32, backend::KvType::f32, kSlots, cuda ? 0 : kTestPage});
     std::vector<int> in_slot(kSlots, -1);
     std::vector<size_t> fed(kPrompts, 0);  // prompt tokens in the state
     int next = 0;

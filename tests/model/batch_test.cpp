@@ -5,9 +5,13 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "backend/backend.h"
 #include "batch_check.h"
+#include "engine/family.h"
 #include "fixture_model.h"
+#include "gguf/split.h"
 
 namespace {
 
@@ -58,6 +62,59 @@ TEST(BatchedBrown, GreedyTokensEqualEachAlone) {
             EXPECT_EQ(r.batched[p], r.alone[p]) << type << ", prompt " << p;
         }
     }
+}
+
+// A paged cache too small for the sequences: the step that needs a page none has is refused with the numbers, before
+// it changes anything; a released sequence gives its pages back at once, and the others go on as if alone.
+TEST(PagedCache, FullPoolIsAClearErrorAndReleaseGivesPagesBack) {
+    const std::string file = fixture_gguf("qwen3", "f32");
+    const zinc::gguf::Model model(file);
+    auto be = zinc::backend::make_cpu_backend(1);
+    const auto f32 = zinc::backend::KvType::f32;
+    auto fam = zinc::engine::make_family(model, *be, {32, 32, f32, f32, 3, 4, 24});  // 6 pages of 4
+    ASSERT_NE(fam->pages(), nullptr);
+    ASSERT_EQ(fam->pages()->n_pages(), 6);
+    const std::vector<int32_t> prompt = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/qwen3/meta.json").prompt;
+    ASSERT_GE(prompt.size(), 14u);
+    const auto logits_of = [&](const zinc::engine::Batch& b) {
+        const zinc::backend::Act lo = fam->step(b);
+        std::vector<float> host(size_t(lo.size()));
+        be->download(lo, host);
+        return host;
+    };
+    zinc::engine::Batch two;
+    for (int s = 0; s < 2; ++s)
+        for (int p = 0; p < 10; ++p) two.add(prompt[size_t(p + s)], s, p, p == 9);
+    logits_of(two);
+    EXPECT_EQ(fam->pages()->free_pages(), 0);
+
+    zinc::engine::Batch third;
+    third.add(prompt[0], 2, 0, true);
+    try {
+        fam->step(third);
+        ADD_FAILURE() << "a step with no page left ran";
+    } catch (const zinc::engine::PoolFull& e) {
+        EXPECT_EQ(std::string(e.what()), "the KV cache is full: sequence 2 needs 1 positions and holds 0; 0 of the "
+                                         "cache's 24 positions are free (--kv-size sets its size)");
+    }
+    fam->release(0);
+    EXPECT_EQ(fam->pages()->free_pages(), 3);
+    // Sequence 2 starts in a page sequence 0 gave back, sequence 1 takes one more for its positions 10 to 12.
+    zinc::engine::Batch next;
+    next.add(prompt[0], 2, 0, true);
+    for (int p = 10; p < 13; ++p) next.add(prompt[size_t(p + 1)], 1, p, p == 12);
+    const std::vector<float> got = logits_of(next);
+    EXPECT_EQ(fam->pages()->free_pages(), 1);
+
+    auto alone = zinc::engine::make_family(model, *be, {32, 32, f32, f32, 1});
+    std::vector<float> want2, want1;
+    alone->forward(std::vector<int32_t>{prompt[0]}, 0, false, want2);
+    std::vector<int32_t> seq1(prompt.begin() + 1, prompt.begin() + 14);
+    auto alone1 = zinc::engine::make_family(model, *be, {32, 32, f32, f32, 1});
+    alone1->forward(seq1, 0, false, want1);
+    const size_t vocab = want2.size();
+    EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + std::ptrdiff_t(vocab)), want2);
+    EXPECT_EQ(std::vector<float>(got.begin() + std::ptrdiff_t(vocab), got.end()), want1);
 }
 
 }  // namespace

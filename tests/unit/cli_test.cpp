@@ -463,11 +463,25 @@ TEST(Cli, BenchManySequences) {
         EXPECT_GT(r.at("gbps").get<double>(), 0.0);
     }
     EXPECT_GT(j[1].at("speed_pp").get<double>(), 0.0);
-    // --profile: the last decode step of the most sequences; attention a sequence at a time in each of the 2 layers.
+    // --profile: the last decode step of the most sequences; the cache write a sequence at a time, attention once
+    // over all of them, in each of the 2 layers.
     const auto prof = run_zinc("bench -m " + kQwen3 + " -p 4 -n 2 -npl 1,3 -r 1 -t 1 --profile");
     ASSERT_EQ(prof.status, 0) << prof.err;
     EXPECT_TRUE(has(prof.out, "one decode step of 3 sequences at position 5: ")) << prof.out;
-    EXPECT_TRUE(has(prof.out, "| attention | 6 | ")) << prof.out;
+    EXPECT_TRUE(has(prof.out, "| rope_kv_write | 6 | ")) << prof.out;
+    EXPECT_TRUE(has(prof.out, "| attention | 2 | ")) << prof.out;
+
+    // --kv-size: the sequences share a smaller cache, in pages; one too small for them is a clear error.
+    const auto shared = run_zinc("bench -m " + kQwen3 + " -p 4 -n 3 -npl 4 -r 1 -t 1 --kv-size 28");
+    ASSERT_EQ(shared.status, 0) << shared.err;
+    EXPECT_TRUE(has(shared.out, "context 7 (trained 4096) for each of 4 sequences, micro-batch 28; ")) << shared.out;
+    EXPECT_TRUE(has(shared.out, "|  4 |  3 |  4 |   28 | ")) << shared.out;
+    const auto full = run_zinc("bench -m " + kQwen3 + " -p 40 -n 3 -npl 4 -r 1 -t 1 --kv-size 100");
+    EXPECT_EQ(full.status, 1) << full.out;
+    EXPECT_TRUE(has(full.out, "context 43 (trained 4096) for each of 4 sequences, KV cache of 129 positions, "))
+        << full.out;
+    EXPECT_TRUE(has(full.err, "the KV cache is full: sequence 3 needs ")) << full.err;
+    EXPECT_TRUE(has(full.err, "0 of the cache's 129 positions are free (--kv-size sets its size)")) << full.err;
 
     for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
              {"-npl 0", "--npl: expects an integer from 1 to 8192, not '0'"},

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -204,6 +206,46 @@ TEST(KvCache, BadRangesThrow) {
                                              {{0, 2, 0, nullptr}},              // no cache
                                              {{0, 4, 6, &kv}}};                 // past the cache
     for (const std::vector<R>& ranges : bad) EXPECT_ANY_THROW(cpu->attention(q, ranges, p, out));
+}
+
+// A paged layer is its pool's rows in its page table's order: written and read through pages scattered in the pool,
+// attention gives a cache in one piece's outputs bit for bit; pages outside the pool or positions past the table
+// are refused.
+TEST(KvCache, PagedLayerReadsItsPagesInOrder) {
+    auto cpu = zinc::backend::make_cpu_backend(2);
+    const int n_head = 4, n_kv = 2, d = 32, T = 10;
+    const int64_t width = n_kv * d;
+    const Act k = upload(*cpu, random_floats(size_t(T * width), -2, 2, 41), T, width);
+    const Act v = upload(*cpu, random_floats(size_t(T * width), -1, 1, 42), T, width);
+    const Act q = upload(*cpu, random_floats(size_t(T * n_head * d), -2, 2, 43), T, n_head * d);
+    const AttentionParams p{n_head, n_kv, d, 0.3f};
+    for (const KvType t : {KvType::f32, KvType::f16, KvType::q8_0}) {
+        KvLayer whole = cpu->alloc_kv(KvLayer{nullptr, nullptr, width, T, t, t});
+        KvLayer paged = cpu->alloc_kv(KvLayer{nullptr, nullptr, width, 16, t, t});  // a pool of 4 pages of 4
+        const std::vector<int32_t> table = {3, 0, 2};
+        paged.page_rows = 4;
+        paged.pages = table.data();
+        paged.n_pages = 3;
+        cpu->kv_write(whole, k, v, 0);
+        cpu->kv_write(paged, Backend::rows_of(k, 0, 6), Backend::rows_of(v, 0, 6), 0);  // over two pages
+        cpu->kv_write(paged, Backend::rows_of(k, 6, 4), Backend::rows_of(v, 6, 4), 6);
+        Act a = cpu->alloc(T, n_head * d), b = cpu->alloc(T, n_head * d);
+        cpu->attention(q, whole, 0, p, a);
+        cpu->attention(q, paged, 0, p, b);
+        EXPECT_EQ(download(*cpu, a), download(*cpu, b)) << zinc::backend::kv_type_name(t);
+
+        EXPECT_THROW(cpu->kv_write(paged, Backend::rows_of(k, 0, 3), Backend::rows_of(v, 0, 3), 10),
+                     std::out_of_range);  // position 12 is past the table's 12
+        const std::vector<int32_t> outside = {3, 4, 0};
+        paged.pages = outside.data();
+        Act out6 = Backend::rows_of(a, 0, 6);
+        try {
+            cpu->attention(Backend::rows_of(q, 0, 6), paged, 0, p, out6);
+            ADD_FAILURE() << "a page outside the pool was read";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("a page outside the pool"), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST(KvCache, SizesFollowTheTypes) {

@@ -58,7 +58,7 @@ const float* row_values(const void* plane, KvType t, int64_t width, int64_t capa
 
 void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     for (int64_t t = 0; t < k.rows; ++t) {
-        const int64_t row = (pos0 + t) % kv.capacity;
+        const int64_t row = kv_row(kv, pos0 + t);
         store_row(kv.k, kv.type_k, kv.width, kv.capacity, row, k.data + t * k.cols);
         store_row(kv.v, kv.type_v, kv.width, kv.capacity, row, v.data + t * v.cols);
     }
@@ -119,7 +119,7 @@ void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRang
             const auto load = [&](const void* plane, KvType type, int64_t kb, int64_t ke) {
                 const int64_t n = int64_t(h1 - h0) * d;
                 for (int64_t j = kb; j < ke; ++j) {
-                    const float* r = row_values(plane, type, kv.width, kv.capacity, j % kv.capacity, int64_t(h0) * d,
+                    const float* r = row_values(plane, type, kv.width, kv.capacity, kv_row(kv, j), int64_t(h0) * d,
                                                 static_cast<int>(n), buf.data() + (j - kb) * n);
                     for (int kvh = h0; kvh < h1; ++kvh)
                         rows[static_cast<size_t>((kvh - h0) * kKeys + (j - kb))] = r + int64_t(kvh - h0) * d;

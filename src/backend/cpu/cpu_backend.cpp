@@ -38,6 +38,7 @@ public:
 
     std::string name() const override { return "cpu"; }
     bool weights_are_mapped() const override { return true; }
+    bool pages_kv() const override { return true; }
 
     // MemAvailable: what the kernel estimates it can give without swapping, page cache it may drop included. Where
     // /proc/meminfo is missing, the free physical pages.
