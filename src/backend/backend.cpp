@@ -428,6 +428,21 @@ void Backend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     do_kv_write(kv, k, v, pos0);
 }
 
+void Backend::kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows) {
+    const OpScope scope(*this, "kv_copy_rows");
+    if (src.width != dst.width || src.type_k != dst.type_k || src.type_v != dst.type_v)
+        fail("kv_copy_rows", "the layers differ in width or types");
+    if (rows < 0 || src_row < 0 || dst_row < 0 || src_row + rows > src.capacity || dst_row + rows > dst.capacity)
+        throw std::out_of_range("kv_copy_rows: past the cache");
+    if (src.k == dst.k && src_row != dst_row && src_row < dst_row + rows && dst_row < src_row + rows)
+        fail("kv_copy_rows", "overlapping rows");
+    if (rows > 0 && !(src.k == dst.k && src_row == dst_row)) do_kv_copy_rows(src, src_row, dst, dst_row, rows);
+}
+
+void Backend::do_kv_copy_rows(const KvLayer&, int64_t, KvLayer&, int64_t, int64_t) {
+    fail("kv_copy_rows", "the " + name() + " backend does not copy cache rows");
+}
+
 namespace {
 
 void check_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, const Act& out,

@@ -221,6 +221,10 @@ public:
     void swiglu(const Act& gate, const Act& up, Act& out);
     // Stores k and v rows (one per token) at cache positions pos0, pos0+1, ..., converted to the cache's types.
     void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0);
+    // Copies `rows` cache rows (K and V, as stored) from rows [src_row, ...) of src to rows [dst_row, ...) of dst:
+    // physical rows, whatever the layers' pages; the layers have the same width and types, and the rows do not
+    // overlap unless they are the same.
+    void kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows);
     // Causal attention of q (rows at positions pos0, pos0+1, ...) over cache positions [0, pos0 + q.rows) (those of
     // the window with p.window). A ring cache needs a window, and room for it and q's rows: window + rows - 1 <=
     // capacity.
@@ -437,6 +441,8 @@ protected:
     virtual void do_add(const Act& a, const Act& b, Act& out) = 0;
     virtual void do_swiglu(const Act& gate, const Act& up, Act& out) = 0;
     virtual void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) = 0;
+    // By default refused: a backend whose caches are not paged has no sequences to fork yet.
+    virtual void do_kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows);
     virtual void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p,
                               Act& out) = 0;
     // By default do_attention on each range's rows; a backend overrides it to spread all of them over its threads.

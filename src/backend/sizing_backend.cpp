@@ -52,6 +52,7 @@ protected:
     void do_add(const Act&, const Act&, Act&) override {}
     void do_swiglu(const Act&, const Act&, Act&) override {}
     void do_kv_write(KvLayer&, const Act&, const Act&, int64_t) override {}
+    void do_kv_copy_rows(const KvLayer&, int64_t, KvLayer&, int64_t, int64_t) override {}
     void do_attention(const Act&, const KvLayer&, int64_t, const AttentionParams&, Act&) override {}
     void do_sigmoid_mul(const Act&, const Act&, Act&) override {}
     void do_fill(Act&, float) override {}

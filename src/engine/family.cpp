@@ -14,6 +14,16 @@
 
 namespace zinc::engine {
 
+namespace {
+
+std::string restart_refused(int64_t end, int64_t pos0, bool rewinds) {
+    return "the state holds " + std::to_string(end) + " tokens and cannot restart at position " +
+           std::to_string(pos0) +
+           (rewinds ? " (its sliding-window caches no longer hold the window before it)" : " (it is recurrent)");
+}
+
+}  // namespace
+
 ContextSize settle_context(const gguf::Model& m, ContextSize asked) {
     if (asked.n_ubatch < 1) throw std::invalid_argument("the micro-batch must hold at least one token");
     const int trained = model::Metadata(m).count_or("context_length", kDefaultContext, model::kMaxContext);
@@ -71,6 +81,24 @@ void Family::release(int seq) {
     state_end_[size_t(seq)] = 0;
 }
 
+void Family::fork(int from, int to, int64_t n) {
+    if (from < 0 || from >= n_seq() || to < 0 || to >= n_seq() || from == to)
+        throw std::invalid_argument("a fork of sequence " + std::to_string(from) + " into " + std::to_string(to) +
+                                    " of " + std::to_string(n_seq()));
+    if (!pages_) throw std::invalid_argument("a fork of a sequence needs a paged KV cache (the CPU backend's)");
+    const int64_t end = state_end_[size_t(from)];
+    if (n < 0 || n > end || !can_restart_at(n, from))
+        throw std::invalid_argument("sequence " + std::to_string(from) + " cannot be forked at position " +
+                                    std::to_string(n) + ": " + restart_refused(end, n, can_rewind()));
+    pages_->release(page_seq_[size_t(to)]);
+    state_end_[size_t(to)] = 0;
+    page_seq_[size_t(to)] = pages_->fork(page_seq_[size_t(from)], n);
+    for (std::vector<backend::KvLayer>& ring : rings_)
+        be_.kv_copy_rows(ring[size_t(from)], 0, ring[size_t(to)], 0, ring[size_t(from)].capacity);
+    fork_state(from, to);
+    state_end_[size_t(to)] = n;
+}
+
 void Family::hold_pages() {
     if (!pages_) return;
     for (const Range& r : ranges_) {
@@ -79,18 +107,26 @@ void Family::hold_pages() {
         const int64_t need = r.pos0 + r.rows;
         if (need <= pages_->length(id)) {
             pages_->resize(id, need);  // a rewind: the pages past it are given back
-            continue;
+        } else {
+            grow(id, r, need);
         }
-        try {
-            pages_->resize(id, need);
-        } catch (const PoolFull&) {
-            const int64_t held = pages_->length(id), page = pages_->page_size();
-            throw PoolFull("the KV cache is full: sequence " + std::to_string(r.seq) + " needs " +
-                           std::to_string(need) + " positions and holds " + std::to_string(held) + "; " +
-                           std::to_string(int64_t{pages_->free_pages()} * page) + " of the cache's " +
-                           std::to_string(int64_t{pages_->n_pages()} * page) +
-                           " positions are free (--kv-size sets its size)");
-        }
+        // A page it shares with a fork becomes its own before it writes into it.
+        const int64_t page = pages_->page_size();
+        for (const PagePool::Copy& c : pages_->prepare_write(id, r.pos0, need))
+            for (backend::KvLayer& pool : pools_) be_.kv_copy_rows(pool, c.from * page, pool, c.to * page, page);
+    }
+}
+
+void Family::grow(PagePool::SeqId id, const Range& r, int64_t need) {
+    try {
+        pages_->resize(id, need);
+    } catch (const PoolFull&) {
+        const int64_t held = pages_->length(id), page = pages_->page_size();
+        throw PoolFull("the KV cache is full: sequence " + std::to_string(r.seq) + " needs " + std::to_string(need) +
+                       " positions and holds " + std::to_string(held) + "; " +
+                       std::to_string(int64_t{pages_->free_pages()} * page) + " of the cache's " +
+                       std::to_string(int64_t{pages_->n_pages()} * page) +
+                       " positions are free (--kv-size sets its size)");
     }
 }
 
@@ -109,11 +145,13 @@ std::vector<backend::KvLayer> Family::kv_cache(int64_t width, int64_t window) {
         // One pool for every sequence; attend() gives each view its sequence's page table.
         spec.capacity = int64_t{pages_->n_pages()} * page_size_;
         backend::KvLayer pool = be_.alloc_kv(spec);
+        pools_.push_back(pool);
         pool.page_rows = page_size_;
         caches.assign(size_t(n_seq()), pool);
         return caches;
     }
     for (int s = 0; s < n_seq(); ++s) caches.push_back(be_.alloc_kv(spec));
+    if (spec.ring) rings_.push_back(caches);
     return caches;
 }
 
@@ -155,15 +193,6 @@ void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
                                 std::to_string(n_ctx_));
 }
 
-namespace {
-
-std::string restart_refused(int64_t end, int64_t pos0, bool rewinds) {
-    return "the state holds " + std::to_string(end) + " tokens and cannot restart at position " +
-           std::to_string(pos0) +
-           (rewinds ? " (its sliding-window caches no longer hold the window before it)" : " (it is recurrent)");
-}
-
-}  // namespace
 
 backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out, bool eager) {
     if (!can_restart_at(pos0)) throw std::invalid_argument(restart_refused(state_end_[0], pos0, can_rewind()));

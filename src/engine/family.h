@@ -75,6 +75,11 @@ public:
     const PagePool* pages() const { return pages_.get(); }
     // Empties sequence `seq`'s state: its pages go back to the pool at once, and its next rows start at 0.
     void release(int seq);
+    // Makes sequence `to` hold the first n positions of sequence `from` (whose state ends at or after n, and which
+    // could restart at n: can_restart_at): the pages of those positions are shared, not copied, until one of the two
+    // writes into a shared page (then it gets its own copy); rings and recurrent state are copied. `to`'s old state
+    // is released. Needs a paged cache.
+    void fork(int from, int to, int64_t n);
     // Whether the next run may start at a position before the end of the state (true for pure attention state,
     // where later cache rows are simply overwritten).
     virtual bool can_rewind() const { return true; }
@@ -140,6 +145,8 @@ protected:
     void attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend::Act& k, backend::Act& v,
                 const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
                 const backend::AttentionParams& ap, backend::Act& out);
+    // What fork() copies beside the pages and rings: a family's own per-sequence state (the recurrent state).
+    virtual void fork_state(int /*from*/, int /*to*/) {}
     // The rows of the current micro-batch in `buf`, as rows of `cols` values (default: buf's width), for buffers
     // sized for the widest of several uses.
     backend::Act rows(const backend::Act& buf, int64_t cols = 0) const;
@@ -164,8 +171,10 @@ private:
     backend::Act run_step(std::span<const int32_t> ids, bool eager);
     // Checks a run before any of it starts.
     void check_run(std::span<const int32_t> ids, int64_t pos0) const;
-    // Gives each sequence of the step the pages of the positions it will hold after it (throws PoolFull).
+    // Gives each sequence of the step the pages of the positions it will hold after it, pages of its own where it
+    // writes (throws PoolFull).
     void hold_pages();
+    void grow(PagePool::SeqId id, const Range& r, int64_t need);
 
     int n_vocab_ = 0, n_ctx_train_ = 0, n_ctx_ = 0, n_ubatch_ = 0;
     backend::KvType type_k_ = backend::KvType::f16, type_v_ = backend::KvType::f16;
@@ -176,6 +185,8 @@ private:
     int page_size_ = 0;                 // > 0: attention layers are views of pools with this page size
     std::unique_ptr<PagePool> pages_;   // their pages, with a sequence of the pool for each of ours
     std::vector<PagePool::SeqId> page_seq_;
+    std::vector<backend::KvLayer> pools_;               // every paged layer's pool, for copies of shared pages
+    std::vector<std::vector<backend::KvLayer>> rings_;  // every ring layer's per-sequence rings, for forks
     std::vector<backend::AttentionRange> attention_ranges_;  // attend()'s, kept from call to call
     std::vector<int32_t> wanted_;       // its rows whose logits are wanted, in order
     std::vector<int64_t> state_end_;    // per sequence: the position after the last one whose state is complete

@@ -180,6 +180,13 @@ void Qwen35::ffn(const Layer& L, const backend::Weight* next_norm) {
     if (next_norm) be_.rms_norm(x, next_norm, p_.rms_eps, p_.n_embd, h);
 }
 
+// The conv window and the delta rule's state, copied exactly (x · 1).
+void Qwen35::fork_state(int from, int to) {
+    for (LayerState& s : state_)
+        for (std::vector<backend::Act>* part : {&s.conv, &s.recurrence})
+            if (!part->empty()) be_.scale((*part)[size_t(from)], 1.0f, (*part)[size_t(to)]);
+}
+
 backend::Act Qwen35::compute(std::span<const int32_t> ids) {
     // A sequence that starts afresh starts from zero states.
     for (const Range& r : ranges())

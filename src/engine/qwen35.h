@@ -19,6 +19,7 @@ public:
 private:
     using Layer = model::Qwen35Layer<backend::Weight>;
     backend::Act compute(std::span<const int32_t> ids) override;
+    void fork_state(int from, int to) override;
     void delta_net_layer(const Layer& L, int l);
     void attention_layer(const Layer& L, int l);
     // The layer's FFN, then, where next_norm is given, the next layer's input norm of the residual stream into h.

@@ -248,6 +248,34 @@ TEST(KvCache, PagedLayerReadsItsPagesInOrder) {
     }
 }
 
+// kv_copy_rows copies rows as the cache stores them (q8_0's scales with their values): with a window of 1 a query
+// reads its own position's V row, so the copies' outputs are the originals' bit for bit.
+TEST(KvCache, CopiedRowsReadAsTheOriginals) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    const int d = 64;
+    const Act k = upload(*cpu, random_floats(size_t(8 * d), -2, 2, 51), 8, d);
+    const Act v = upload(*cpu, random_floats(size_t(8 * d), -3, 3, 52), 8, d);
+    const Act q = upload(*cpu, random_floats(size_t(4 * d), -2, 2, 53), 4, d);
+    AttentionParams p{1, 1, d, 1.0f};
+    p.window = 1;
+    for (const KvType t : {KvType::f32, KvType::f16, KvType::q8_0}) {
+        KvLayer a = cpu->alloc_kv(KvLayer{nullptr, nullptr, d, 8, t, t});
+        KvLayer b = cpu->alloc_kv(KvLayer{nullptr, nullptr, d, 6, t, t});
+        cpu->kv_write(a, k, v, 0);
+        cpu->kv_copy_rows(a, 2, b, 1, 4);
+        Act from_a = cpu->alloc(4, d), from_b = cpu->alloc(4, d);
+        cpu->attention(q, a, 2, p, from_a);
+        cpu->attention(q, b, 1, p, from_b);
+        EXPECT_EQ(download(*cpu, from_a), download(*cpu, from_b)) << zinc::backend::kv_type_name(t);
+        cpu->kv_copy_rows(a, 0, a, 4, 4);  // within one layer
+        cpu->attention(q, a, 4, p, from_b);
+        cpu->attention(q, a, 0, p, from_a);
+        EXPECT_EQ(download(*cpu, from_a), download(*cpu, from_b)) << zinc::backend::kv_type_name(t);
+        EXPECT_ANY_THROW(cpu->kv_copy_rows(a, 0, a, 2, 4));  // overlapping
+        EXPECT_ANY_THROW(cpu->kv_copy_rows(a, 4, b, 4, 4));  // past b
+    }
+}
+
 TEST(KvCache, SizesFollowTheTypes) {
     EXPECT_EQ(zinc::backend::kv_plane_bytes(KvType::f32, 1024, 10), 40960u);
     EXPECT_EQ(zinc::backend::kv_plane_bytes(KvType::f16, 1024, 10), 20480u);

@@ -64,6 +64,23 @@ void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
     }
 }
 
+void kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows) {
+    const auto copy = [&](const void* from, void* to, KvType t) {
+        const auto* f = static_cast<const uint8_t*>(from);
+        auto* d = static_cast<uint8_t*>(to);
+        // The rows' values, then for q8_0 their f16 scales, which follow all the rows' values (kv_type.h).
+        const uint64_t row_bytes = uint64_t(src.width) * (t == KvType::f32 ? 4 : t == KvType::f16 ? 2 : 1);
+        std::memcpy(d + dst_row * row_bytes, f + src_row * row_bytes, size_t(rows) * row_bytes);
+        if (t == KvType::q8_0) {
+            const uint64_t scale_bytes = uint64_t(src.width / kKvBlock) * 2;
+            std::memcpy(d + uint64_t(dst.capacity * dst.width) + dst_row * scale_bytes,
+                        f + uint64_t(src.capacity * src.width) + src_row * scale_bytes, size_t(rows) * scale_bytes);
+        }
+    };
+    copy(src.k, dst.k, src.type_k);
+    copy(src.v, dst.v, src.type_v);
+}
+
 // Work is split by sequence, blocks of query rows and groups of KV heads. A piece converts each key and value row
 // of its heads to f32 once for all their query heads and all queries of the block, reading the heads' part of the row
 // as one run of memory: a decode step reads every cache row whole (one group of all heads) unless it has fewer

@@ -34,6 +34,7 @@ private:
 void rope(ThreadPool& pool, Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p,
           RopeCache& cache);
 void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0);
+void kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows);
 void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out);
 void attention(ThreadPool& pool, const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
                Act& out);

@@ -154,6 +154,9 @@ protected:
         cpu::rope(pool_, x, head_dim, pos, p, rope_cache_);
     }
     void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override { cpu::kv_write(kv, k, v, pos0); }
+    void do_kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows) override {
+        cpu::kv_copy_rows(src, src_row, dst, dst_row, rows);
+    }
     void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override {
         cpu::attention(pool_, q, kv, pos0, p, out);
     }
