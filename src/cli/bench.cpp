@@ -33,6 +33,7 @@ struct Options {
     std::vector<int> depth{0};
     std::vector<std::string> pg;  // "PP,TG", checked by pg_lengths()
     std::vector<int> npl;         // sequences decoding together (bench_batches.h); empty: one sequence
+    bool shared_prompt = false;   // with npl: one prompt for all of them (-pps)
     int reps = 5;
     std::string output = "md";
     bool json = false;  // --json, the older spelling of -o json
@@ -234,7 +235,8 @@ Profile profile_of(Runner& runner, backend::Backend& be, int depth, int n_prompt
 
 void run(const Options& o) {
     if (!o.npl.empty()) {
-        run_batched_bench({o.model, o.prompt, o.gen, o.npl, o.reps, o.json ? "json" : o.output, o.profile});
+        run_batched_bench(
+            {o.model, o.prompt, o.gen, o.npl, o.reps, o.json ? "json" : o.output, o.profile, o.shared_prompt});
         return;
     }
     const std::vector<Test> tests = tests_of(o);
@@ -319,15 +321,20 @@ void register_bench(CLI::App& app) {
                        "), not '" + s + "'";
             },
             "PP,TG"));
-    cmd->add_option("--npl", o->npl,
-                    "(also -npl) numbers of sequences decoding together, comma-separated, as llama-batched-bench: "
-                    "for each -p P, -n T and B, B prompts of P tokens, then T steps of one token of each of the B "
-                    "sequences; the table gives llama-batched-bench's columns")
-        ->delimiter(',')
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-        ->transform(integer_in(1, engine::kMaxSequences))
-        ->excludes(depth)
-        ->excludes(pg);
+    auto* npl = cmd->add_option("--npl", o->npl,
+                                "(also -npl) numbers of sequences decoding together, comma-separated, as "
+                                "llama-batched-bench: for each -p P, -n T and B, B prompts of P tokens, then T steps "
+                                "of one token of each of the B sequences; the table gives llama-batched-bench's "
+                                "columns")
+                    ->delimiter(',')
+                    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                    ->transform(integer_in(1, engine::kMaxSequences))
+                    ->excludes(depth)
+                    ->excludes(pg);
+    cmd->add_flag("--pps", o->shared_prompt,
+                  "(also -pps) with --npl, the sequences share one prompt, evaluated once and forked to the others "
+                  "(their caches share its pages), as llama-batched-bench's -pps")
+        ->needs(npl);
     cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")
         ->capture_default_str()
         ->transform(integer_in(1, INT_MAX));

@@ -17,18 +17,22 @@ namespace {
 
 struct Case {
     int n_prompt = 0, n_gen = 0, n_seq = 1;
+    bool shared = false;  // one prompt for all sequences
     std::string name() const {
         return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen) + " x" + std::to_string(n_seq);
     }
+    int n_prompts() const { return shared ? 1 : n_seq; }
+    // The positions the cache holds at the end, as llama-batched-bench counts them.
+    int64_t n_kv() const { return int64_t{n_prompts()} * n_prompt + int64_t{n_seq} * n_gen; }
 };
 
 // The means over the repetitions, in seconds, and their standard deviations.
 struct Timing {
     Case c;
     double t_pp = 0, t_tg = 0, sd_pp = 0, sd_tg = 0;
-    double pp_rate() const { return c.n_prompt > 0 ? double(c.n_seq) * c.n_prompt / t_pp : NAN; }
+    double pp_rate() const { return c.n_prompt > 0 ? double(c.n_prompts()) * c.n_prompt / t_pp : NAN; }
     double tg_rate() const { return c.n_gen > 0 ? double(c.n_seq) * c.n_gen / t_tg : NAN; }
-    double total_rate() const { return double(c.n_seq) * (c.n_prompt + c.n_gen) / (t_pp + t_tg); }
+    double total_rate() const { return double(c.n_kv()) / (t_pp + t_tg); }
 };
 
 class Runner {
@@ -57,7 +61,7 @@ public:
                 b = {};
                 last_of.clear();
             };
-            for (int s = 0; s < c.n_seq; ++s) {
+            for (int s = 0; s < c.n_prompts(); ++s) {
                 const std::vector<int32_t> ids = random_ids(c.n_prompt, uint32_t(s), vocab);
                 for (int p = 0; p < c.n_prompt; ++p) {
                     const bool last = p == c.n_prompt - 1;
@@ -67,6 +71,12 @@ public:
                 }
             }
             if (b.size() > 0) flush();
+            // A shared prompt: the other sequences hold its pages too, and continue from its first token.
+            if (c.shared)
+                for (int s = 1; s < c.n_seq; ++s) {
+                    f_.fork(0, s, c.n_prompt);
+                    next[size_t(s)] = next[0];
+                }
         }
         const auto t1 = std::chrono::steady_clock::now();
         // A step holds at most n_ubatch rows: more sequences than that decode in several steps.
@@ -158,7 +168,7 @@ struct Report {
                          {"type_k", backend::kv_type_name(plan.type_k)},
                          {"type_v", backend::kv_type_name(plan.type_v)}, {"n_prompt", c.n_prompt},
                          {"n_gen", c.n_gen}, {"n_seq", c.n_seq},
-                         {"n_kv", int64_t{c.n_seq} * (c.n_prompt + c.n_gen)}, {"reps", reps},
+                         {"n_kv", c.n_kv()}, {"is_pp_shared", c.shared}, {"reps", reps},
                          {"t_pp", t.t_pp}, {"stddev_t_pp", t.sd_pp}, {"speed_pp", num(t.pp_rate())},
                          {"t_tg", t.t_tg}, {"stddev_t_tg", t.sd_tg}, {"speed_tg", num(t.tg_rate())},
                          {"speed_tg_per_seq", num(t.tg_rate() / c.n_seq)}, {"gbps", num(gbps(t))},
@@ -175,7 +185,7 @@ struct Report {
         for (const Timing& t : results) {
             const Case& c = t.c;
             rows.push_back({std::to_string(c.n_prompt), std::to_string(c.n_gen), std::to_string(c.n_seq),
-                            std::to_string(int64_t{c.n_seq} * (c.n_prompt + c.n_gen)), format("%.3f", t.t_pp),
+                            std::to_string(c.n_kv()), format("%.3f", t.t_pp),
                             cell("%.2f", t.pp_rate()), format("%.3f", t.t_tg), cell("%.2f", t.tg_rate()),
                             cell("%.2f", t.tg_rate() / c.n_seq), cell("%.1f", gbps(t)),
                             format("%.3f", t.t_pp + t.t_tg), format("%.2f", t.total_rate())});
@@ -194,7 +204,7 @@ void run_batched_bench(const BatchedBenchOptions& o) {
         for (int g : o.gen)
             for (int b : o.npl) {
                 if (p + g == 0) continue;
-                cases.push_back({p, g, b});
+                cases.push_back({p, g, b, o.shared_prompt && p > 0});
                 max_seq = std::max(max_seq, b);
                 n_ctx = std::max<int64_t>(n_ctx, int64_t{p} + std::max(g, o.profile ? 1 : 0));
             }
@@ -207,6 +217,9 @@ void run_batched_bench(const BatchedBenchOptions& o) {
     flags.open.context.n_ctx = static_cast<int>(n_ctx);
     flags.open.context.n_seq = max_seq;
     engine::OpenedModel om = open_model(flags);
+    if (o.shared_prompt && !om.session->family().pages())
+        throw std::runtime_error("--pps shares a prompt's pages between sequences: the " + om.plan.backend +
+                                 " backend's KV cache is not paged yet (--backend cpu)");
     if (o.output == "md") write_out(describe_plan(om.plan) + "\n\n");
 
     Report report{std::filesystem::path(flags.open.path).filename().string(), model::weight_bytes(*om.model),

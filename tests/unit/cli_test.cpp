@@ -471,6 +471,14 @@ TEST(Cli, BenchManySequences) {
     EXPECT_TRUE(has(prof.out, "| rope_kv_write | 6 | ")) << prof.out;
     EXPECT_TRUE(has(prof.out, "| attention | 2 | ")) << prof.out;
 
+    // -pps: one prompt, evaluated once and forked: N_KV counts it once, as llama-batched-bench does, and S_PP too.
+    const auto pps = bench_json("-m " + kQwen3 + " -p 8 -n 4 -npl 3 -pps");
+    ASSERT_EQ(pps.size(), 1u);
+    EXPECT_EQ(pps[0].at("n_kv"), 8 + 3 * 4);
+    EXPECT_EQ(pps[0].at("is_pp_shared"), true);
+    EXPECT_NEAR(pps[0].at("speed_pp").get<double>(), 8 / pps[0].at("t_pp").get<double>(), 1e-6);
+    EXPECT_EQ(run_zinc("bench -m " + kQwen3 + " -p 8 -n 4 -pps").status, 2);  // without --npl
+
     // --kv-size: the sequences share a smaller cache, in pages; one too small for them is a clear error.
     const auto shared = run_zinc("bench -m " + kQwen3 + " -p 4 -n 3 -npl 4 -r 1 -t 1 --kv-size 28");
     ASSERT_EQ(shared.status, 0) << shared.err;
