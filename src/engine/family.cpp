@@ -193,7 +193,6 @@ void Family::check_run(std::span<const int32_t> ids, int64_t pos0) const {
                                 std::to_string(n_ctx_));
 }
 
-
 backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out, bool eager) {
     if (!can_restart_at(pos0)) throw std::invalid_argument(restart_refused(state_end_[0], pos0, can_rewind()));
     const int64_t n = static_cast<int64_t>(ids.size());

@@ -67,6 +67,29 @@ TEST(CpuSimd, Avx2EqualsPortable) {
         s.axpys(w.data(), p.data(), rows, n, y1.data());
         v.axpys(w.data(), p.data(), rows, n, y2.data());
         EXPECT_EQ(y1, y2);
+        // Over f16 rows (head sizes: multiples of 8): as over the rows converted, on both.
+        if (n % 8 != 0) continue;
+        std::vector<std::vector<uint16_t>> r16;
+        std::vector<std::vector<float>> r32;
+        std::vector<const uint16_t*> p16;
+        std::vector<const float*> p32;
+        for (const auto& row : r) {
+            r16.emplace_back(row.size());
+            s.f32_to_f16(row.data(), r16.back().data(), n);
+            r32.emplace_back(row.size());
+            s.f16_to_f32(r16.back().data(), r32.back().data(), n);
+        }
+        for (size_t j = 0; j < r.size(); ++j) p16.push_back(r16[j].data()), p32.push_back(r32[j].data());
+        for (const simd::Kernels* k : {&s, &v}) {
+            std::vector<float> want(rows), got(rows);
+            k->dots(a.data(), p32.data(), rows, n, want.data());
+            k->dots_f16(a.data(), p16.data(), rows, n, got.data());
+            EXPECT_EQ(got, want);
+            y1 = b, y2 = b;
+            k->axpys(w.data(), p32.data(), rows, n, y1.data());
+            k->axpys_f16(w.data(), p16.data(), rows, n, y2.data());
+            EXPECT_EQ(y1, y2);
+        }
     }
     // RoPE's rotation of the two halves of a head
     for (int64_t n : {4, 32, 64, 67}) {

@@ -81,11 +81,11 @@ void kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst
     copy(src.v, dst.v, src.type_v);
 }
 
-// Work is split by sequence, blocks of query rows and groups of KV heads. A piece converts each key and value row
-// of its heads to f32 once for all their query heads and all queries of the block, reading the heads' part of the row
-// as one run of memory: a decode step reads every cache row whole (one group of all heads) unless it has fewer
-// pieces than threads, and a prompt, with many blocks, reads one head at a time. Every query still computes alone, in
-// key order: its scores (dot products), softmax (max, exp, a double sum) and the weighted sum of the value rows are
+// Work is split by sequence, blocks of query rows and groups of KV heads. A piece reads the heads' part of each key
+// and value row as one run of memory, converting a q8_0 row to f32 once for all the query heads and queries of the
+// block; f16 values are converted in registers as the products read them, cheaper than a copy to convert into and
+// read back. A decode step reads every cache row whole (one group of all heads) unless it has fewer pieces than
+// threads, and a prompt, with many blocks, reads one head at a time. Every query still computes alone, in key order: its scores (dot products), softmax (max, exp, a double sum) and the weighted sum of the value rows are
 // the same operations whatever the other queries of its batch and the pieces, so prefill and decode, and a sequence
 // alone or among others, agree bit for bit.
 void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRange> ranges, const AttentionParams& p,
@@ -108,9 +108,11 @@ void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRang
         // Each thread keeps its buffers from call to call (a large new one would be fresh pages every time).
         thread_local std::vector<float> buf, weight, scores, inv;
         thread_local std::vector<const float*> rows;
+        thread_local std::vector<const uint16_t*> rows16;
         buf.resize(static_cast<size_t>(kKeys * per_group * d));
         weight.resize(static_cast<size_t>(kKeys));
         rows.resize(static_cast<size_t>(kKeys * per_group));
+        rows16.resize(static_cast<size_t>(kKeys * per_group));
         for (int64_t job = b; job < e; ++job) {
             const auto after = std::upper_bound(jobs_before.begin(), jobs_before.end(), job);
             const size_t ri = static_cast<size_t>(after - jobs_before.begin()) - 1;
@@ -132,29 +134,43 @@ void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRang
             const int64_t n_keys = hi - lo;
             scores.resize(static_cast<size_t>((t1 - t0) * heads * n_keys));
             inv.resize(static_cast<size_t>((t1 - t0) * heads));
-            // The rows of keys [kb, ke) of heads [h0, h1) as f32: rows[(kvh - h0) * kKeys + j - kb] is key j of kvh.
+            // The rows of keys [kb, ke) of heads [h0, h1): rows[(kvh - h0) * kKeys + j - kb] is key j of kvh as f32,
+            // or for an f16 cache rows16[...] the cache's own values, which the kernels convert as they read them
+            // (true).
             const auto load = [&](const void* plane, KvType type, int64_t kb, int64_t ke) {
                 const int64_t n = int64_t(h1 - h0) * d;
+                if (type == KvType::f16 && d % 8 == 0) {
+                    for (int64_t j = kb; j < ke; ++j) {
+                        const uint16_t* r = static_cast<const uint16_t*>(plane) + kv_row(kv, j) * kv.width + h0 * d;
+                        for (int kvh = h0; kvh < h1; ++kvh)
+                            rows16[static_cast<size_t>((kvh - h0) * kKeys + (j - kb))] = r + int64_t(kvh - h0) * d;
+                    }
+                    return true;
+                }
                 for (int64_t j = kb; j < ke; ++j) {
                     const float* r = row_values(plane, type, kv.width, kv.capacity, kv_row(kv, j), int64_t(h0) * d,
                                                 static_cast<int>(n), buf.data() + (j - kb) * n);
                     for (int kvh = h0; kvh < h1; ++kvh)
                         rows[static_cast<size_t>((kvh - h0) * kKeys + (j - kb))] = r + int64_t(kvh - h0) * d;
                 }
+                return false;
             };
             // The query head h's row of query t, its scores and its 1 / Σ exp.
             const auto slot = [&](int64_t t, int h) { return static_cast<size_t>((t - t0) * heads + (h - h0 * group)); };
             for (int64_t kb = lo; kb < hi; kb += kKeys) {
                 const int64_t ke = std::min(hi, kb + kKeys);
-                load(kv.k, kv.type_k, kb, ke);
+                const bool half = load(kv.k, kv.type_k, kb, ke);
                 for (int64_t t = t0; t < t1; ++t)
                     for (int h = h0 * group; h < h1 * group; ++h) {
                         const float* qv = q.data + t * q.cols + int64_t(h) * d;
                         float* s = scores.data() + static_cast<int64_t>(slot(t, h)) * n_keys;  // s[j - lo]: key j
                         const int64_t jb = std::max(kb, first_key(t)), je = std::min(ke, pos0 + t + 1);
                         if (jb >= je) continue;
-                        const float* const* kr = rows.data() + (h / group - h0) * kKeys + (jb - kb);
-                        simd.dots(qv, kr, je - jb, d, s + (jb - lo));
+                        const size_t at = static_cast<size_t>((h / group - h0) * kKeys + (jb - kb));
+                        if (half)
+                            simd.dots_f16(qv, rows16.data() + at, je - jb, d, s + (jb - lo));
+                        else
+                            simd.dots(qv, rows.data() + at, je - jb, d, s + (jb - lo));
                         for (int64_t j = jb - lo; j < je - lo; ++j) {
                             float v = s[j] * p.scale;
                             if (p.softcap > 0.0f) v = p.softcap * std::tanh(v / p.softcap);
@@ -180,7 +196,7 @@ void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRang
                 }
             for (int64_t kb = lo; kb < hi; kb += kKeys) {
                 const int64_t ke = std::min(hi, kb + kKeys);
-                load(kv.v, kv.type_v, kb, ke);
+                const bool half = load(kv.v, kv.type_v, kb, ke);
                 for (int64_t t = t0; t < t1; ++t)
                     for (int h = h0 * group; h < h1 * group; ++h) {
                         const float* s = scores.data() + static_cast<int64_t>(slot(t, h)) * n_keys;
@@ -188,8 +204,12 @@ void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRang
                         float* o = out.data + t * out.cols + int64_t(h) * d;
                         const int64_t jb = std::max(kb, first_key(t)), je = std::min(ke, pos0 + t + 1);
                         for (int64_t j = jb; j < je; ++j) weight[static_cast<size_t>(j - jb)] = s[j - lo] * scale;
-                        const float* const* vr = rows.data() + (h / group - h0) * kKeys + (jb - kb);
-                        if (jb < je) simd.axpys(weight.data(), vr, je - jb, d, o);
+                        const size_t at = static_cast<size_t>((h / group - h0) * kKeys + (jb - kb));
+                        if (jb >= je) continue;
+                        if (half)
+                            simd.axpys_f16(weight.data(), rows16.data() + at, je - jb, d, o);
+                        else
+                            simd.axpys(weight.data(), rows.data() + at, je - jb, d, o);
                     }
             }
         }

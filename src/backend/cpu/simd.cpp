@@ -1,6 +1,7 @@
 #include "backend/cpu/simd.h"
 
 #include <cmath>
+#include <vector>
 
 #include "quant/cpu_features.h"
 #include "quant/float_convert.h"
@@ -38,6 +39,20 @@ void axpys(const float* p, const float* const* rows, int64_t n, int64_t d, float
     for (int64_t j = 0; j < n; ++j) axpy(p[j], rows[j], o, d);
 }
 
+void dots_f16(const float* q, const uint16_t* const* rows, int64_t n, int64_t d, float* out) {
+    std::vector<float> row(static_cast<size_t>(d));
+    for (int64_t j = 0; j < n; ++j) {
+        f16_to_f32(rows[j], row.data(), d);
+        out[j] = dot(q, row.data(), d);
+    }
+}
+void axpys_f16(const float* p, const uint16_t* const* rows, int64_t n, int64_t d, float* o) {
+    std::vector<float> row(static_cast<size_t>(d));
+    for (int64_t j = 0; j < n; ++j) {
+        f16_to_f32(rows[j], row.data(), d);
+        axpy(p[j], row.data(), o, d);
+    }
+}
 void rotate_halves(float* v, const float* c, const float* s, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         const float a = v[i], b = v[i + n];
@@ -53,7 +68,8 @@ void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
 }  // namespace
 
 const Kernels& scalar_kernels() {
-    static const Kernels k{f16_to_f32, f32_to_f16, dot, axpy, dots, axpys, rotate_halves, q8_to_f32};
+    static const Kernels k{f16_to_f32, f32_to_f16, dot,       axpy,          dots,
+                           axpys,      dots_f16,   axpys_f16, rotate_halves, q8_to_f32};
     return k;
 }
 

@@ -96,6 +96,50 @@ void axpys(const float* p, const float* const* rows, int64_t n, int64_t d, float
     }
 }
 
+inline __m256 load_f16(const uint16_t* x) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+}
+
+// dots() with each row's values converted as they are loaded (d is a multiple of 8, so no tail).
+void dots_f16(const float* q, const uint16_t* const* rows, int64_t n, int64_t d, float* out) {
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t i = 0; i < d; i += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + i);
+            for (int k = 0; k < 4; ++k) s[k] = _mm256_fmadd_ps(qv, load_f16(rows[j + k] + i), s[k]);
+        }
+        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
+        _mm_storeu_ps(out + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    }
+    for (; j < n; ++j) {
+        __m256 s = _mm256_setzero_ps();
+        for (int64_t i = 0; i < d; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(rows[j] + i), s);
+        out[j] = reduce(s);
+    }
+}
+
+// axpys() with each row's values converted as they are loaded (d is a multiple of 8).
+void axpys_f16(const float* p, const uint16_t* const* rows, int64_t n, int64_t d, float* o) {
+    if (d % 64 != 0) {
+        for (int64_t j = 0; j < n; ++j) {
+            const __m256 pj = _mm256_set1_ps(p[j]);
+            for (int64_t i = 0; i < d; i += 8)
+                _mm256_storeu_ps(o + i, _mm256_fmadd_ps(pj, load_f16(rows[j] + i), _mm256_loadu_ps(o + i)));
+        }
+        return;
+    }
+    for (int64_t i = 0; i < d; i += 64) {
+        __m256 acc[8];
+        for (int k = 0; k < 8; ++k) acc[k] = _mm256_loadu_ps(o + i + 8 * k);
+        for (int64_t j = 0; j < n; ++j) {
+            const __m256 pj = _mm256_set1_ps(p[j]);
+            for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, load_f16(rows[j] + i + 8 * k), acc[k]);
+        }
+        for (int k = 0; k < 8; ++k) _mm256_storeu_ps(o + i + 8 * k, acc[k]);
+    }
+}
+
 void rotate_halves(float* v, const float* c, const float* s, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -124,7 +168,8 @@ void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
 }  // namespace
 
 const Kernels& avx2_kernels() {
-    static const Kernels k{f16_to_f32, f32_to_f16, dot, axpy, dots, axpys, rotate_halves, q8_to_f32};
+    static const Kernels k{f16_to_f32, f32_to_f16, dot,       axpy,          dots,
+                           axpys,      dots_f16,   axpys_f16, rotate_halves, q8_to_f32};
     return k;
 }
 
