@@ -1,6 +1,7 @@
 // Many sequences in one forward step: every row's logits are those of its sequence alone, in every family, with
 // prompt chunks and decode rows mixed, sequences of different lengths, and sequences leaving and joining between
-// steps (tests/common/batch_check.h).
+// steps (tests/common/batch_check.h); sequences forked from one prompt, sharing its pages; a paged cache's pool too
+// small for its sequences.
 #include <gtest/gtest.h>
 
 #include <cstdio>
