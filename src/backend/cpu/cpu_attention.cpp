@@ -139,7 +139,7 @@ void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRang
             // (true).
             const auto load = [&](const void* plane, KvType type, int64_t kb, int64_t ke) {
                 const int64_t n = int64_t(h1 - h0) * d;
-                if (type == KvType::f16 && d % 8 == 0) {
+                if (type == KvType::f16) {
                     for (int64_t j = kb; j < ke; ++j) {
                         const uint16_t* r = static_cast<const uint16_t*>(plane) + kv_row(kv, j) * kv.width + h0 * d;
                         for (int kvh = h0; kvh < h1; ++kvh)

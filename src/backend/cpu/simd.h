@@ -23,7 +23,7 @@ struct Kernels {
     // axpy(p[j], rows[j], o, d) for j = 0 … n−1 in turn.
     void (*axpys)(const float* p, const float* const* rows, int64_t n, int64_t d, float* o);
     // dots and axpys over rows of f16 values, each value as f16_to_f32 gives it: the same sums as over the rows
-    // converted. d is a multiple of 8.
+    // converted.
     void (*dots_f16)(const float* q, const uint16_t* const* rows, int64_t n, int64_t d, float* out);
     void (*axpys_f16)(const float* p, const uint16_t* const* rows, int64_t n, int64_t d, float* o);
     // RoPE of one head, NeoX pairs (i, i + n): with a = v[i], b = v[i + n], v[i] = a·c[i] − b·s[i] and

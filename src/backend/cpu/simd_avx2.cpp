@@ -44,45 +44,54 @@ float reduce(__m256 s) {
     return _mm_cvtss_f32(_mm_add_ss(quads, _mm_movehdup_ps(quads)));
 }
 
-float dot(const float* a, const float* b, int64_t n) {
+// Eight values of a row as f32, and one: f32 rows as they are, f16 rows converted (exactly) as they are loaded.
+inline __m256 load8(const float* x) { return _mm256_loadu_ps(x); }
+inline __m256 load8(const uint16_t* x) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))); }
+inline float value(float x) { return x; }
+inline float value(uint16_t x) { return _cvtsh_ss(x); }
+
+template <class T>
+float dot_of(const float* a, const T* b, int64_t n) {
     __m256 s = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s);
+    for (; i + 8 <= n; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b + i), s);
     float r = reduce(s);
-    for (; i < n; ++i) r = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a[i]), _mm_set_ss(b[i]), _mm_set_ss(r)));
+    for (; i < n; ++i) r = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a[i]), _mm_set_ss(value(b[i])), _mm_set_ss(r)));
     return r;
 }
 
-// Four rows at a time, their lanes reduced together: the same sums as dot() for each.
-void dots(const float* q, const float* const* rows, int64_t n, int64_t d, float* out) {
+// Four rows at a time, their lanes reduced together: the same sums as dot_of() for each.
+template <class T>
+void dots_of(const float* q, const T* const* rows, int64_t n, int64_t d, float* out) {
     int64_t j = 0;
     if (d % 8 == 0) {
         for (; j + 4 <= n; j += 4) {
             __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
             for (int64_t i = 0; i < d; i += 8) {
                 const __m256 qv = _mm256_loadu_ps(q + i);
-                for (int k = 0; k < 4; ++k) s[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(rows[j + k] + i), s[k]);
+                for (int k = 0; k < 4; ++k) s[k] = _mm256_fmadd_ps(qv, load8(rows[j + k] + i), s[k]);
             }
             // hadd twice gives each row's ((s0+s1)+(s2+s3)) in the low half and ((s4+s5)+(s6+s7)) in the high half.
             const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
             _mm_storeu_ps(out + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
         }
     }
-    for (; j < n; ++j) out[j] = dot(q, rows[j], d);
+    for (; j < n; ++j) out[j] = dot_of(q, rows[j], d);
 }
 
-void axpy(float a, const float* x, float* y, int64_t n) {
+template <class T>
+void axpy_of(float a, const T* x, float* y, int64_t n) {
     const __m256 av = _mm256_set1_ps(a);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; ++i) y[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(x[i]), _mm_set_ss(y[i])));
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; ++i) y[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(value(x[i])), _mm_set_ss(y[i])));
 }
 
 // The output in registers, 64 values at a time, while every row adds to it.
-void axpys(const float* p, const float* const* rows, int64_t n, int64_t d, float* o) {
+template <class T>
+void axpys_of(const float* p, const T* const* rows, int64_t n, int64_t d, float* o) {
     if (d % 64 != 0) {
-        for (int64_t j = 0; j < n; ++j) axpy(p[j], rows[j], o, d);
+        for (int64_t j = 0; j < n; ++j) axpy_of(p[j], rows[j], o, d);
         return;
     }
     for (int64_t i = 0; i < d; i += 64) {
@@ -90,51 +99,7 @@ void axpys(const float* p, const float* const* rows, int64_t n, int64_t d, float
         for (int k = 0; k < 8; ++k) acc[k] = _mm256_loadu_ps(o + i + 8 * k);
         for (int64_t j = 0; j < n; ++j) {
             const __m256 pj = _mm256_set1_ps(p[j]);
-            for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(rows[j] + i + 8 * k), acc[k]);
-        }
-        for (int k = 0; k < 8; ++k) _mm256_storeu_ps(o + i + 8 * k, acc[k]);
-    }
-}
-
-inline __m256 load_f16(const uint16_t* x) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
-}
-
-// dots() with each row's values converted as they are loaded (d is a multiple of 8, so no tail).
-void dots_f16(const float* q, const uint16_t* const* rows, int64_t n, int64_t d, float* out) {
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-        for (int64_t i = 0; i < d; i += 8) {
-            const __m256 qv = _mm256_loadu_ps(q + i);
-            for (int k = 0; k < 4; ++k) s[k] = _mm256_fmadd_ps(qv, load_f16(rows[j + k] + i), s[k]);
-        }
-        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
-        _mm_storeu_ps(out + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-    }
-    for (; j < n; ++j) {
-        __m256 s = _mm256_setzero_ps();
-        for (int64_t i = 0; i < d; i += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(rows[j] + i), s);
-        out[j] = reduce(s);
-    }
-}
-
-// axpys() with each row's values converted as they are loaded (d is a multiple of 8).
-void axpys_f16(const float* p, const uint16_t* const* rows, int64_t n, int64_t d, float* o) {
-    if (d % 64 != 0) {
-        for (int64_t j = 0; j < n; ++j) {
-            const __m256 pj = _mm256_set1_ps(p[j]);
-            for (int64_t i = 0; i < d; i += 8)
-                _mm256_storeu_ps(o + i, _mm256_fmadd_ps(pj, load_f16(rows[j] + i), _mm256_loadu_ps(o + i)));
-        }
-        return;
-    }
-    for (int64_t i = 0; i < d; i += 64) {
-        __m256 acc[8];
-        for (int k = 0; k < 8; ++k) acc[k] = _mm256_loadu_ps(o + i + 8 * k);
-        for (int64_t j = 0; j < n; ++j) {
-            const __m256 pj = _mm256_set1_ps(p[j]);
-            for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, load_f16(rows[j] + i + 8 * k), acc[k]);
+            for (int k = 0; k < 8; ++k) acc[k] = _mm256_fmadd_ps(pj, load8(rows[j] + i + 8 * k), acc[k]);
         }
         for (int k = 0; k < 8; ++k) _mm256_storeu_ps(o + i + 8 * k, acc[k]);
     }
@@ -168,8 +133,9 @@ void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
 }  // namespace
 
 const Kernels& avx2_kernels() {
-    static const Kernels k{f16_to_f32, f32_to_f16, dot,       axpy,          dots,
-                           axpys,      dots_f16,   axpys_f16, rotate_halves, q8_to_f32};
+    static const Kernels k{f16_to_f32,      f32_to_f16,        dot_of<float>,    axpy_of<float>,
+                           dots_of<float>,  axpys_of<float>,   dots_of<uint16_t>, axpys_of<uint16_t>,
+                           rotate_halves,   q8_to_f32};
     return k;
 }
 
