@@ -69,7 +69,6 @@ Family::Family(backend::Backend& be, const gguf::Model& m, ContextSize size) : b
     if (s.page_size > 0) {
         if (!be.pages_kv())
             throw std::invalid_argument("the " + be.name() + " backend's KV cache is not paged; run without --kv-size");
-        page_size_ = s.page_size;
         pages_ = std::make_unique<PagePool>(int32_t(s.kv_size / s.page_size), s.page_size);
         for (int q = 0; q < s.n_seq; ++q) page_seq_.push_back(pages_->create());
     }
@@ -105,11 +104,7 @@ void Family::hold_pages() {
         const PagePool::SeqId id = page_seq_[size_t(r.seq)];
         if (r.pos0 == 0) pages_->resize(id, 0);  // afresh: its old pages are free for the others
         const int64_t need = r.pos0 + r.rows;
-        if (need <= pages_->length(id)) {
-            pages_->resize(id, need);  // a rewind: the pages past it are given back
-        } else {
-            grow(id, r, need);
-        }
+        hold(r.seq, need);  // after a rewind, fewer: the pages past it are given back
         // A page it shares with a fork becomes its own before it writes into it.
         const int64_t page = pages_->page_size();
         for (const PagePool::Copy& c : pages_->prepare_write(id, r.pos0, need))
@@ -117,12 +112,13 @@ void Family::hold_pages() {
     }
 }
 
-void Family::grow(PagePool::SeqId id, const Range& r, int64_t need) {
+void Family::hold(int seq, int64_t need) {
+    const PagePool::SeqId id = page_seq_[size_t(seq)];
     try {
         pages_->resize(id, need);
     } catch (const PoolFull&) {
         const int64_t held = pages_->length(id), page = pages_->page_size();
-        throw PoolFull("the KV cache is full: sequence " + std::to_string(r.seq) + " needs " + std::to_string(need) +
+        throw PoolFull("the KV cache is full: sequence " + std::to_string(seq) + " needs " + std::to_string(need) +
                        " positions and holds " + std::to_string(held) + "; " +
                        std::to_string(int64_t{pages_->free_pages()} * page) + " of the cache's " +
                        std::to_string(int64_t{pages_->n_pages()} * page) +
@@ -143,10 +139,10 @@ std::vector<backend::KvLayer> Family::kv_cache(int64_t width, int64_t window) {
     std::vector<backend::KvLayer> caches;
     if (pages_ && !spec.ring) {
         // One pool for every sequence; attend() gives each view its sequence's page table.
-        spec.capacity = int64_t{pages_->n_pages()} * page_size_;
+        spec.capacity = int64_t{pages_->n_pages()} * pages_->page_size();
         backend::KvLayer pool = be_.alloc_kv(spec);
         pools_.push_back(pool);
-        pool.page_rows = page_size_;
+        pool.page_rows = pages_->page_size();
         caches.assign(size_t(n_seq()), pool);
         return caches;
     }

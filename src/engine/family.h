@@ -174,7 +174,8 @@ private:
     // Gives each sequence of the step the pages of the positions it will hold after it, pages of its own where it
     // writes (throws PoolFull).
     void hold_pages();
-    void grow(PagePool::SeqId id, const Range& r, int64_t need);
+    // Makes sequence `seq` hold `need` positions' pages, fewer or more; PoolFull names the sequence and the numbers.
+    void hold(int seq, int64_t need);
 
     int n_vocab_ = 0, n_ctx_train_ = 0, n_ctx_ = 0, n_ubatch_ = 0;
     backend::KvType type_k_ = backend::KvType::f16, type_v_ = backend::KvType::f16;
@@ -182,8 +183,7 @@ private:
     int64_t ring_rewind_ = INT64_MAX;
     int64_t n_rows_ = 0;                // the current step's rows
     std::vector<Range> ranges_;         // its sequences
-    int page_size_ = 0;                 // > 0: attention layers are views of pools with this page size
-    std::unique_ptr<PagePool> pages_;   // their pages, with a sequence of the pool for each of ours
+    std::unique_ptr<PagePool> pages_;   // a paged cache's pages, with a sequence of the pool for each of ours
     std::vector<PagePool::SeqId> page_seq_;
     std::vector<backend::KvLayer> pools_;               // every paged layer's pool, for copies of shared pages
     std::vector<std::vector<backend::KvLayer>> rings_;  // every ring layer's per-sequence rings, for forks
