@@ -68,6 +68,12 @@ std::vector<size_t> clear_positions(const std::string& ref_npy, float margin) {
     return out;
 }
 
+std::string test_name(std::string param) {
+    for (char& c : param)
+        if (c == '-') c = '_';
+    return param;
+}
+
 std::string fixture_gguf(const std::string& fam, const std::string& type) {
     return std::string(ZINC_FIXTURES_DIR) + "/" + fam + "/" + fam + "-" + type + ".gguf";
 }

@@ -38,6 +38,12 @@ std::vector<size_t> clear_positions(const std::string& ref_npy, float margin);
 // tests/fixtures/<fam>/<fam>-<type>.gguf
 std::string fixture_gguf(const std::string& fam, const std::string& type);
 
+// The fixture families, for tests that run over each.
+inline const std::vector<std::string> kFixtureFamilies = {"qwen3",  "qwen35",    "qwen35moe",
+                                                          "gemma4", "gemma4moe", "gpt-oss"};
+// A test parameter (a family, a quantization mix) as the name of its test: '-' is not allowed there.
+std::string test_name(std::string param);
+
 // The F32 file of `fam`, fed `batch` tokens per forward pass (0: the whole prompt at once), against transformers'
 // float32 logits: f32 throughout, so rel L2 overall and at the worst position within 1e-4 and the same top token
 // everywhere.

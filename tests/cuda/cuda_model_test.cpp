@@ -26,15 +26,6 @@ using namespace zinc::test;
 
 const std::string kDir = ZINC_FIXTURES_DIR "/";
 
-const std::vector<std::string> kFamilies = {"qwen3", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "gpt-oss"};
-
-std::string param_name(const ::testing::TestParamInfo<std::string>& i) {
-    std::string s = i.param;
-    for (auto& c : s)
-        if (c == '-') c = '_';
-    return s;
-}
-
 class CudaModel : public ::testing::TestWithParam<std::string> {};
 
 // F32 weights, f32 activations everywhere: transformers' float32 forward up to summation order, as on the CPU.
@@ -270,7 +261,8 @@ TEST_P(CudaModel, Q8_0AgreesWithCpu) {
     check_against_cpu(GetParam(), "q8_0", GetParam().starts_with("gemma4") ? 0.25 : 0.1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel, ::testing::ValuesIn(kFamilies), param_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel, ::testing::ValuesIn(kFixtureFamilies),
+                         [](const auto& info) { return test_name(info.param); });
 
 TEST(CudaModelKQuants, Q4_K_MAgreesWithCpu) {
     ZINC_REQUIRE_GPU();

@@ -19,7 +19,7 @@ namespace {
 
 using namespace zinc::test;
 
-class Batched : public ::testing::TestWithParam<const char*> {};
+class Batched : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Batched, EachSequenceAsAlone) {
     const std::string fam = GetParam();
@@ -100,14 +100,8 @@ TEST_P(Batched, ForkedSequencesAsAlone) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Batched,
-                         ::testing::Values("qwen3", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "gpt-oss"),
-                         [](const auto& info) {
-                             std::string s = info.param;
-                             for (char& c : s)
-                                 if (c == '-') c = '_';
-                             return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fixtures, Batched, ::testing::ValuesIn(kFixtureFamilies),
+                         [](const auto& info) { return test_name(info.param); });
 
 // The trained model: the greedy tokens of prompts decoded together are those of each alone, in full precision and
 // quantized (where a wrong token would show a row read with another row's state or weights).

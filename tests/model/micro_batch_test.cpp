@@ -14,7 +14,7 @@ namespace {
 
 using namespace zinc::test;
 
-class MicroBatch : public ::testing::TestWithParam<const char*> {};
+class MicroBatch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MicroBatch, EqualsWholePromptPrefill) {
     const std::string fam = GetParam();
@@ -41,13 +41,7 @@ TEST_P(MicroBatch, EqualsWholePromptPrefill) {
     EXPECT_EQ(f->forward_argmax(fx.prompt, 0), s.pos.back().argmax_b);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, MicroBatch,
-                         ::testing::Values("qwen3", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "gpt-oss"),
-                         [](const auto& info) {
-                             std::string s = info.param;
-                             for (char& c : s)
-                                 if (c == '-') c = '_';
-                             return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fixtures, MicroBatch, ::testing::ValuesIn(kFixtureFamilies),
+                         [](const auto& info) { return test_name(info.param); });
 
 }  // namespace

@@ -250,12 +250,7 @@ TEST_P(QuantizeEveryMix, QuantizeRowBytesAndChosenTypes) {
 INSTANTIATE_TEST_SUITE_P(Mixes, QuantizeEveryMix,
                          ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q6_K", "Q4_K_M", "MXFP4_MOE",
                                            "UD-Q4_K_XL"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& c : n)
-                                 if (c == '-') c = '_';
-                             return n;
-                         });
+                         [](const auto& info) { return zinc::test::test_name(info.param); });
 
 // The four quantized mixes of a plain qwen3 file with a tied embedding: token_embd takes the output rule.
 TEST(Quantize, TiedEmbeddingTakesTheOutputRule) {
