@@ -35,13 +35,15 @@ struct ContextSize {
     backend::KvType type_k = backend::KvType::f16, type_v = backend::KvType::f16;  // llama.cpp's default too
     int n_seq = 1;                   // sequences whose state is held at once, each of n_ctx positions
     // A paged KV cache (page_size > 0): the attention layers of all sequences share one pool of kv_size positions
-    // (default and <= 0: n_seq * n_ctx), in pages of page_size positions that a sequence takes as it grows and gives
-    // back when it starts afresh or is released. 0: each sequence has its own cache of n_ctx positions.
+    // (default and <= 0: every sequence's whole context, in whole pages), in pages of page_size positions that a
+    // sequence takes as it grows and gives back when it starts afresh or is released. 0: each sequence has its own
+    // cache of n_ctx positions.
     int page_size = 0;
     int64_t kv_size = 0;
 };
 
-// The page size of a paged KV cache where the backend has one (llama.cpp's -ub default / 8).
+// The page size of a paged KV cache where the backend has one: a page of a small model's layer is tens of KiB of
+// consecutive rows, and prompts share all but their last partial page.
 inline constexpr int kDefaultPageSize = 64;
 
 // The rows of one forward step (Family::step): tokens of one or more sequences. A sequence's rows come together and
