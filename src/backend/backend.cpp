@@ -754,17 +754,16 @@ void Backend::do_shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& ou
     rms_norm(out, w, eps, out.cols, h);
 }
 
-void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
-                            std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
-    const OpScope scope(*this, "rope_kv_write");
-    // The checks of the ops it is made of, so that an override sees what they would accept.
+namespace {
+
+// The checks of the ops rope_kv_write is made of, but the cache's, so that an override sees what they would accept.
+void check_rope_kv_write(const Act& q, const Act& k, const Act& v, const HeadNorms& norms, int head_dim,
+                         std::span<const int32_t> pos, const RopeParams& rope, int64_t width) {
     check_group(q, head_dim, "rope_kv_write");
     if (static_cast<int64_t>(pos.size()) != q.rows || k.rows != q.rows || rope.n_rot > head_dim || rope.n_rot <= 0 ||
         rope.n_rot % 2 != 0)
         fail("rope_kv_write", "bad shape");
-    for (size_t t = 0; t < pos.size(); ++t)
-        if (pos[t] != pos0 + static_cast<int64_t>(t)) fail("rope_kv_write", "positions are not pos0, pos0 + 1, ...");
-    if (k.cols != kv.width || v.cols != kv.width || v.rows != k.rows || kv.width % head_dim != 0)
+    if (k.cols != width || v.cols != width || v.rows != k.rows || width % head_dim != 0)
         fail("rope_kv_write", "shape mismatch");
     if (overlap(q.data, q.size(), k.data, k.size()) || overlap(q.data, q.size(), v.data, v.size()) ||
         overlap(k.data, k.size(), v.data, v.size()))
@@ -772,8 +771,55 @@ void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int 
     if (norms.q && norms.q_weight) check_f32_vector(*norms.q_weight, head_dim, "rope_kv_write", "q norm weight");
     if (norms.k && norms.k_weight) check_f32_vector(*norms.k_weight, head_dim, "rope_kv_write", "k norm weight");
     if (rope.freq_factors) check_f32_vector(*rope.freq_factors, rope.n_rot / 2, "rope_kv_write", "frequency factors");
+}
+
+// Rows [first, first + rows) are at positions pos0, pos0 + 1, ...
+void check_run(std::span<const int32_t> pos, int64_t first, int64_t rows, int64_t pos0, const char* op) {
+    for (int64_t t = 0; t < rows; ++t)
+        if (pos[size_t(first + t)] != pos0 + t) fail(op, "positions are not pos0, pos0 + 1, ...");
+}
+
+}  // namespace
+
+void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                            std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
+    const OpScope scope(*this, "rope_kv_write");
+    check_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv.width);
+    check_run(pos, 0, q.rows, pos0, "rope_kv_write");
     check_positions(kv, pos0, pos0 + k.rows, pages_kv(), "rope_kv_write");
     do_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv, pos0);
+}
+
+void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                            std::span<const int32_t> pos, const RopeParams& rope,
+                            std::span<const AttentionRange> ranges) {
+    const OpScope scope(*this, "rope_kv_write");
+    std::vector<bool> taken(static_cast<size_t>(q.rows), false);
+    for (const AttentionRange& r : ranges) {
+        if (!r.kv || r.rows <= 0 || r.first < 0 || r.first + r.rows > q.rows) fail("rope_kv_write", "bad range");
+        if (r.kv->width != ranges.front().kv->width) fail("rope_kv_write", "caches of different widths");
+        for (int64_t t = r.first; t < r.first + r.rows; ++t) {
+            if (taken[static_cast<size_t>(t)]) fail("rope_kv_write", "ranges overlap");
+            taken[static_cast<size_t>(t)] = true;
+        }
+    }
+    if (ranges.empty()) return;
+    check_rope_kv_write(q, k, v, norms, head_dim, pos, rope, ranges.front().kv->width);
+    for (const AttentionRange& r : ranges) {
+        check_run(pos, r.first, r.rows, r.pos0, "rope_kv_write");
+        check_positions(*r.kv, r.pos0, r.pos0 + r.rows, pages_kv(), "rope_kv_write");
+    }
+    do_rope_kv_write_ranges(q, k, v, norms, head_dim, pos, rope, ranges);
+}
+
+void Backend::do_rope_kv_write_ranges(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                                      std::span<const int32_t> pos, const RopeParams& rope,
+                                      std::span<const AttentionRange> ranges) {
+    for (const AttentionRange& r : ranges) {
+        Act qr = rows_of(q, r.first, r.rows), kr = rows_of(k, r.first, r.rows), vr = rows_of(v, r.first, r.rows);
+        do_rope_kv_write(qr, kr, vr, norms, head_dim, pos.subspan(size_t(r.first), size_t(r.rows)), rope, *r.kv,
+                         r.pos0);
+    }
 }
 
 void Backend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,

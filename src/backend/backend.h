@@ -59,11 +59,11 @@ inline int64_t kv_row(const KvLayer& kv, int64_t p) {
     return kv.ring ? p % kv.capacity : p;
 }
 
-// Rows of one sequence in an attention over several: rows [first, first + rows) of q and out, at positions pos0,
-// pos0 + 1, ... of the cache *kv.
+// Rows of one sequence in a step of several: rows [first, first + rows) of q and out, at positions pos0, pos0 + 1,
+// ... of the cache *kv (written by rope_kv_write, read by attention).
 struct AttentionRange {
     int64_t first = 0, rows = 0, pos0 = 0;
-    const KvLayer* kv = nullptr;
+    KvLayer* kv = nullptr;
 };
 
 // "f32", "f16", "q8_0" (llama.cpp's spelling); parse_kv_type returns false for any other name.
@@ -345,6 +345,9 @@ public:
     // kv_write(kv, k, v, pos0). q, k and v overlap none of the others.
     void rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
                        const RopeParams& rope, KvLayer& kv, int64_t pos0);
+    // The same for the rows of several sequences: each range's rows go to its own cache (pos: one per row of q).
+    void rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
+                       const RopeParams& rope, std::span<const AttentionRange> ranges);
 
     // out[t] = the index of the largest value in row t of x, the first one on ties (as torch.argmax and the
     // greedy sampler), or -1 when the row holds a NaN or an infinity; waits for the result, which is all the host
@@ -485,6 +488,9 @@ protected:
                                            Act& h);
     virtual void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                                   std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0);
+    virtual void do_rope_kv_write_ranges(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                                         std::span<const int32_t> pos, const RopeParams& rope,
+                                         std::span<const AttentionRange> ranges);
     virtual void do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
                                    float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
                                    Act& beta, Act& out);

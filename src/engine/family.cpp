@@ -154,22 +154,18 @@ std::vector<backend::KvLayer> Family::kv_cache(int64_t width, int64_t window) {
 void Family::attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend::Act& k, backend::Act& v,
                     const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
                     const backend::AttentionParams& ap, backend::Act& out) {
-    using backend::Backend;
     attention_ranges_.clear();
     for (const Range& r : ranges_) {
-        backend::Act qr = Backend::rows_of(q, r.first, r.rows), kr = Backend::rows_of(k, r.first, r.rows);
-        backend::Act vr = Backend::rows_of(v, r.first, r.rows);
-        const std::span<const int32_t> pos = std::span<const int32_t>(pos_).subspan(size_t(r.first), size_t(r.rows));
         backend::KvLayer& cache = kv[size_t(r.seq)];
         if (cache.page_rows > 0) {
             const std::span<const int32_t> table = pages_->pages(page_seq_[size_t(r.seq)]);
             cache.pages = table.data();
             cache.n_pages = int64_t(table.size());
         }
-        be_.rope_kv_write(qr, kr, vr, norms, head_dim, pos, rope, cache, r.pos0);
         attention_ranges_.push_back({r.first, r.rows, r.pos0, &cache});
     }
     // Each sequence's rows are one range, so writing every range before reading any changes nothing it reads.
+    be_.rope_kv_write(q, k, v, norms, head_dim, pos_, rope, attention_ranges_);
     be_.attention(q, attention_ranges_, ap, out);
 }
 

@@ -839,4 +839,122 @@ TEST(CudaRopeKvWrite, BadArgumentsThrow) {
     gpu->rope_kv_write(q, k, v, {}, 128, positions(6, 2), rope, kv, 6);  // the last two rows
 }
 
+// ---------------------------------------------------------------- rows of several sequences in one step
+
+struct SeqRowsCase {
+    std::string name;
+    int n_head, n_head_kv, head_dim;
+    float scale;
+    KvType type;
+    int64_t window = 0;
+    bool sinks = false;
+    std::vector<int64_t> lengths;  // the positions each sequence's cache holds before the step
+    int64_t chunk = 1;             // rows of sequence 0 in the step (a prompt chunk); the others decode one row each
+    double tol = 1e-5;
+};
+
+// A step of one prompt chunk and many decode rows, each sequence with a cache of its own (a ring of window + 64 rows
+// under a window), through rope_kv_write and attention over ranges, against each range alone through the same ops
+// into a second set of caches. rope_kv_write does the same arithmetic for a row either way: q, k, v and the caches
+// are equal bit for bit. Attention splits the keys by the longest sequence in the step and by the row's own alone, so
+// the online softmax merges in another order; each way is within the CacheTypes tolerances of the exact outputs, and
+// the case's tolerance is twice those.
+void check_sequence_rows(Backends& be, const SeqRowsCase& c) {
+    zinc::backend::Backend& gpu = *be.gpu;
+    SCOPED_TRACE(c.name);
+    const int d = c.head_dim;
+    const int64_t width = int64_t(c.n_head_kv) * d, q_cols = int64_t(c.n_head) * d, n_seq = int64_t(c.lengths.size());
+    AttentionParams p{c.n_head, c.n_head_kv, d, c.scale};
+    p.window = c.window;
+    std::unique_ptr<F32Vector> sinks;
+    Weight sg;
+    if (c.sinks) {
+        sinks = std::make_unique<F32Vector>(random_floats(size_t(c.n_head), -2.0f, 4.0f), "blk.0.attn_sinks.weight");
+        sg = gpu.load_weight(sinks->info);
+        p.sinks = &sg;
+    }
+    const RopeParams rope{d, true, 1000000.0f, 1.0f};
+    const F32Vector kw(random_floats(size_t(d)), "attn_k_norm.weight");
+    const Weight kn = gpu.load_weight(kw.info);
+    const HeadNorms norms{false, true, false, nullptr, &kn, 1e-6f};
+
+    // Sequence s's earlier positions, the same in both of its caches.
+    std::vector<KvLayer> batch_kv, alone_kv;
+    for (int64_t s = 0; s < n_seq; ++s) {
+        const int64_t len = c.lengths[size_t(s)], cap = c.window > 0 ? c.window + 64 : len + c.chunk;
+        const KvLayer spec{nullptr, nullptr, width, cap, c.type, c.type, c.window > 0};
+        batch_kv.push_back(gpu.alloc_kv(spec));
+        alone_kv.push_back(gpu.alloc_kv(spec));
+        for (int64_t p0 = 0; p0 < len; p0 += 64) {
+            const int64_t rows = std::min<int64_t>(64, len - p0);
+            Act k = gpu.alloc(rows, width), v = gpu.alloc(rows, width);
+            gpu.upload(k, random_floats(size_t(rows * width), -2.0f, 2.0f));
+            gpu.upload(v, random_floats(size_t(rows * width)));
+            gpu.kv_write(batch_kv.back(), k, v, p0);
+            gpu.kv_write(alone_kv.back(), k, v, p0);
+            gpu.free(k);
+            gpu.free(v);
+        }
+    }
+    // The step: sequences 1, 2, ..., with sequence 0's chunk in the middle.
+    std::vector<int64_t> order;
+    for (int64_t s = 1; s < n_seq; ++s) order.push_back(s);
+    order.insert(order.begin() + std::ptrdiff_t(order.size() / 2), 0);
+    std::vector<zinc::backend::AttentionRange> batch, alone;
+    std::vector<int32_t> pos;
+    for (int64_t s : order) {
+        const int64_t rows = s == 0 ? c.chunk : 1, len = c.lengths[size_t(s)], first = int64_t(pos.size());
+        for (int64_t t = 0; t < rows; ++t) pos.push_back(int32_t(len + t));
+        batch.push_back({first, rows, len, &batch_kv[size_t(s)]});
+        alone.push_back({first, rows, len, &alone_kv[size_t(s)]});
+    }
+    const int64_t T = int64_t(pos.size());
+    const auto qh = random_floats(size_t(T * q_cols), -2.0f, 2.0f), kh = random_floats(size_t(T * width), -2.0f, 2.0f),
+               vh = random_floats(size_t(T * width));
+    Act q1 = gpu.alloc(T, q_cols), k1 = gpu.alloc(T, width), v1 = gpu.alloc(T, width), o1 = gpu.alloc(T, q_cols);
+    Act q2 = gpu.alloc(T, q_cols), k2 = gpu.alloc(T, width), v2 = gpu.alloc(T, width), o2 = gpu.alloc(T, q_cols);
+    for (auto [a, h] : {std::pair{&q1, &qh}, {&k1, &kh}, {&v1, &vh}, {&q2, &qh}, {&k2, &kh}, {&v2, &vh}})
+        gpu.upload(*a, *h);
+    const std::vector<float> nan(size_t(T * q_cols), std::numeric_limits<float>::quiet_NaN());
+    gpu.upload(o1, nan);
+    gpu.upload(o2, nan);
+
+    gpu.rope_kv_write(q1, k1, v1, norms, d, pos, rope, batch);
+    gpu.attention(q1, batch, p, o1);
+    for (const zinc::backend::AttentionRange& r : alone) {
+        Act qr = Backend::rows_of(q2, r.first, r.rows), kr = Backend::rows_of(k2, r.first, r.rows);
+        Act vr = Backend::rows_of(v2, r.first, r.rows), orow = Backend::rows_of(o2, r.first, r.rows);
+        gpu.rope_kv_write(qr, kr, vr, norms, d, std::span<const int32_t>(pos).subspan(size_t(r.first), size_t(r.rows)),
+                          rope, *r.kv, r.pos0);
+        gpu.attention(qr, *r.kv, r.pos0, p, orow);
+    }
+    for (auto [a, b, what] : {std::tuple{&q1, &q2, "q"}, std::tuple{&k1, &k2, "k"}, std::tuple{&v1, &v2, "v"}})
+        EXPECT_EQ(be.get(gpu, *a), be.get(gpu, *b)) << what;
+    for (int64_t s = 0; s < n_seq; ++s)
+        for (bool k_plane : {true, false})
+            EXPECT_EQ(cache_values(batch_kv[size_t(s)], k_plane), cache_values(alone_kv[size_t(s)], k_plane))
+                << "sequence " << s << (k_plane ? " K" : " V");
+    const double err = max_err(be.get(gpu, o1), be.get(gpu, o2));
+    EXPECT_LE(err, c.tol);
+    std::cout << "  rows of " << n_seq << " sequences, " << c.name << ": max difference " << err << "\n";
+    for (Act* a : {&q1, &k1, &v1, &o1, &q2, &k2, &v2, &o2}) gpu.free(*a);
+    for (KvLayer& kv : batch_kv) gpu.free(kv);
+    for (KvLayer& kv : alone_kv) gpu.free(kv);
+}
+
+TEST(CudaSequenceRows, OneStepOfManySequencesEqualsEachAlone) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    const float s128 = 1.0f / std::sqrt(128.0f);
+    const std::vector<int64_t> lengths = {40, 1, 5, 100, 300, 1500, 17, 2, 700, 3000, 64, 129};
+    for (KvType t : {KvType::f32, KvType::f16, KvType::q8_0}) {
+        const std::string n = std::string(" ") + zinc::backend::kv_type_name(t);
+        check_sequence_rows(be, {"qwen3-8b" + n, 32, 8, 128, s128, t, 0, false, lengths, 7});
+        check_sequence_rows(be, {"qwen3-8b decode only" + n, 32, 8, 128, s128, t, 0, false, {3, 2000, 9, 60}, 1});
+        check_sequence_rows(be, {"gpt-oss sliding ring" + n, 64, 8, 64, 0.125f, t, 128, true, lengths, 20});
+        check_sequence_rows(be, {"gemma4 global" + n, 16, 2, 512, 1.0f, t, 0, false, {30, 1, 2100, 200}, 3, 8e-5});
+        check_sequence_rows(be, {"gemma4 sliding" + n, 16, 8, 256, 1.0f, t, 1024, false, {1200, 2, 3000}, 1, 4e-5});
+    }
+}
+
 }  // namespace

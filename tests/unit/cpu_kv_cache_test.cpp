@@ -354,4 +354,52 @@ TEST(KvCache, RopeKvWriteIsItsOpsInTurn) {
     EXPECT_THROW(cpu->rope_kv_write(q, q, v, {}, d, pos, rope, kv, 5), std::invalid_argument);
 }
 
+// rope_kv_write over the ranges of several sequences is each range's rope_kv_write into its own cache; ranges that
+// overlap, leave q, name no cache or do not follow the positions are refused.
+TEST(KvCache, RopeKvWriteOfRangesIsEachRangeAlone) {
+    auto cpu = zinc::backend::make_cpu_backend(1);
+    const int d = 32, rows = 5;
+    const auto qh = random_floats(2 * d * rows, -2, 2, 8), kh = random_floats(d * rows, -2, 2, 9),
+               vh = random_floats(d * rows, -2, 2, 10);
+    const zinc::backend::RopeParams rope{32, true, 10000.0f, 1.0f};
+    const std::vector<int32_t> pos = {7, 3, 4, 5, 0};  // sequence 0 at 7, sequence 1 at 3-5, sequence 2 at 0
+    const KvLayer spec{nullptr, nullptr, d, 16, KvType::f16, KvType::f16};
+    std::vector<KvLayer> together, alone;
+    for (int s = 0; s < 3; ++s) {
+        together.push_back(cpu->alloc_kv(spec));
+        alone.push_back(cpu->alloc_kv(spec));
+    }
+    using R = zinc::backend::AttentionRange;
+    const std::vector<R> ranges = {{0, 1, 7, &together[0]}, {1, 3, 3, &together[1]}, {4, 1, 0, &together[2]}};
+    Act q1 = upload(*cpu, qh, rows, 2 * d), k1 = upload(*cpu, kh, rows, d), v1 = upload(*cpu, vh, rows, d);
+    Act q2 = upload(*cpu, qh, rows, 2 * d), k2 = upload(*cpu, kh, rows, d), v2 = upload(*cpu, vh, rows, d);
+    cpu->rope_kv_write(q1, k1, v1, {}, d, pos, rope, ranges);
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        const R& r = ranges[i];
+        Act q = Backend::rows_of(q2, r.first, r.rows), k = Backend::rows_of(k2, r.first, r.rows);
+        Act v = Backend::rows_of(v2, r.first, r.rows);
+        cpu->rope_kv_write(q, k, v, {}, d, std::span<const int32_t>(pos).subspan(size_t(r.first), size_t(r.rows)),
+                           rope, alone[i], r.pos0);
+    }
+    EXPECT_EQ(download(*cpu, q1), download(*cpu, q2));
+    EXPECT_EQ(download(*cpu, k1), download(*cpu, k2));
+    // Each sequence's cache, read back through attention from every row.
+    const Act probe = upload(*cpu, random_floats(2 * d * rows, -1, 1, 11), rows, 2 * d);
+    Act o1 = cpu->alloc(rows, 2 * d), o2 = cpu->alloc(rows, 2 * d);
+    const AttentionParams p{2, 1, d, 0.2f};
+    std::vector<R> read_alone = ranges;
+    for (size_t i = 0; i < read_alone.size(); ++i) read_alone[i].kv = &alone[i];
+    cpu->attention(probe, ranges, p, o1);
+    cpu->attention(probe, read_alone, p, o2);
+    EXPECT_EQ(download(*cpu, o1), download(*cpu, o2));
+
+    const std::vector<std::vector<R>> bad = {{{0, 2, 7, &together[0]}, {1, 3, 3, &together[1]}},  // overlapping rows
+                                             {{4, 2, 0, &together[2]}},                           // past q's rows
+                                             {{1, 3, 3, nullptr}},                                // no cache
+                                             {{1, 3, 4, &together[1]}},                           // not pos 4, 5, 6
+                                             {{0, 1, 7, &together[0]}, {1, 3, 3, &together[0]}, {4, 1, 0, &together[2]},
+                                              {4, 1, 0, &together[1]}}};                          // row 4 twice
+    for (const std::vector<R>& b : bad) EXPECT_ANY_THROW(cpu->rope_kv_write(q1, k1, v1, {}, d, pos, rope, b));
+}
+
 }  // namespace

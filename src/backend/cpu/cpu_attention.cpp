@@ -217,7 +217,8 @@ void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRang
 }
 
 void attention(ThreadPool& pool, const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) {
-    const AttentionRange all{0, q.rows, pos0, &kv};
+    KvLayer view = kv;  // the range's, read only
+    const AttentionRange all{0, q.rows, pos0, &view};
     attention(pool, q, std::span<const AttentionRange>(&all, 1), p, out);
 }
 

@@ -214,12 +214,13 @@ __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int 
     begin_kernel();
     const int64_t bt = blockIdx.x, t = bt / a.n_head;
     const int h = int(bt % a.n_head), split = int(blockIdx.y);
-    const int64_t pos0 = *a.pos;
+    int64_t pos0, last;
+    select_row(a, t, pos0, last);
     const int d = a.head_dim, kvh = h / (a.n_head / a.n_head_kv);
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     const int c0 = lane * P, nv = d - c0 >= P ? P : (d > c0 ? d - c0 : 0);
     const bool wide = d == 32 * P && a.kv_width % P == 0;
-    const int64_t chunk = split_chunk(visible_keys(pos0 + a.n_q - 1, a.window), n_split);
+    const int64_t chunk = split_chunk(visible_keys(last, a.window), n_split);
     const KeyRange keys = split_keys(visible_keys(pos0 + t, a.window), chunk, split);
     const int64_t q_cols = int64_t(a.n_head) * d, col = int64_t(kvh) * d + c0;
 
@@ -380,8 +381,9 @@ __global__ void __launch_bounds__(kTileThreads) tile_kernel(AttentionArgs a, int
     const int64_t bt = blockIdx.x, t = bt / groups;
     const int h0 = int(bt % groups) * G, split = int(blockIdx.y), kvh = h0 / (a.n_head / a.n_head_kv);
     const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
-    const int64_t pos0 = *a.pos;
-    const int64_t chunk = split_chunk(visible_keys(pos0 + a.n_q - 1, a.window), n_split);
+    int64_t pos0, last;
+    select_row(a, t, pos0, last);
+    const int64_t chunk = split_chunk(visible_keys(last, a.window), n_split);
     const KeyRange keys = split_keys(visible_keys(pos0 + t, a.window), chunk, split);
     const int64_t q_cols = int64_t(a.n_head) * d;
     const int k_stride = tile_stride(a.k.type, d), v_stride = tile_stride(a.v.type, d);
@@ -575,7 +577,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(AttentionArgs 
     }
     __syncthreads();
     const float* pa = partial_acc(part, bt, n_split, 0, d);
-    float* o = a.out + t * int64_t(a.n_head) * d + int64_t(h) * d;
+    float* o = a.out + out_row(a, t) * int64_t(a.n_head) * d + int64_t(h) * d;
     for (int c = tid; c < d; c += int(blockDim.x)) {
         float num = 0.0f;
 #pragma unroll 8

@@ -55,6 +55,16 @@ struct CachePlane {
     KvType type = KvType::f32;
 };
 
+// A row of a step over several sequences (rope_kv_write, and attention over rows of their own): query row `row`, at
+// position `pos` of the cache planes k and v of `capacity` rows (of the types the call's planes give).
+struct RowCache {
+    void* k = nullptr;
+    void* v = nullptr;
+    int64_t capacity = 0;
+    int32_t row = 0, pos = 0;
+};
+static_assert(sizeof(RowCache) % 4 == 0, "uploaded as int32 values");
+
 // attention.cu: stores the `rows` rows of k and v (`width` values each) at the cache rows of positions *pos,
 // *pos + 1, ... (pos in device memory), converted to the planes' types.
 cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int64_t capacity, const float* k,
@@ -80,6 +90,9 @@ struct HeadArgs {
     RopeArgs rope;
     CachePlane k_cache, v_cache;
     int64_t capacity = 0;
+    // With row_caches (device, one per row), row t goes to row_caches[t]'s cache at its position instead (k_cache's
+    // and v_cache's types; their data, capacity and kv_pos unused).
+    const RowCache* row_caches = nullptr;
 };
 cudaError_t rope_kv_write(const HeadArgs& a, cudaStream_t s);
 
@@ -185,16 +198,12 @@ inline bool flash_cache(KvType type_k, KvType type_v, int head_dim) {
 // of 64 rows fill the GPU). Otherwise row tiles when the (row, head) pairs alone fill the GPU and make a few tiles per
 // head; otherwise the tensor-core kernel where the cache allows it, else the keys kernel and, at long contexts, the
 // tile kernel. Splits only when the blocks would leave the GPU idle, and never into pieces below the kernel's least
-// number of keys of the bucket.
-inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t pos0,
-                                    int64_t window, KvType type_k = KvType::f32, KvType type_v = KvType::f32) {
-    if (n_q >= kFlashMinRows && flash_cache(type_k, type_v, head_dim)) {
-        AttentionPlan p;
-        p.flash = true;
-        p.heads = heads_per_block(n_head, n_head_kv, head_dim);
-        return p;
-    }
-    const KeyRange last = visible_keys(pos0 + n_q - 1, window);
+// number of keys of the bucket. plan_keys is all but the first choice, for rows of which the last is at last_pos; with
+// own_rows each row reads a cache of its own (AttentionArgs::row_caches) and the row tiles, which share keys between
+// rows, are out.
+inline AttentionPlan plan_keys(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t last_pos, int64_t window,
+                               KvType type_k, KvType type_v, bool own_rows) {
+    const KeyRange last = visible_keys(last_pos, window);
     const int64_t keys = key_bucket(last.end - last.begin);
     const bool mma = mma_cache(type_k, type_v, head_dim);
     const int heads = mma || keys >= kTileMinKeys ? heads_per_block(n_head, n_head_kv, head_dim) : 1;
@@ -211,9 +220,26 @@ inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int 
     p.mma = mma;
     // The tensor-core kernel serves prefill too: on an H200 (Qwen3-8B, a 512-token prompt) its 36 layers took 4.5 ms
     // against the row tiles' 28 ms, each query reading its keys from L2.
-    p.row_tiles = !mma && n_q * n_head >= kTargetBlocks && n_q >= 2 * kTileRows;
+    p.row_tiles = !own_rows && !mma && n_q * n_head >= kTargetBlocks && n_q >= 2 * kTileRows;
     p.n_split = p.row_tiles ? 1 : int(n < 1 ? 1 : (n > kMaxSplits ? kMaxSplits : n));
     return p;
+}
+
+inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t pos0,
+                                    int64_t window, KvType type_k = KvType::f32, KvType type_v = KvType::f32) {
+    if (n_q >= kFlashMinRows && flash_cache(type_k, type_v, head_dim)) {
+        AttentionPlan p;
+        p.flash = true;
+        p.heads = heads_per_block(n_head, n_head_kv, head_dim);
+        return p;
+    }
+    return plan_keys(n_q, n_head, n_head_kv, head_dim, pos0 + n_q - 1, window, type_k, type_v, false);
+}
+
+// The plan of n_q rows each of a cache of its own (AttentionArgs::row_caches), the last of them at last_pos.
+inline AttentionPlan plan_rows(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t last_pos,
+                               int64_t window, KvType type_k, KvType type_v) {
+    return plan_keys(n_q, n_head, n_head_kv, head_dim, last_pos, window, type_k, type_v, true);
 }
 
 struct AttentionArgs {
@@ -226,6 +252,11 @@ struct AttentionArgs {
     int64_t n_q = 0, kv_width = 0, window = 0;
     int n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.0f, softcap = 0.0f;
+    // With row_caches (device, one per query row t: the plan of plan_rows), row t is q's and out's row
+    // row_caches[t].row and reads its own cache at its own position (k's and v's types; their data, capacity and pos
+    // unused); last_pos is the largest of those positions, by which the keys are split.
+    const RowCache* row_caches = nullptr;
+    int64_t last_pos = 0;
 };
 
 // The scratch floats attention() needs for a plan: the partial results of the key splits (none for one split).

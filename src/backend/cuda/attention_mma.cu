@@ -75,8 +75,9 @@ __global__ void __launch_bounds__(MmaShape<D>::kWarps * 32) mma_kernel(Attention
     const int64_t t = int64_t(blockIdx.x) / groups;
     const int h0 = int(blockIdx.x % groups) * G, split = int(blockIdx.y), kvh = h0 / (a.n_head / a.n_head_kv);
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, g = lane / 4, tq = lane % 4;
-    const int64_t pos0 = *a.pos;
-    const int64_t chunk = split_chunk(visible_keys(pos0 + a.n_q - 1, a.window), n_split);
+    int64_t pos0, last;
+    select_row(a, t, pos0, last);
+    const int64_t chunk = split_chunk(visible_keys(last, a.window), n_split);
     const KeyRange keys = split_keys(visible_keys(pos0 + t, a.window), chunk, split);
     const int64_t q_cols = int64_t(a.n_head) * D;
 

@@ -81,18 +81,15 @@ void CudaBackend::do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t p
                     "kv_write", "");
 }
 
-// One launch for the norms, RoPE and cache stores of all heads (rope_kv_write.cu), where its kernel takes the shapes;
-// the separate ops otherwise.
-void CudaBackend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
-                                   std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
+bool CudaBackend::head_args(const Act& q, const Act& k, const Act& v, const HeadNorms& norms, int head_dim,
+                            std::span<const int32_t> pos, const RopeParams& rope, const KvLayer& kv,
+                            cuda::HeadArgs& a) {
     const bool q8 = kv.type_k == KvType::q8_0 || kv.type_v == KvType::q8_0;
     if (head_dim % 4 != 0 || head_dim > 512 || (q8 && head_dim % kKvBlock != 0) || q.rows > INT_MAX ||
         q.cols / head_dim + 2 * (kv.width / head_dim) > 65535 * 4 || !aligned16(q.data) || !aligned16(k.data) ||
         !aligned16(v.data) || (norms.q_weight && !aligned16(norms.q_weight->data)) ||
         (norms.k_weight && !aligned16(norms.k_weight->data)))
-        return Backend::do_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv, pos0);
-    if (q.rows == 0) return;
-    cuda::HeadArgs a;
+        return false;
     a.q = q.data;
     a.k = k.data;
     a.v = v.data;
@@ -107,13 +104,94 @@ void CudaBackend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norm
     a.k_weight = norms.k && norms.k_weight ? static_cast<const float*>(norms.k_weight->data) : nullptr;
     a.eps = norms.eps;
     a.pos = device_positions(pos);
-    a.kv_pos = device_positions(pos0, q.rows);
     a.rope = rope_args(rope);
     a.k_cache = {kv.k, kv.type_k};
     a.v_cache = {kv.v, kv.type_v};
     a.capacity = kv.capacity;
+    return true;
+}
+
+// One launch for the norms, RoPE and cache stores of all heads (rope_kv_write.cu), where its kernel takes the shapes;
+// the separate ops otherwise.
+void CudaBackend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                                   std::span<const int32_t> pos, const RopeParams& rope, KvLayer& kv, int64_t pos0) {
+    cuda::HeadArgs a;
+    if (!head_args(q, k, v, norms, head_dim, pos, rope, kv, a))
+        return Backend::do_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv, pos0);
+    if (q.rows == 0) return;
+    a.kv_pos = device_positions(pos0, q.rows);
     ZINC_CUDA_CHECK(cuda::rope_kv_write(a, stream_), "rope_kv_write",
                     rope.freq_factors ? rope.freq_factors->name : std::string());
+}
+
+// The rows of several sequences in one launch, each row told its own cache, where the ranges cover q's rows and their
+// caches are of one kind.
+void CudaBackend::do_rope_kv_write_ranges(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                                          std::span<const int32_t> pos, const RopeParams& rope,
+                                          std::span<const AttentionRange> ranges) {
+    const KvLayer& kv0 = *ranges.front().kv;
+    std::vector<cuda::RowCache> rows(static_cast<size_t>(q.rows));
+    int64_t covered = 0;
+    bool alike = ranges.size() > 1;
+    for (const AttentionRange& r : ranges) {
+        alike = alike && r.kv->type_k == kv0.type_k && r.kv->type_v == kv0.type_v && r.kv->page_rows == 0;
+        for (int64_t t = 0; t < r.rows; ++t)
+            rows[size_t(r.first + t)] = {r.kv->k, r.kv->v, r.kv->capacity, int32_t(r.first + t), int32_t(r.pos0 + t)};
+        covered += r.rows;
+    }
+    cuda::HeadArgs a;
+    if (!alike || covered != q.rows || !head_args(q, k, v, norms, head_dim, pos, rope, kv0, a))
+        return Backend::do_rope_kv_write_ranges(q, k, v, norms, head_dim, pos, rope, ranges);
+    a.row_caches = device_row_caches(rows);
+    ZINC_CUDA_CHECK(cuda::rope_kv_write(a, stream_), "rope_kv_write",
+                    rope.freq_factors ? rope.freq_factors->name : std::string());
+}
+
+// The single rows of the ranges (decode rows of several sequences) in one launch, each reading its own cache; the
+// ranges of several rows (prompt chunks) each as do_attention.
+void CudaBackend::do_attention_ranges(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
+                                      Act& out) {
+    std::vector<cuda::RowCache> rows;
+    const KvLayer* kv0 = nullptr;
+    bool alike = true;
+    int64_t last = 0;
+    for (const AttentionRange& r : ranges) {
+        if (r.rows != 1) continue;
+        if (!kv0) kv0 = r.kv;
+        alike = alike && r.kv->type_k == kv0->type_k && r.kv->type_v == kv0->type_v && r.kv->page_rows == 0;
+        rows.push_back({r.kv->k, r.kv->v, r.kv->capacity, int32_t(r.first), int32_t(r.pos0)});
+        last = std::max(last, r.pos0);
+    }
+    if (rows.size() < 2 || !alike || p.head_dim > cuda::kMaxHeadDim || int64_t(rows.size()) * p.n_head > INT_MAX)
+        return Backend::do_attention_ranges(q, ranges, p, out);
+    for (const AttentionRange& r : ranges) {
+        if (r.rows == 1) continue;
+        Act out_rows = rows_of(out, r.first, r.rows);
+        do_attention(rows_of(q, r.first, r.rows), *r.kv, r.pos0, p, out_rows);
+    }
+    const int64_t n = int64_t(rows.size());
+    cuda::AttentionArgs a;
+    a.q = q.data;
+    a.k = {nullptr, kv0->type_k};
+    a.v = {nullptr, kv0->type_v};
+    a.out = out.data;
+    a.sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
+    a.n_q = n;
+    a.kv_width = kv0->width;
+    a.window = p.window;
+    a.n_head = p.n_head;
+    a.n_head_kv = p.n_head_kv;
+    a.head_dim = p.head_dim;
+    a.scale = p.scale;
+    a.softcap = p.softcap;
+    a.row_caches = device_row_caches(rows);
+    a.last_pos = last;
+    const cuda::AttentionPlan plan =
+        cuda::plan_rows(n, p.n_head, p.n_head_kv, p.head_dim, last, p.window, kv0->type_k, kv0->type_v);
+    float* partials = nullptr;
+    if (const size_t floats = cuda::attention_partial_floats(plan, n, p.n_head, p.head_dim); floats > 0)
+        partials = static_cast<float*>(scratch("attention partials", floats * sizeof(float), "attention"));
+    ZINC_CUDA_CHECK(cuda::attention(a, plan, partials, stream_), "attention", p.sinks ? p.sinks->name : std::string());
 }
 
 }  // namespace zinc::backend

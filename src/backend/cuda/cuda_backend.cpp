@@ -258,17 +258,37 @@ const int32_t* CudaBackend::device_ids(std::span<const int32_t> ids) {
     return device_ints("step ids", last_ids_, ids, "get_rows");
 }
 
+int64_t CudaBackend::uploaded_run(int64_t rows, const std::function<int32_t(int64_t)>& at) const {
+    const int64_t n = int64_t(last_pos_.size());
+    if (rows == 0) return n > 0 ? 0 : -1;
+    const int32_t first = at(0);
+    for (int64_t i = 0; i + rows <= n; ++i) {
+        if (last_pos_[size_t(i)] != first) continue;
+        int64_t t = 1;
+        while (t < rows && last_pos_[size_t(i + t)] == at(t)) ++t;
+        if (t == rows) return i;
+    }
+    return -1;
+}
+
 const int32_t* CudaBackend::device_positions(std::span<const int32_t> pos) {
-    return device_ints("step positions", last_pos_, pos, "positions");
+    const int64_t at = uploaded_run(int64_t(pos.size()), [&](int64_t t) { return pos[size_t(t)]; });
+    if (at < 0) return device_ints("step positions", last_pos_, pos, "positions");
+    return static_cast<const int32_t*>(scratch("step positions", last_pos_.size() * 4, "positions")) + at;
 }
 
 const int32_t* CudaBackend::device_positions(int64_t pos0, int64_t rows) {
-    bool same = int64_t(last_pos_.size()) == rows;
-    for (int64_t t = 0; same && t < rows; ++t) same = last_pos_[size_t(t)] == pos0 + t;
-    if (same) return static_cast<const int32_t*>(scratch("step positions", last_pos_.size() * 4, "positions"));
+    const int64_t at = uploaded_run(rows, [&](int64_t t) { return static_cast<int32_t>(pos0 + t); });
+    if (at >= 0) return static_cast<const int32_t*>(scratch("step positions", last_pos_.size() * 4, "positions")) + at;
     std::vector<int32_t> pos(static_cast<size_t>(rows));
     for (int64_t t = 0; t < rows; ++t) pos[size_t(t)] = static_cast<int32_t>(pos0 + t);
     return device_positions(pos);
+}
+
+const cuda::RowCache* CudaBackend::device_row_caches(std::span<const cuda::RowCache> rows) {
+    const std::span<const int32_t> ints(reinterpret_cast<const int32_t*>(rows.data()), rows.size_bytes() / 4);
+    return reinterpret_cast<const cuda::RowCache*>(
+        device_ints("step row caches", last_row_caches_, ints, "row caches"));
 }
 
 void CudaBackend::not_while_recording(const char* what) const {
@@ -335,7 +355,9 @@ Act CudaBackend::queue_step(uint64_t shape, std::span<const int32_t> ids, std::s
     const cuda::DecodeStepLaunches early(ids.size() == 1);
     if (ids.empty()) return step();
     device_ids(ids);
-    device_positions(pos);
+    // The step's positions from the buffer's start, where a recorded step reads them (a run found inside the last
+    // ones would not be there).
+    device_ints("step positions", last_pos_, pos, "positions");
     if (!graphs_on_ || ids.size() != 1 || pos.size() != 1 || (shape & kEagerStep)) return step();
     StepGraph& g = graphs_[{shape, cuda::key_bucket(int64_t{pos[0]} + 1)}];
     if (g.generation != generation_) {

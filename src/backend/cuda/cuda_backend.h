@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cublas.h"
 #include "backend/cuda/matmul_kernels.h"
 
@@ -131,6 +132,14 @@ protected:
     void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
                           const RopeParams& rope, KvLayer& kv, int64_t pos0) override;
     void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override;
+    void do_rope_kv_write_ranges(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
+                                 std::span<const int32_t> pos, const RopeParams& rope,
+                                 std::span<const AttentionRange> ranges) override;
+    void do_attention_ranges(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
+                             Act& out) override;
+    // The fused kernel's arguments for these heads and cache, or false where it does not take them.
+    bool head_args(const Act& q, const Act& k, const Act& v, const HeadNorms& norms, int head_dim,
+                   std::span<const int32_t> pos, const RopeParams& rope, const KvLayer& kv, cuda::HeadArgs& a);
 
     // delta_net_ops.cpp
     void do_sigmoid_mul(const Act& x, const Act& gate, Act& out) override;
@@ -186,13 +195,18 @@ private:
 
     // The step's token ids and positions in device memory. The ops of a step are given the same values again and
     // again (rope for q and k of every layer): they are uploaded once, when they differ from the last ones, and
-    // always to the same buffer, which a recorded step reads.
+    // always to the same buffer, which a recorded step reads. Within a step, positions that are a run of the step's
+    // (one sequence's rows of a step of several) are read where they are, from inside that buffer.
     const int32_t* device_ids(std::span<const int32_t> ids);
     const int32_t* device_positions(std::span<const int32_t> pos);
     // The positions pos0, pos0 + 1, ... of `rows` rows (kv_write, attention).
     const int32_t* device_positions(int64_t pos0, int64_t rows);
+    // Where in the last positions uploaded the run of `rows` values given by at(i) begins; -1 when nowhere.
+    int64_t uploaded_run(int64_t rows, const std::function<int32_t(int64_t)>& at) const;
     const int32_t* device_ints(const std::string& key, std::vector<int32_t>& last, std::span<const int32_t> v,
                                const char* op);
+    // The caches of a step's rows over several sequences (rope_kv_write and attention of a layer ask for the same).
+    const cuda::RowCache* device_row_caches(std::span<const cuda::RowCache> rows);
     // The cuBLAS handle, opened on first use; null when cuBLAS is off or could not be opened (said once on stderr).
     cuda::Cublas* gemm();
     // Throws StepNotRecordable while a step is being recorded: for what a graph cannot hold (a wait for the GPU,
@@ -220,6 +234,7 @@ private:
     int64_t matvec_max_rows_ = cuda::kMatvecMaxRows;
     cuda::MoeWays moe_ways_;
     std::vector<int32_t> last_ids_, last_pos_;  // what device_ids and device_positions last uploaded
+    std::vector<int32_t> last_row_caches_;      // ... and device_row_caches
     // The row an rms_norm wrote in f32 and, in the Q8_1 scratch buffer, quantized; `op` is its ops_begun().
     struct NormRow {
         const float* data = nullptr;
