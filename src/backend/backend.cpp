@@ -201,9 +201,9 @@ void Backend::set_profiling(bool on) {
     profiling_changed();
 }
 
-Act Backend::run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+Act Backend::run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                       const std::function<Act()>& step) {
-    (void)shape, (void)ids, (void)pos;
+    (void)owner, (void)shape, (void)ids, (void)pos;
     Act out;
     try {
         out = step();

@@ -360,16 +360,17 @@ public:
     void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values);
 
     // Runs `step`, which queues the ops of one forward pass over the tokens `ids` at positions `pos` and returns its
-    // result, and returns that result. A backend may record the ops of a step the first times it sees `shape` and
-    // replay the recording for later steps of the same shape instead of calling `step` (the CUDA backend does for
-    // single-token steps, with CUDA graphs). So `step` must only queue ops, and what it queues may depend on the host
-    // only through `shape`, `ids` and `pos`: ops given these ids and positions (get_rows; rope, kv_write and
+    // result, and returns that result. A backend may record the ops of a step the first times it sees `shape` from
+    // `owner` (the caller whose buffers the step uses: a family) and replay the recording for later steps of the same
+    // owner and shape instead of calling `step` (the CUDA backend does for single-token steps, with CUDA graphs). So
+    // `step` must only queue ops, and what it queues may depend on the host only through `owner`, `shape`, `ids` and
+    // `pos`: ops given these ids and positions (get_rows; rope, kv_write and
     // attention at pos[0]) read them from backend memory that this call fills, and a replay reads the new values.
     // A shape with kEagerStep set is never recorded: its step may read results back as it goes (a search for the
     // first layer whose output is not finite).
     static constexpr uint64_t kEagerStep = uint64_t(1) << 63;
-    virtual Act run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
-                         const std::function<Act()>& step);
+    virtual Act run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids,
+                         std::span<const int32_t> pos, const std::function<Act()>& step);
 
     // Side work: the ops queued from begin_side() to end_side() may run beside those queued after end_side(), up to
     // join_side(), after which every op sees their results. The CUDA backend runs them on a second stream in a decode

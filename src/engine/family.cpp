@@ -243,14 +243,14 @@ backend::Act Family::run_step(std::span<const int32_t> ids, bool eager) {
     hold_pages();
     // What compute() queues depends on the host only through the rows, the rows wanted, the sequences and whether
     // each starts afresh, and the ids and positions: the key under which a backend may record and replay a step of
-    // one row (the only ones recorded), which names its sequence.
+    // one row (the only ones recorded), which names its sequence; the family itself is the owner of the recording.
     const Range& r0 = ranges_.front();
     const bool suffix = wanted_.empty() || (wanted_.front() == n_rows_ - int64_t(wanted_.size()));
     const uint64_t shape = static_cast<uint64_t>(n_rows_) | static_cast<uint64_t>(wanted_.size()) << 24 |
                            static_cast<uint64_t>(r0.pos0 == 0) << 48 | uint64_t(r0.seq) << 49 |
                            static_cast<uint64_t>(ranges_.size() > 1 || !suffix) << 62 |
                            (eager ? backend::Backend::kEagerStep : 0);
-    const backend::Act out = be_.run_step(shape, ids, pos_, [&] { return compute(ids); });
+    const backend::Act out = be_.run_step(this, shape, ids, pos_, [&] { return compute(ids); });
     for (const Range& r : ranges_) state_end_[size_t(r.seq)] = r.pos0 + r.rows;
     return out;
 }

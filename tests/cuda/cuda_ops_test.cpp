@@ -390,7 +390,7 @@ TEST(CudaSideWork, DecodeStepsMatchTheOpsInOrder) {
         gpu->upload(x2, random_floats(size_t(n)));
         ops();  // outside a step: in order
         gpu->download(out, in_order);
-        gpu->run_step(1, {&id, 1}, {&pos, 1}, ops);
+        gpu->run_step(nullptr, 1, {&id, 1}, {&pos, 1}, ops);
         gpu->download(out, stepped);
         EXPECT_EQ(stepped, in_order) << "step " << pos;
     }
@@ -398,7 +398,7 @@ TEST(CudaSideWork, DecodeStepsMatchTheOpsInOrder) {
     EXPECT_GE(cuda.graphs_replayed(), 3u);
 
     const int32_t pos = 7;
-    EXPECT_THROW(gpu->run_step(2, {&id, 1}, {&pos, 1},
+    EXPECT_THROW(gpu->run_step(nullptr, 2, {&id, 1}, {&pos, 1},
                                [&] {
                                    gpu->begin_side();
                                    gpu->matmul(w1, x1, y1);
@@ -406,7 +406,7 @@ TEST(CudaSideWork, DecodeStepsMatchTheOpsInOrder) {
                                    return y1;
                                }),
                  std::logic_error);
-    gpu->run_step(1, {&id, 1}, {&pos, 1}, ops);
+    gpu->run_step(nullptr, 1, {&id, 1}, {&pos, 1}, ops);
     gpu->download(out, stepped);
     ops();
     gpu->download(out, in_order);

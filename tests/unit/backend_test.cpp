@@ -690,7 +690,7 @@ TEST(BackendSideWork, CallsComeInOrder) {
     cpu->upload(x, std::vector<float>{1, 2, 3, 4});
     const int32_t id = 0;
     auto step = [&](bool join) {
-        return cpu->run_step(1, {&id, 1}, {&id, 1}, [&] {
+        return cpu->run_step(nullptr, 1, {&id, 1}, {&id, 1}, [&] {
             cpu->begin_side();
             cpu->add(x, x, y);
             cpu->end_side();
@@ -699,7 +699,7 @@ TEST(BackendSideWork, CallsComeInOrder) {
         });
     };
     EXPECT_THROW(step(false), std::logic_error);
-    EXPECT_THROW(cpu->run_step(1, {&id, 1}, {&id, 1}, [&]() -> Act {
+    EXPECT_THROW(cpu->run_step(nullptr, 1, {&id, 1}, {&id, 1}, [&]() -> Act {
         cpu->begin_side();
         throw std::runtime_error("inside the side work");
     }), std::runtime_error);

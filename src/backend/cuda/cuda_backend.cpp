@@ -299,14 +299,14 @@ void CudaBackend::not_while_recording(const char* what) const {
 // token to token (the id, the position, the attention length) are read from device buffers that stay in place, and
 // the attention plan only changes between key buckets, which are part of the key. The first step of a key runs
 // eagerly so that the scratch buffers it needs are allocated before a recording points into them.
-Act CudaBackend::run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+Act CudaBackend::run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                           const std::function<Act()>& step) {
     // Side work goes to the side stream in decode steps, where the kernels are few blocks each and the GPU has room
     // for two at once; not while profiling, which times each op alone.
     side_allowed_ = ids.size() == 1 && pos.size() == 1 && !profiling();
     Act out;
     try {
-        out = queue_step(shape, ids, pos, step);
+        out = queue_step(owner, shape, ids, pos, step);
     } catch (...) {
         side_allowed_ = false;
         drop_side();
@@ -349,7 +349,7 @@ void CudaBackend::drop_side() {
     side_joined();  // so that a recording being abandoned has no branch left open
 }
 
-Act CudaBackend::queue_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+Act CudaBackend::queue_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                             const std::function<Act()>& step) {
     normed_ = {};  // a replay issues no ops: what the host knows of the last norm's row ends here
     const cuda::DecodeStepLaunches early(ids.size() == 1);
@@ -359,7 +359,7 @@ Act CudaBackend::queue_step(uint64_t shape, std::span<const int32_t> ids, std::s
     // ones would not be there).
     device_ints("step positions", last_pos_, pos, "positions");
     if (!graphs_on_ || ids.size() != 1 || pos.size() != 1 || (shape & kEagerStep)) return step();
-    StepGraph& g = graphs_[{shape, cuda::key_bucket(int64_t{pos[0]} + 1)}];
+    StepGraph& g = graphs_[{owner, shape, cuda::key_bucket(int64_t{pos[0]} + 1)}];
     if (g.generation != generation_) {
         drop(g);
         g.generation = generation_;

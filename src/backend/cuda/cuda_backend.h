@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,9 +46,9 @@ public:
     void synchronize() override;
     uint64_t host_waits() const override { return waits_; }
 
-    // Records a single-token step as a CUDA graph the second time its shape (and attention bucket) is seen, and
-    // replays that graph after; other steps, and every step while graphs are off, run as they are.
-    Act run_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+    // Records a single-token step as a CUDA graph the second time its owner and shape (and attention bucket) are seen,
+    // and replays that graph after; other steps, and every step while graphs are off, run as they are.
+    Act run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                  const std::function<Act()>& step) override;
     // Graphs are on unless the environment sets ZINC_CUDA_GRAPHS=0; tests compare both ways.
     void set_graphs(bool on) { graphs_on_ = on; }
@@ -176,7 +177,7 @@ protected:
 
 private:
     // The step run_step is given, recorded or not, and with side work allowed where it is a decode step.
-    Act queue_step(uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
+    Act queue_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                    const std::function<Act()>& step);
     // Ends side work that a step left behind: the side stream joined to the main one, which is the stream again.
     void drop_side();
@@ -264,7 +265,7 @@ private:
     };
     void drop(StepGraph& g);
     StepGraph* recording_graph_ = nullptr;
-    std::map<std::pair<uint64_t, int64_t>, StepGraph> graphs_;
+    std::map<std::tuple<const void*, uint64_t, int64_t>, StepGraph> graphs_;
     uint64_t generation_ = 1;
     bool graphs_on_ = true;
     bool recording_ = false;

@@ -97,7 +97,7 @@ double time_us(CudaBackend& be, int reps, const std::function<void(int)>& call) 
         for (int i = 0; i < reps; ++i) call(i);
         return Act{};
     };
-    return median_round_us(be, 7, 2, reps, [&] { be.run_step(key, {&id, 1}, {&id, 1}, step); });
+    return median_round_us(be, 7, 2, reps, [&] { be.run_step(nullptr, key, {&id, 1}, {&id, 1}, step); });
 }
 
 double copy_gbps(CudaBackend& be) {
