@@ -756,7 +756,8 @@ void Backend::do_shared_expert_add_norm(Act& a, Act& b, const Act& gate, Act& ou
 
 namespace {
 
-// The checks of the ops rope_kv_write is made of, but the cache's, so that an override sees what they would accept.
+// The checks of the ops rope_kv_write is made of, all but the cache's, so that an override sees what they would
+// accept.
 void check_rope_kv_write(const Act& q, const Act& k, const Act& v, const HeadNorms& norms, int head_dim,
                          std::span<const int32_t> pos, const RopeParams& rope, int64_t width) {
     check_group(q, head_dim, "rope_kv_write");
