@@ -51,8 +51,9 @@ ContextSize settle_context(const gguf::Model& m, ContextSize asked) {
     } else {
         s.kv_size = 0;
     }
-    // A step's rows may be of several sequences, each at most a context long, all in the cache.
-    s.n_ubatch = int(std::min<int64_t>(asked.n_ubatch, positions));
+    // A step's rows may be of several sequences, each at most a context long, all in the cache (whose whole pages may
+    // hold more positions than the contexts together).
+    s.n_ubatch = int(std::min<int64_t>({asked.n_ubatch, positions, int64_t{s.n_ctx} * asked.n_seq}));
     return s;
 }
 

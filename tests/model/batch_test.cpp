@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "batch_check.h"
 #include "engine/family.h"
+#include "engine/memory_plan.h"
 #include "fixture_model.h"
 #include "gguf/split.h"
 
@@ -118,6 +119,24 @@ TEST(BatchedBrown, GreedyTokensEqualEachAlone) {
 
 // A paged cache too small for the sequences: the step that needs a page none has is refused with the numbers, before
 // it changes anything; a released sequence gives its pages back at once, and the others go on as if alone.
+// A context that is not a whole number of pages: the pool's last page holds positions past it, and the micro-batch
+// stays within the context, so the model opens (its memory plan runs a full micro-batch) and a prompt fills it.
+TEST(PagedCache, ContextOfPartPages) {
+    const zinc::gguf::Model model(fixture_gguf("qwen3", "f32"));
+    auto be = zinc::backend::make_cpu_backend(1);
+    const auto f32 = zinc::backend::KvType::f32;
+    for (int n_seq : {1, 2}) {
+        const zinc::engine::ContextSize asked{10, 512, f32, f32, n_seq, 4};  // pages of 4: 3 a sequence
+        const zinc::engine::ContextSize s = zinc::engine::settle_context(model, asked);
+        EXPECT_EQ(s.kv_size, 12 * n_seq);
+        EXPECT_EQ(s.n_ubatch, 10 * n_seq);
+        EXPECT_NO_THROW(zinc::engine::plan_memory(model, asked, false));
+        auto fam = zinc::engine::make_family(model, *be, asked);
+        const std::vector<int32_t> prompt(10, 1);
+        EXPECT_NO_THROW(fam->run(prompt, 0));
+    }
+}
+
 TEST(PagedCache, FullPoolIsAClearErrorAndReleaseGivesPagesBack) {
     const std::string file = fixture_gguf("qwen3", "f32");
     const zinc::gguf::Model model(file);
