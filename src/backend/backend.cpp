@@ -804,6 +804,7 @@ void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int 
             taken[static_cast<size_t>(t)] = true;
         }
     }
+    if (std::find(taken.begin(), taken.end(), false) != taken.end()) fail("rope_kv_write", "a row in no range");
     if (ranges.empty()) return;
     check_rope_kv_write(q, k, v, norms, head_dim, pos, rope, ranges.front().kv->width);
     for (const AttentionRange& r : ranges) {
@@ -813,14 +814,18 @@ void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int 
     do_rope_kv_write_ranges(q, k, v, norms, head_dim, pos, rope, ranges);
 }
 
+// The norms and RoPE are row by row, each row at its own position: one op each over all the rows, then each range's
+// rows into its own cache.
 void Backend::do_rope_kv_write_ranges(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                                       std::span<const int32_t> pos, const RopeParams& rope,
                                       std::span<const AttentionRange> ranges) {
-    for (const AttentionRange& r : ranges) {
-        Act qr = rows_of(q, r.first, r.rows), kr = rows_of(k, r.first, r.rows), vr = rows_of(v, r.first, r.rows);
-        do_rope_kv_write(qr, kr, vr, norms, head_dim, pos.subspan(size_t(r.first), size_t(r.rows)), rope, *r.kv,
-                         r.pos0);
-    }
+    if (norms.q) rms_norm(q, norms.q_weight, norms.eps, head_dim, q);
+    if (norms.k) rms_norm(k, norms.k_weight, norms.eps, head_dim, k);
+    if (norms.v) rms_norm(v, nullptr, norms.eps, head_dim, v);
+    this->rope(q, head_dim, pos, rope);
+    this->rope(k, head_dim, pos, rope);
+    for (const AttentionRange& r : ranges)
+        kv_write(*r.kv, rows_of(k, r.first, r.rows), rows_of(v, r.first, r.rows), r.pos0);
 }
 
 void Backend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,

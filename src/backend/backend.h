@@ -345,7 +345,8 @@ public:
     // kv_write(kv, k, v, pos0). q, k and v overlap none of the others.
     void rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
                        const RopeParams& rope, KvLayer& kv, int64_t pos0);
-    // The same for the rows of several sequences: each range's rows go to its own cache (pos: one per row of q).
+    // The same for the rows of several sequences: each range's rows go to its own cache; the ranges cover q's rows
+    // (pos: one per row).
     void rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
                        const RopeParams& rope, std::span<const AttentionRange> ranges);
 

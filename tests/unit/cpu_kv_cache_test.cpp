@@ -355,7 +355,7 @@ TEST(KvCache, RopeKvWriteIsItsOpsInTurn) {
 }
 
 // rope_kv_write over the ranges of several sequences is each range's rope_kv_write into its own cache; ranges that
-// overlap, leave q, name no cache or do not follow the positions are refused.
+// overlap, leave q, leave a row out, name no cache or do not follow the positions are refused.
 TEST(KvCache, RopeKvWriteOfRangesIsEachRangeAlone) {
     auto cpu = zinc::backend::make_cpu_backend(1);
     const int d = 32, rows = 5;
@@ -393,12 +393,14 @@ TEST(KvCache, RopeKvWriteOfRangesIsEachRangeAlone) {
     cpu->attention(probe, read_alone, p, o2);
     EXPECT_EQ(download(*cpu, o1), download(*cpu, o2));
 
-    const std::vector<std::vector<R>> bad = {{{0, 2, 7, &together[0]}, {1, 3, 3, &together[1]}},  // overlapping rows
-                                             {{4, 2, 0, &together[2]}},                           // past q's rows
-                                             {{1, 3, 3, nullptr}},                                // no cache
-                                             {{1, 3, 4, &together[1]}},                           // not pos 4, 5, 6
-                                             {{0, 1, 7, &together[0]}, {1, 3, 3, &together[0]}, {4, 1, 0, &together[2]},
-                                              {4, 1, 0, &together[1]}}};                          // row 4 twice
+    // Each a covering of the five rows but for one flaw.
+    const std::vector<std::vector<R>> bad = {
+        {{0, 2, 7, &together[0]}, {1, 3, 3, &together[1]}, {4, 1, 0, &together[2]}},  // overlapping rows
+        {{0, 1, 7, &together[0]}, {1, 3, 3, &together[1]}, {4, 2, 0, &together[2]}},  // past q's rows
+        {{0, 1, 7, &together[0]}, {1, 3, 3, nullptr}, {4, 1, 0, &together[2]}},       // no cache
+        {{0, 1, 7, &together[0]}, {1, 3, 4, &together[1]}, {4, 1, 0, &together[2]}},  // not positions 4, 5, 6
+        {{0, 1, 7, &together[0]}, {1, 3, 3, &together[1]}},                            // row 4 in none
+    };
     for (const std::vector<R>& b : bad) EXPECT_ANY_THROW(cpu->rope_kv_write(q1, k1, v1, {}, d, pos, rope, b));
 }
 

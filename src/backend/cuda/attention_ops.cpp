@@ -124,23 +124,20 @@ void CudaBackend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norm
                     rope.freq_factors ? rope.freq_factors->name : std::string());
 }
 
-// The rows of several sequences in one launch, each row told its own cache, where the ranges cover q's rows and their
-// caches are of one kind.
+// The rows of several sequences in one launch, each row told its own cache, where their caches are of one kind.
 void CudaBackend::do_rope_kv_write_ranges(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim,
                                           std::span<const int32_t> pos, const RopeParams& rope,
                                           std::span<const AttentionRange> ranges) {
     const KvLayer& kv0 = *ranges.front().kv;
     std::vector<cuda::RowCache> rows(static_cast<size_t>(q.rows));
-    int64_t covered = 0;
     bool alike = ranges.size() > 1;
     for (const AttentionRange& r : ranges) {
         alike = alike && r.kv->type_k == kv0.type_k && r.kv->type_v == kv0.type_v && r.kv->page_rows == 0;
         for (int64_t t = 0; t < r.rows; ++t)
             rows[size_t(r.first + t)] = {r.kv->k, r.kv->v, r.kv->capacity, int32_t(r.first + t), int32_t(r.pos0 + t)};
-        covered += r.rows;
     }
     cuda::HeadArgs a;
-    if (!alike || covered != q.rows || !head_args(q, k, v, norms, head_dim, pos, rope, kv0, a))
+    if (!alike || !head_args(q, k, v, norms, head_dim, pos, rope, kv0, a))
         return Backend::do_rope_kv_write_ranges(q, k, v, norms, head_dim, pos, rope, ranges);
     a.row_caches = device_row_caches(rows);
     ZINC_CUDA_CHECK(cuda::rope_kv_write(a, stream_), "rope_kv_write",
