@@ -419,6 +419,20 @@ void check_positions(const KvLayer& kv, int64_t from, int64_t to, bool pages_ok,
         if (kv.pages[i] < 0 || kv.pages[i] >= pool_pages) fail(op, "a page outside the pool");
 }
 
+// The ranges of a step of `rows` rows: each with a cache and inside the rows, no row in two of them, and with `cover`
+// every row in one.
+void check_ranges(std::span<const AttentionRange> ranges, int64_t rows, bool cover, const char* op) {
+    std::vector<bool> taken(static_cast<size_t>(rows), false);
+    for (const AttentionRange& r : ranges) {
+        if (!r.kv || r.rows <= 0 || r.first < 0 || r.first + r.rows > rows) fail(op, "bad range");
+        for (int64_t t = r.first; t < r.first + r.rows; ++t) {
+            if (taken[static_cast<size_t>(t)]) fail(op, "ranges overlap");
+            taken[static_cast<size_t>(t)] = true;
+        }
+    }
+    if (cover && std::find(taken.begin(), taken.end(), false) != taken.end()) fail(op, "a row in no range");
+}
+
 }  // namespace
 
 void Backend::kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
@@ -474,15 +488,9 @@ void Backend::attention(const Act& q, const KvLayer& kv, int64_t pos0, const Att
 void Backend::attention(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p, Act& out) {
     const OpScope scope(*this, "attention");
     if (out.rows != q.rows) fail("attention", "shape mismatch");
-    std::vector<bool> taken(static_cast<size_t>(q.rows), false);
-    for (const AttentionRange& r : ranges) {
-        if (!r.kv || r.rows <= 0 || r.first < 0 || r.first + r.rows > q.rows) fail("attention", "bad range");
-        for (int64_t t = r.first; t < r.first + r.rows; ++t) {
-            if (taken[static_cast<size_t>(t)]) fail("attention", "ranges overlap");
-            taken[static_cast<size_t>(t)] = true;
-        }
+    check_ranges(ranges, q.rows, false, "attention");
+    for (const AttentionRange& r : ranges)
         check_attention(rows_of(q, r.first, r.rows), *r.kv, r.pos0, p, rows_of(out, r.first, r.rows), pages_kv());
-    }
     do_attention_ranges(q, ranges, p, out);
 }
 
@@ -795,17 +803,10 @@ void Backend::rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int 
                             std::span<const int32_t> pos, const RopeParams& rope,
                             std::span<const AttentionRange> ranges) {
     const OpScope scope(*this, "rope_kv_write");
-    std::vector<bool> taken(static_cast<size_t>(q.rows), false);
-    for (const AttentionRange& r : ranges) {
-        if (!r.kv || r.rows <= 0 || r.first < 0 || r.first + r.rows > q.rows) fail("rope_kv_write", "bad range");
-        if (r.kv->width != ranges.front().kv->width) fail("rope_kv_write", "caches of different widths");
-        for (int64_t t = r.first; t < r.first + r.rows; ++t) {
-            if (taken[static_cast<size_t>(t)]) fail("rope_kv_write", "ranges overlap");
-            taken[static_cast<size_t>(t)] = true;
-        }
-    }
-    if (std::find(taken.begin(), taken.end(), false) != taken.end()) fail("rope_kv_write", "a row in no range");
+    check_ranges(ranges, q.rows, true, "rope_kv_write");
     if (ranges.empty()) return;
+    for (const AttentionRange& r : ranges)
+        if (r.kv->width != ranges.front().kv->width) fail("rope_kv_write", "caches of different widths");
     check_rope_kv_write(q, k, v, norms, head_dim, pos, rope, ranges.front().kv->width);
     for (const AttentionRange& r : ranges) {
         check_run(pos, r.first, r.rows, r.pos0, "rope_kv_write");

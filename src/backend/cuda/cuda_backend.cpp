@@ -349,8 +349,8 @@ void CudaBackend::drop_side() {
     side_joined();  // so that a recording being abandoned has no branch left open
 }
 
-Act CudaBackend::queue_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
-                            const std::function<Act()>& step) {
+Act CudaBackend::queue_step(const void* owner, uint64_t shape, std::span<const int32_t> ids,
+                            std::span<const int32_t> pos, const std::function<Act()>& step) {
     normed_ = {};  // a replay issues no ops: what the host knows of the last norm's row ends here
     const cuda::DecodeStepLaunches early(ids.size() == 1);
     if (ids.empty()) return step();
