@@ -372,6 +372,9 @@ public:
     static constexpr uint64_t kEagerStep = uint64_t(1) << 63;
     virtual Act run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids,
                          std::span<const int32_t> pos, const std::function<Act()>& step);
+    // The owner of run_step's steps is gone: what was recorded for it points into its buffers, and a later owner at
+    // the same address must record its own.
+    virtual void forget_steps(const void* owner) { (void)owner; }
 
     // Side work: the ops queued from begin_side() to end_side() may run beside those queued after end_side(), up to
     // join_side(), after which every op sees their results. The CUDA backend runs them on a second stream in a decode

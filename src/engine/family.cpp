@@ -57,6 +57,8 @@ ContextSize settle_context(const gguf::Model& m, ContextSize asked) {
     return s;
 }
 
+Family::~Family() { be_.forget_steps(this); }
+
 Family::Family(backend::Backend& be, const gguf::Model& m, ContextSize size) : be_(be) {
     const model::Metadata md(m);
     n_vocab_ = static_cast<int>(md.n_vocab());

@@ -67,7 +67,7 @@ ContextSize settle_context(const gguf::Model& m, ContextSize asked);
 
 class Family {
 public:
-    virtual ~Family() = default;
+    virtual ~Family();
     int n_vocab() const { return n_vocab_; }
     int n_ctx() const { return n_ctx_; }
     int n_ctx_train() const { return n_ctx_train_; }

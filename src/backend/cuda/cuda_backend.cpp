@@ -427,6 +427,17 @@ void CudaBackend::drop(StepGraph& g) {
         cudaEventDestroy(m.begin);
         cudaEventDestroy(m.end);
     }
+void CudaBackend::forget_steps(const void* owner) {
+    for (auto it = graphs_.begin(); it != graphs_.end();) {
+        if (std::get<0>(it->first) == owner) {
+            drop(it->second);
+            it = graphs_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
     g = StepGraph{};
 }
 

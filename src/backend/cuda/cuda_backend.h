@@ -50,6 +50,7 @@ public:
     // and replays that graph after; other steps, and every step while graphs are off, run as they are.
     Act run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
                  const std::function<Act()>& step) override;
+    void forget_steps(const void* owner) override;
     // Graphs are on unless the environment sets ZINC_CUDA_GRAPHS=0; tests compare both ways.
     void set_graphs(bool on) { graphs_on_ = on; }
     // The ways of a matmul of several rows with quantized weights (matmul_kernels.h): the matvec per row up to
