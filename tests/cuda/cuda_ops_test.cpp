@@ -117,8 +117,8 @@ void check_matmul(Backends& be, TensorType type, MatmulCase c) {
     const auto got = be.get(*be.gpu, og);
 
     const bool float_weights = type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
-    // Up to kMatvecMaxRows rows, the matvec with Q8_1 activations; beyond, f16 products (either way).
-    const bool quantized_act = c.rows <= zinc::backend::cuda::kMatvecMaxRows && !float_weights;
+    // Up to kStepMaxRows rows, Q8_1 activations (the matvecs, the step's tensor cores); beyond, f16 products.
+    const bool quantized_act = c.rows <= zinc::backend::cuda::kStepMaxRows && !float_weights;
     const bool half_products = !quantized_act && !float_weights;
     // Per-32-block activation step d_b/2.
     std::vector<double> half_step(size_t(c.rows * (c.cols / 32 + 1)), 0.0);
@@ -202,6 +202,80 @@ TEST_P(CudaMatmul, PrefillKernelAndCublas) {
         }
         check_matmul(be, GetParam(), {4096, 2560, 67});
         check_matmul(be, GetParam(), {512, 203, 300});
+    }
+}
+
+// The matvec of several rows (here up to kStepMaxRows) reads each weight row once for all its rows: every row's
+// values are those of that row alone, bit for bit, in every order the one-row matvec reads rows in (groups in place,
+// Q6_K's staged groups, chunks where the width rules groups out: 512 values, gpt-oss's 2880).
+TEST_P(CudaMatmul, SeveralRowsEqualEachRowAlone) {
+    ZINC_REQUIRE_GPU();
+    const TensorType type = GetParam();
+    if (type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16) GTEST_SKIP() << "float weights";
+    Backends be;
+    dynamic_cast<zinc::backend::CudaBackend&>(*be.gpu).set_matmul_ways(zinc::backend::cuda::kStepMaxRows);
+    for (auto [cols, n_out] : {std::pair<int64_t, int64_t>{512, 203}, {4096, 1024}, {2880, 517}}) {
+        if (cols % zinc::gguf::traits(type).block_elems != 0) continue;
+        const auto t = random_tensor(type, cols, n_out, "blk.0.ffn_up.weight");
+        const Weight w = be.gpu->load_weight(t->info);
+        for (int64_t rows : {2, 3, 5, 8, 13, int(zinc::backend::cuda::kStepMaxRows)}) {
+            SCOPED_TRACE(std::to_string(n_out) + "x" + std::to_string(cols) + " rows " + std::to_string(rows));
+            const auto x = random_floats(size_t(rows * cols));
+            Act xs = be.gpu->alloc(rows, cols), all = be.gpu->alloc(rows, n_out);
+            be.gpu->upload(xs, x);
+            be.gpu->matmul(w, xs, all);
+            const auto together = be.get(*be.gpu, all);
+            for (int64_t r = 0; r < rows; ++r) {
+                Act one = be.gpu->alloc(1, n_out);
+                be.gpu->matmul(w, Backend::rows_of(xs, r, 1), one);
+                const auto alone = be.get(*be.gpu, one);
+                ASSERT_TRUE(std::equal(alone.begin(), alone.end(), together.begin() + r * n_out)) << "row " << r;
+                be.gpu->free(one);
+            }
+            be.gpu->free(xs);
+            be.gpu->free(all);
+        }
+    }
+}
+
+// The rows of a step on int8 tensor cores (from two rows here): each row's values within a few f32 roundings of that
+// row alone (the matvec), whose integer products and scales they share and whose order of adding blocks they do not;
+// 1e-5 of the row's root mean square is ten times what that order costs on these shapes, and any wrong byte, scale
+// or token costs the whole value. Every shape also against the CPU's product (check_matmul).
+TEST_P(CudaMatmul, StepRowsOnTensorCores) {
+    ZINC_REQUIRE_GPU();
+    const TensorType type = GetParam();
+    if (type != TensorType::Q4_K && type != TensorType::Q6_K && type != TensorType::Q8_0)
+        GTEST_SKIP() << "no tensor-core step for this type";
+    Backends be;
+    auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be.gpu);
+    cuda.set_matmul_ways(1);
+    for (auto [cols, n_out] : {std::pair<int64_t, int64_t>{512, 203}, {4096, 1024}, {1024, 4160}}) {
+        const auto t = random_tensor(type, cols, n_out, "blk.0.ffn_up.weight");
+        const Weight w = be.gpu->load_weight(t->info);
+        for (int64_t rows : {2, 9, 16, 17, 33, int(zinc::backend::cuda::kStepMaxRows)}) {
+            SCOPED_TRACE(std::to_string(n_out) + "x" + std::to_string(cols) + " rows " + std::to_string(rows));
+            const auto x = random_floats(size_t(rows * cols));
+            Act xs = be.gpu->alloc(rows, cols), all = be.gpu->alloc(rows, n_out);
+            be.gpu->upload(xs, x);
+            be.gpu->matmul(w, xs, all);
+            const auto together = be.get(*be.gpu, all);
+            for (int64_t r = 0; r < rows; ++r) {
+                Act one = be.gpu->alloc(1, n_out);
+                be.gpu->matmul(w, Backend::rows_of(xs, r, 1), one);
+                const auto alone = be.get(*be.gpu, one);
+                double sq = 0;
+                for (float v : alone) sq += double(v) * v;
+                const double tol = 1e-5 * std::sqrt(sq / double(n_out));
+                for (int64_t o = 0; o < n_out; ++o)
+                    ASSERT_NEAR(together[size_t(r * n_out + o)], alone[size_t(o)], tol) << "row " << r << " out " << o;
+                be.gpu->free(one);
+            }
+            be.gpu->free(xs);
+            be.gpu->free(all);
+        }
+        if (cols <= 1024)
+            for (int64_t rows : {9, 64}) check_matmul(be, type, {cols, n_out, rows});
     }
 }
 

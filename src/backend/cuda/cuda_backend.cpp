@@ -54,6 +54,12 @@ CudaBackend::CudaBackend(int device) : device_(device) {
         cublas_on_ = false;
         cublas_disabled_ = true;
     }
+    // The most rows of a step that take the matvec (kMatvecMaxRows), for measuring it against the tensor cores.
+    if (const char* r = std::getenv("ZINC_MATVEC_ROWS"); r && *r) matvec_max_rows_ = std::max(1L, std::atol(r));
+    // Blocks a step's tensor-core matmul is split to reach (matmul_step_mma): two per multiprocessor, as many as are
+    // resident at once; ZINC_STEP_BLOCKS sets another count (0: no splits), for measuring.
+    step_blocks_ = 2 * int64_t{prop.multiProcessorCount};
+    if (const char* b = std::getenv("ZINC_STEP_BLOCKS"); b && *b) step_blocks_ = std::max(0L, std::atol(b));
     for (int i = 0; i < 2; ++i) {
         ZINC_CUDA_CHECK(cudaMallocHost(&staging_[i], kStagingBytes), "init", "pinned staging buffer");
         ZINC_CUDA_CHECK(cudaEventCreateWithFlags(&staged_[i], cudaEventDisableTiming), "init", "");
@@ -421,12 +427,6 @@ Act CudaBackend::queue_step(const void* owner, uint64_t shape, std::span<const i
     return result;
 }
 
-void CudaBackend::drop(StepGraph& g) {
-    if (g.exec) cudaGraphExecDestroy(g.exec);
-    for (Mark& m : g.marks) {
-        cudaEventDestroy(m.begin);
-        cudaEventDestroy(m.end);
-    }
 void CudaBackend::forget_steps(const void* owner) {
     for (auto it = graphs_.begin(); it != graphs_.end();) {
         if (std::get<0>(it->first) == owner) {
@@ -438,6 +438,12 @@ void CudaBackend::forget_steps(const void* owner) {
     }
 }
 
+void CudaBackend::drop(StepGraph& g) {
+    if (g.exec) cudaGraphExecDestroy(g.exec);
+    for (Mark& m : g.marks) {
+        cudaEventDestroy(m.begin);
+        cudaEventDestroy(m.end);
+    }
     g = StepGraph{};
 }
 

@@ -53,9 +53,10 @@ public:
     void forget_steps(const void* owner) override;
     // Graphs are on unless the environment sets ZINC_CUDA_GRAPHS=0; tests compare both ways.
     void set_graphs(bool on) { graphs_on_ = on; }
-    // The ways of a matmul of several rows with quantized weights (matmul_kernels.h): the matvec per row up to
-    // matvec_rows rows, then cuBLAS unless `cublas` is false (or the environment sets ZINC_CUBLAS=0, or the library
-    // cannot be opened), else zinc's tensor-core kernel. Tests and benchmarks take each way in turn.
+    // The ways of a matmul of several rows with quantized weights (matmul_kernels.h): the matvec of several rows up to
+    // matvec_rows rows, int8 tensor cores up to kStepMaxRows, then cuBLAS unless `cublas` is false (or the environment
+    // sets ZINC_CUBLAS=0, or the library cannot be opened), else zinc's tensor-core kernel. Tests and benchmarks take
+    // each way in turn.
     void set_matmul_ways(int64_t matvec_rows = cuda::kMatvecMaxRows, bool cublas = true) {
         matvec_max_rows_ = matvec_rows;
         cublas_on_ = cublas && !cublas_disabled_;
@@ -234,6 +235,7 @@ private:
     std::unique_ptr<cuda::Cublas> cublas_;
     bool cublas_on_ = true, cublas_disabled_ = false;  // the latter: by ZINC_CUBLAS=0
     int64_t matvec_max_rows_ = cuda::kMatvecMaxRows;
+    int64_t step_blocks_ = 0;  // the blocks a step's tensor-core matmul is split to reach (cuda_backend.cpp)
     cuda::MoeWays moe_ways_;
     std::vector<int32_t> last_ids_, last_pos_;  // what device_ids and device_positions last uploaded
     std::vector<int32_t> last_row_caches_;      // ... and device_row_caches

@@ -63,6 +63,21 @@ cudaError_t quantize_q8_1(const float* x, int64_t rows, int64_t cols, BlockQ8_1f
 // out[t][o] = W[o] . x[t] for t < n_act with dp4a dot products against the Q8_1 activation rows xq.
 cudaError_t matvec_q(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
                      int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
+// matvec_acts.cu: the same for a few activation rows (a decode step of several sequences), each weight row read once
+// for all of them; every value is matvec_q's bit for bit.
+cudaError_t matvec_q_acts(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols,
+                          const BlockQ8_1f* xq, int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
+// matmul_step_mma.cu: the same on int8 tensor cores, for weights of has_step_mma (Q4_K, Q6_K, Q8_0; rows 16-byte
+// aligned, of whole 256-value steps); every block's integer product is exact and its scales are the matvec's, the
+// blocks are added in another order.
+// A weight of few rows gives few blocks of 64 rows: its rows' values are then split in `splits` ranges, one block
+// each, whose sums go to `part` (splits * n_act * n_out floats) and are added up in order by a second kernel.
+// step_mma_splits: the splits that make at least target_blocks blocks (each split 2 or more steps of 256 values).
+bool has_step_mma(int type, const void* w, size_t row_bytes, int64_t cols);
+int step_mma_splits(int64_t n_out, int64_t cols, int64_t n_act, int64_t target_blocks);
+cudaError_t matmul_step_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols,
+                            const BlockQ8_1f* xq, int64_t n_act, float* out, int64_t out_stride, int splits,
+                            float* part, cudaStream_t s);
 // The same for F32/F16/BF16 weights against f32 activations, in float.
 cudaError_t matvec_f(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
                      int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
@@ -127,12 +142,16 @@ cudaError_t dequant_f16_rows(int type, const void* w, size_t row_bytes, int64_t 
 // out[t][o] *= s_t for t < n_act, o < n_out, the scales those of the f16 rows `rows` made by to_f16_rows.
 cudaError_t scale_rows(float* out, int64_t out_stride, int64_t n_act, int64_t n_out, const void* rows, int64_t cols,
                        cudaStream_t s);
-// Which way a batch of activation rows takes, measured on the H200 with the kernel benchmark's prefill shapes: up to
-// kMatvecMaxRows rows, the decode matvec for each row (Q8_1 activations; the weights come from memory once and from
-// L2 after); beyond, the dequantize-and-cuBLAS way, each step of which dequantizes at most kGemmChunkBytes of f16
-// weights, small enough to stay in L2 between its dequantization and its GEMM (Q4_K 4096 x 12288 with 512 rows:
+// Which way a batch of activation rows takes: up to kStepMaxRows rows (a decode step of several sequences), Q8_1
+// activations and each weight row read once for all of them: up to kMatvecMaxRows rows the matvec of several rows,
+// beyond it int8 tensor cores for the types of has_step_mma (Qwen3-8B Q4_K_M decoding B sequences on the H100, tok/s
+// by the matvec against the tensor cores: B = 2 315 against 254, 4 450 against 498, 8 547 against 974, 16 630 against
+// 1896, 64 674 against 3990). Beyond kStepMaxRows, measured on the H200 with the kernel
+// benchmark's prefill shapes, the dequantize-and-cuBLAS way, each step of which dequantizes at most kGemmChunkBytes of
+// f16 weights, small enough to stay in L2 between its dequantization and its GEMM (Q4_K 4096 x 12288 with 512 rows:
 // 197 us, against 1697 us for zinc's own kernel, which serves where cuBLAS cannot be opened).
-constexpr int64_t kMatvecMaxRows = 8;
+constexpr int64_t kMatvecMaxRows = 3;
+constexpr int64_t kStepMaxRows = 64;
 // Float weights of at most this many rows (the MoE routers, the shared experts' gates) take the matvec for each
 // activation row in prefill too: the tiled f32 kernel has a block per 64 x 64 outputs, so its grid for such a weight is
 // a handful of blocks (gpt-oss's router, 32 rows, at 512 tokens: 170 us a layer).

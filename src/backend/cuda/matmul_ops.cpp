@@ -1,7 +1,8 @@
 // The CUDA backend's products with weights: the embedding gather and the matmul (a dp4a or float matvec for one
-// row, and the dp4a one for a few; for more, tensor cores for quantized weights, through cuBLAS or zinc's kernel,
-// and the tiled f32 matmul for float ones). Kernels: get_rows.cu, matvec_q.cu, matmul_gemm.cu, matmul_mma.cu,
-// matmul.cu (matmul_kernels.h).
+// row; for the rows of a decode step, a dp4a matvec that reads each weight row once for a few and int8 tensor cores
+// for more; for prefill, tensor cores for quantized weights, through cuBLAS or zinc's kernel, and the tiled f32
+// matmul for float ones). Kernels: get_rows.cu, matvec_q.cu, matvec_acts.cu, matmul_step_mma.cu, matmul_gemm.cu,
+// matmul_mma.cu, matmul.cu (matmul_kernels.h).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -53,13 +54,25 @@ void CudaBackend::do_matmul(const Weight& w, const Act& x, Act& out) {
         ZINC_CUDA_CHECK(
             cuda::matvec_f(type, w.data, rb, w.rows, w.cols, x.data, x.rows, out.data, out.cols, stream_),
             "matmul: matvec_f", w.name);
-    } else if (cuda::has_dp4a_matvec(type) && x.rows <= matvec_max_rows_ && x.cols % 32 == 0) {
-        // A few rows: the decode matvec for each.
+    } else if (cuda::has_dp4a_matvec(type) && x.rows <= cuda::kStepMaxRows && x.cols % 32 == 0) {
+        // The rows of a decode step of several sequences, Q8_1 as one row's: each weight row read once for all of
+        // them, by the matvec of several rows or, beyond matvec_max_rows_, on tensor cores.
         auto* xq = static_cast<cuda::BlockQ8_1f*>(
             scratch("q8_1 rows", size_t(x.rows * (x.cols / 32)) * sizeof(cuda::BlockQ8_1f), "matmul"));
         ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, x.rows, x.cols, xq, stream_), "matmul: quantize_q8_1", w.name);
-        ZINC_CUDA_CHECK(cuda::matvec_q(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols, stream_),
-                        "matmul: matvec_q", w.name);
+        if (x.rows > matvec_max_rows_ && cuda::has_step_mma(type, w.data, rb, w.cols)) {
+            const int splits = cuda::step_mma_splits(w.rows, w.cols, x.rows, step_blocks_);
+            float* part = splits > 1 ? static_cast<float*>(scratch(
+                                           "step partial sums", size_t(splits * x.rows * w.rows) * 4, "matmul"))
+                                     : nullptr;
+            ZINC_CUDA_CHECK(cuda::matmul_step_mma(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols,
+                                                  splits, part, stream_),
+                            "matmul: matmul_step_mma", w.name);
+        } else {
+            ZINC_CUDA_CHECK(
+                cuda::matvec_q_acts(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols, stream_),
+                "matmul: matvec_q_acts", w.name);
+        }
     } else if (cuda::has_mma_matmul(type) && x.cols % 32 == 0) {
         // Prefill of quantized weights: tensor cores, f16 operands.
         if (x.rows > 65535 * 64) throw std::invalid_argument("matmul " + w.name + ": too many rows");

@@ -1,7 +1,7 @@
 // The tensor-core instructions the CUDA kernels use (PTX ISA: mma.sync m16n8k16 with f16 inputs and m16n8k8 with
-// tf32 inputs, both with f32 accumulation; ldmatrix), shared by the prefill matmul (matmul_mma.cu), the MoE experts'
-// products (moe_mma.cu), the attention kernels (attention_mma.cu, attention_flash.cu) and the delta-net's chunked
-// form (delta_net.cu).
+// tf32 inputs, both with f32 accumulation; m16n8k32 and m16n8k16 with int8 inputs; ldmatrix), shared by the prefill
+// matmul (matmul_mma.cu), the decode step's matmul (matmul_step_mma.cu), the MoE experts' products (moe_mma.cu), the
+// attention kernels (attention_mma.cu, attention_flash.cu) and the delta-net's chunked form (delta_net.cu).
 //
 // Fragment layouts, lane = 4 g + t. mma.m16n8k16 with .f16 inputs: A rows g and g + 8 at columns 2t, 2t + 1 and
 // 2t + 8, 2t + 9; B column g at rows 2t, 2t + 1 and 2t + 8, 2t + 9. mma.m16n8k8 with .tf32 inputs: A at (g, t),
@@ -39,6 +39,23 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
         "{%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// c += a b with int8 inputs and exact int32 accumulation (the decode step's products, matmul_step_mma.cu).
+// m16n8k32: A rows g and g + 8 (a[0], a[1]) at k = 4t .. 4t + 3, the same rows at 16 + 4t .. (a[2], a[3]); B column g
+// at k = 4t .. (b0) and 16 + 4t .. (b1); four int8 values to a register, the lowest k in the lowest byte.
+// m16n8k16: A rows g, g + 8 at k = 4t .. 4t + 3; B column g at the same k.
+__device__ __forceinline__ void mma_16832_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_16816_s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b));
 }
 
 // x rounded to a tf32 (hi), and what that leaves rounded to a tf32 (lo): about 22 bits together, with f32's range.

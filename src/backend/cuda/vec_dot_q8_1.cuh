@@ -408,6 +408,30 @@ ZINC_HD void load_k_group(const uint8_t* row, int gi, KGroup<T>& w) {
         if constexpr (T == kQ5_K) load_32_bytes(b + 16, w.h);
     }
 }
+// The 6-bit scales and mins of sub-blocks 2g and 2g + 1 of a Q4_K/Q5_K super-block (scale_min_k4), from its 16-byte
+// header hdr (d and dmin, then the 12 scale bytes), four at a time: bytes 0-3 of the scale bytes for sub-blocks 0-3, the
+// low nibbles of bytes 8-11 with bits 6-7 of bytes 0-3 (scales) or 4-7 (mins) for sub-blocks 4-7.
+struct KScales {
+    int sc0, sc1, m0, m1;
+};
+ZINC_HD KScales k_group_scales(const uint32_t (&hdr)[4], int g) {
+    const uint32_t y = hdr[1], z = hdr[2], x = hdr[3];
+    const bool low = g < 2;
+    const uint32_t sc4 = low ? (y & 0x3F3F3F3Fu) : ((x & 0x0F0F0F0Fu) | ((y >> 2) & 0x30303030u));
+    const uint32_t m4 = low ? (z & 0x3F3F3F3Fu) : (((x >> 4) & 0x0F0F0F0Fu) | ((z >> 2) & 0x30303030u));
+    const int sh = 16 * (g & 1);
+    return {int(sc4 >> sh) & 0xFF, int(sc4 >> (sh + 8)) & 0xFF, int(m4 >> sh) & 0xFF, int(m4 >> (sh + 8)) & 0xFF};
+}
+// A Q4_K/Q5_K group's value from the integer dot products s0, s1 of its sub-blocks with their activation blocks (scales
+// d0, d1, integer sums sum0, sum1): d (sc0 s0 d0 + sc1 s1 d1) - dmin (m0 sum0 d0 + m1 sum1 d1), hdr0 the super-block's
+// d and dmin.
+ZINC_HD float k_group_value(uint32_t hdr0, const KScales& k, int s0, int s1, float d0, float d1, int sum0, int sum1) {
+    const float d = f16_to_f32(uint16_t(hdr0)), dmin = f16_to_f32(uint16_t(hdr0 >> 16));
+    const float pos = fma_rn(d1, float(k.sc1 * s1), mul_rn(d0, float(k.sc0 * s0)));
+    const float neg = fma_rn(d1, float(k.m1 * sum1), mul_rn(d0, float(k.m0 * sum0)));
+    return fma_rn(d, pos, -mul_rn(dmin, neg));
+}
+
 // The dot product of a loaded Q4_K/Q5_K group g with its activations: d (sc0 s0 y.d0 + sc1 s1 y.d1) - dmin (m0 q0 y.d0
 // + m1 q1 y.d1), s the integer dot products of the sub-blocks and q the integer sums of their activation blocks.
 // MXFP4: d0 s0 y.d0 + d1 s1 y.d1 with d the blocks' E8M0 scales (halved, as fp4_table's values are doubled); IQ4_XS:
@@ -454,20 +478,7 @@ ZINC_HD float k_group_dot(const KGroup<T>& w, int g, const ActGroup& a) {
             s0 = dp4a(lo, a.q0[k], s0);
             s1 = dp4a(hi, a.q1[k], s1);
         }
-        // The 6-bit scales and mins of sub-blocks 2g and 2g + 1 (scale_min_k4), four at a time: bytes 0-3 of the scale
-        // bytes for sub-blocks 0-3, the low nibbles of bytes 8-11 with bits 6-7 of bytes 0-3 (scales) or 4-7 (mins) for
-        // sub-blocks 4-7.
-        const uint32_t y = w.hdr[1], z = w.hdr[2], x = w.hdr[3];
-        const bool low = g < 2;
-        const uint32_t sc4 = low ? (y & 0x3F3F3F3Fu) : ((x & 0x0F0F0F0Fu) | ((y >> 2) & 0x30303030u));
-        const uint32_t m4 = low ? (z & 0x3F3F3F3Fu) : (((x >> 4) & 0x0F0F0F0Fu) | ((z >> 2) & 0x30303030u));
-        const int sh = 16 * (g & 1);
-        const int sc0 = int(sc4 >> sh) & 0xFF, sc1 = int(sc4 >> (sh + 8)) & 0xFF;
-        const int m0 = int(m4 >> sh) & 0xFF, m1 = int(m4 >> (sh + 8)) & 0xFF;
-        const float d = f16_to_f32(uint16_t(w.hdr[0])), dmin = f16_to_f32(uint16_t(w.hdr[0] >> 16));
-        const float pos = fma_rn(a.d1, float(sc1 * s1), mul_rn(a.d0, float(sc0 * s0)));
-        const float neg = fma_rn(a.d1, float(m1 * a.sum1), mul_rn(a.d0, float(m0 * a.sum0)));
-        return fma_rn(d, pos, -mul_rn(dmin, neg));
+        return k_group_value(w.hdr[0], k_group_scales(w.hdr, g), s0, s1, a.d0, a.d1, a.sum0, a.sum1);
     }
 }
 

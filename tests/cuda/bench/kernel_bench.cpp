@@ -224,12 +224,13 @@ void bench_gated(CudaBackend& be, const Options& o, double copy) {
     }
 }
 
-// Prefill products at several batch sizes, for quantized weights each way the backend has (the matvec per row for
-// up to 16 rows, zinc's tensor-core kernel, and the weights dequantized to f16 for cuBLAS; matmul_kernels.h says
-// which it takes), for float weights the tiled f32 kernel; in TFLOP/s and as a share of 790 TFLOP/s, the bf16 matrix
+// Products of several rows at several batch sizes, for quantized weights each way the backend has (the matvec of
+// several rows up to 16 rows, a step's int8 tensor cores up to kStepMaxRows; beyond, zinc's tensor-core kernel and
+// the weights dequantized to f16 for cuBLAS; matmul_kernels.h says which it takes), for float weights the tiled f32
+// kernel; in TFLOP/s and as a share of 790 TFLOP/s, the bf16 matrix
 // product rate measured on the H200.
 void bench_prefill(CudaBackend& be, const Options& o) {
-    enum Way { kMatvec, kKernel, kCublas };
+    enum Way { kMatvec, kStep, kKernel, kCublas };
     const TensorType types[] = {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::MXFP4,
                                 TensorType::F16};
     struct Run {
@@ -245,10 +246,17 @@ void bench_prefill(CudaBackend& be, const Options& o) {
             // The runs the filter keeps, before any weight is made for them.
             std::vector<Run> runs;
             for (int64_t rows : {2, 4, 8, 16, 32, 64, 128, 256, 512})
-                for (Way way : {kMatvec, kKernel, kCublas}) {
-                    if (way != kKernel && (!quantized || (way == kMatvec && rows > 16))) continue;
+                for (Way way : {kMatvec, kStep, kKernel, kCublas}) {
+                    const bool step = rows <= zinc::backend::cuda::kStepMaxRows;
+                    if (way != kKernel && !quantized) continue;
+                    if ((way == kMatvec && rows > 16) || (way == kStep && !step) ||
+                        ((way == kKernel || way == kCublas) && step && quantized))
+                        continue;
                     std::string kernel = "matmul (" + std::to_string(rows) +
-                                         (way == kMatvec ? ", matvec)" : way == kCublas ? ", cuBLAS)" : ")");
+                                         (way == kMatvec ? ", matvec)"
+                                          : way == kStep ? ", step)"
+                                          : way == kCublas ? ", cuBLAS)"
+                                                           : ")");
                     if (("prefill " + kernel + " " + what).find(o.filter) != std::string::npos)
                         runs.push_back({rows, way, std::move(kernel)});
                 }

@@ -1,0 +1,348 @@
+// A decode step's matmul on tensor cores: out[t][o] = W[o] . x[t] for the rows of a step of many sequences (from
+// past what the matvec of several rows takes up to kStepMaxRows), W of Q4_K, Q6_K or Q8_0, x the step's Q8_1 rows.
+// Each weight and activation enters an int8 mma.sync as the integer it is (a Q4_K nibble, a Q6_K quant less 32, a
+// Q8_0 byte; the activation's int8), so every block's integer dot product is exact, as the dp4a matvecs' are, and
+// the blocks' scales are then applied in f32: a Q4_K group's value is k_group_value's, bit for bit. Only the order in
+// which a row's blocks are added differs from the one-row matvec's (here in ascending order, by the thread that holds
+// the output), so a value is within a few f32 roundings of that row's matvec, far inside the activations' own Q8_1
+// rounding.
+//
+// Tiles: a block of 8 warps takes 64 weight rows and 16 NT tokens, warp w the 16 rows 16 (w % 4) against the 8 NT
+// tokens 8 NT (w / 4). A row's values go through in steps of 256 (a K-quant super-block, eight 32-value blocks):
+// each step's weights and activations are copied into shared memory with cp.async, kPipeline - 1 steps ahead of the
+// products. The weights are asked for before the kernel waits for the one before it (no kernel writes weights).
+//
+// The k order inside an mma is free, as long as A and B share it: k = 4t .. 4t + 3 of a fragment hold a block's
+// values 8t .. 8t + 3, k = 16 + 4t .. its values 8t + 4 .. 8t + 7, so a lane loads 8 contiguous bytes of each.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/launch.cuh"
+#include "backend/cuda/matmul_kernels.h"
+#include "backend/cuda/matvec_row.cuh"
+#include "backend/cuda/mma.cuh"
+
+namespace zinc::backend::cuda {
+namespace {
+
+constexpr int kWarpsM = 4, kWarpsN = 2, kThreads = 32 * kWarpsM * kWarpsN;
+constexpr int BM = 16 * kWarpsM;  // weight rows of a block
+constexpr int kStepBlocks = 8;    // 32-value blocks of a row per step
+constexpr int kPipeline = 3;      // steps in shared memory at a time
+constexpr int kMinSplitSteps = 2;  // the fewest steps of a row a split takes
+constexpr int kBlockBytes = int(sizeof(BlockQ8_1f));
+// A token's blocks of a step in shared memory, kActStride apart: 104 words, 8 banks on from the token before, so the
+// 8-byte loads of a half-warp's B fragments (tokens g = 0..3, words 2t, 2t + 1) fall in 32 different banks.
+constexpr int kActStride = kStepBlocks * kBlockBytes + 32;
+
+// A weight row's step in shared memory: the 16-byte pieces that hold its bytes, copied whole, so that the step starts
+// m bytes in (m: its offset in the row modulo 16; 0 for Q4_K's 144-byte super-blocks). Rows are kRowStride apart,
+// room for m and the step, and a stride whose words fall 8 banks on (Q4_K: 160 bytes; Q8_0: 288) or 4 back (Q6_K: 240)
+// from the row before, so that the 8 rows g of a fragment's loads do not collide.
+template <int T>
+constexpr int kStepBytes = int(chunks_bytes<T>(kStepBlocks));
+template <int T>
+constexpr int kRowStride = (kStepBytes<T> + 30) / 16 * 16;
+
+template <int T, int NT>
+constexpr int kStageBytes = BM * kRowStride<T> + kWarpsN * 8 * NT * kActStride;
+
+// Block b of a token's step in shared memory: its d and the integer sum of its quants.
+struct ActScale {
+    float d;
+    int sum;
+};
+__device__ __forceinline__ ActScale act_scale(const uint8_t* block) {
+    const uint2 h = *reinterpret_cast<const uint2*>(block + 32);       // d, s
+    const uint32_t sums = *reinterpret_cast<const uint32_t*>(block + 40);  // sum_lo | sum_hi << 16
+    return {__uint_as_float(h.x), int(int16_t(sums)) + int(int16_t(sums >> 16))};
+}
+
+// The products of one step: the rows p[0] (row g) and p[1] (row g + 8) of the warp's 16, from their step's first
+// byte; act, the warp's first token's blocks. acc[nt][2 h + c]: row g + 8 h against token 8 nt + 2 t + c.
+template <int T, int NT>
+__device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], const uint8_t* act, int g, int t,
+                                              float (&acc)[NT][4]) {
+    constexpr uint32_t kLow = 0x0F0F0F0Fu;
+    if constexpr (T == kQ4_K) {
+        uint32_t hdr[2][4];
+        load_16_bytes(p[0], hdr[0]);
+        load_16_bytes(p[1], hdr[1]);
+#pragma unroll
+        for (int grp = 0; grp < 4; ++grp) {  // sub-blocks 2 grp (low nibbles) and 2 grp + 1 (high)
+            const uint2 q0 = *reinterpret_cast<const uint2*>(p[0] + 16 + 32 * grp + 8 * t);
+            const uint2 q1 = *reinterpret_cast<const uint2*>(p[1] + 16 + 32 * grp + 8 * t);
+            const uint32_t lo[4] = {q0.x & kLow, q1.x & kLow, q0.y & kLow, q1.y & kLow};
+            const uint32_t hi[4] = {(q0.x >> 4) & kLow, (q1.x >> 4) & kLow, (q0.y >> 4) & kLow, (q1.y >> 4) & kLow};
+            const KScales k[2] = {k_group_scales(hdr[0], grp), k_group_scales(hdr[1], grp)};
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                const uint8_t* xb = act + (8 * nt + g) * kActStride + 2 * grp * kBlockBytes + 8 * t;
+                const uint2 bl = *reinterpret_cast<const uint2*>(xb);
+                const uint2 bh = *reinterpret_cast<const uint2*>(xb + kBlockBytes);
+                int cl[4] = {0, 0, 0, 0}, ch[4] = {0, 0, 0, 0};
+                mma_16832_s8(cl, lo, bl.x, bl.y);
+                mma_16832_s8(ch, hi, bh.x, bh.y);
+#pragma unroll
+                for (int c = 0; c < 2; ++c) {
+                    const uint8_t* xe = act + (8 * nt + 2 * t + c) * kActStride + 2 * grp * kBlockBytes;
+                    const ActScale a0 = act_scale(xe), a1 = act_scale(xe + kBlockBytes);
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+                        acc[nt][2 * h + c] = __fadd_rn(acc[nt][2 * h + c],
+                                                       k_group_value(hdr[h][0], k[h], cl[2 * h + c], ch[2 * h + c],
+                                                                     a0.d, a1.d, a0.sum, a1.sum));
+                }
+            }
+        }
+    } else if constexpr (T == kQ6_K) {
+        // Block j = 4 hf + i of the super-block: its values 16 half .. 16 half + 15 (piece `half`) have low bits in
+        // ql bytes 64 hf + 32 (i % 2) + 16 half + 0..15 (low nibbles for i < 2, high for i >= 2), high bits in bits
+        // 2i, 2i + 1 of qh bytes 128 + 32 hf + 16 half + 0..15, and the int8 scale 2 j + half. A lane takes bytes
+        // 4t .. 4t + 3 of each piece, the k of an m16n8k16 fragment.
+        uint32_t sc[2][4];
+        float dw[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            load_words_any_alignment(p[h] + 192, sc[h]);
+            dw[h] = f16_to_f32(load_u16(p[h] + 208));
+        }
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            uint32_t ql0[2][2], ql1[2][2], qh[2][2];  // [half][row]
+#pragma unroll
+            for (int half = 0; half < 2; ++half)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    uint32_t v[1];
+                    load_words_any_alignment(p[h] + 64 * hf + 16 * half + 4 * t, v);
+                    ql0[half][h] = v[0];
+                    load_words_any_alignment(p[h] + 64 * hf + 32 + 16 * half + 4 * t, v);
+                    ql1[half][h] = v[0];
+                    load_words_any_alignment(p[h] + 128 + 32 * hf + 16 * half + 4 * t, v);
+                    qh[half][h] = v[0];
+                }
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int j = 4 * hf + i;
+                uint32_t a[2][2];  // [half][row]: the quants less 32
+#pragma unroll
+                for (int half = 0; half < 2; ++half)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const uint32_t l = i % 2 == 0 ? ql0[half][h] : ql1[half][h];
+                        const uint32_t lo = (i < 2 ? l : l >> 4) & kLow;
+                        const uint32_t q = qh[half][h], hb = (i < 2 ? q << (4 - 2 * i) : q >> (2 * i - 4)) & 0x30303030u;
+                        a[half][h] = uint32_t(vsubss4(int(lo | hb), 0x20202020));
+                    }
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) {
+                    const uint8_t* xb = act + (8 * nt + g) * kActStride + j * kBlockBytes + 4 * t;
+                    int c0[4] = {0, 0, 0, 0}, c1[4] = {0, 0, 0, 0};
+                    mma_16816_s8(c0, a[0][0], a[0][1], *reinterpret_cast<const uint32_t*>(xb));
+                    mma_16816_s8(c1, a[1][0], a[1][1], *reinterpret_cast<const uint32_t*>(xb + 16));
+#pragma unroll
+                    for (int c = 0; c < 2; ++c) {
+                        const float xd = act_scale(act + (8 * nt + 2 * t + c) * kActStride + j * kBlockBytes).d;
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            // Scales 2j and 2j + 1: bytes 2 (i % 2) and 2 (i % 2) + 1 of word 2 hf + i / 2.
+                            const uint32_t sw = sc[h][2 * hf + i / 2] >> (16 * (i % 2));
+                            // |sc s| <= 128 * 32 * 16 * 127 each, so their sum (< 2^24) converts exactly.
+                            const int s = int(int8_t(sw)) * c0[2 * h + c] + int(int8_t(sw >> 8)) * c1[2 * h + c];
+                            acc[nt][2 * h + c] = fma_rn(mul_rn(dw[h], xd), float(s), acc[nt][2 * h + c]);
+                        }
+                    }
+                }
+            }
+        }
+    } else {  // Q8_0: 34-byte blocks, a half-precision d and 32 int8 quants
+#pragma unroll 2
+        for (int j = 0; j < kStepBlocks; ++j) {
+            uint32_t q[2][2];
+            float dw[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                load_words_any_alignment(p[h] + 34 * j + 2 + 8 * t, q[h]);
+                dw[h] = f16_to_f32(load_u16(p[h] + 34 * j));
+            }
+            const uint32_t a[4] = {q[0][0], q[1][0], q[0][1], q[1][1]};
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                const uint2 b = *reinterpret_cast<const uint2*>(act + (8 * nt + g) * kActStride + j * kBlockBytes + 8 * t);
+                int c4[4] = {0, 0, 0, 0};
+                mma_16832_s8(c4, a, b.x, b.y);
+#pragma unroll
+                for (int c = 0; c < 2; ++c) {
+                    const float xd = act_scale(act + (8 * nt + 2 * t + c) * kActStride + j * kBlockBytes).d;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+                        acc[nt][2 * h + c] = fma_rn(mul_rn(dw[h], xd), float(c4[2 * h + c]), acc[nt][2 * h + c]);
+                }
+            }
+        }
+    }
+}
+
+// Split z = blockIdx.z of `splits` takes the steps [z n / splits, (z + 1) n / splits) of the n of a row and writes its
+// sums to out + z * split_stride (the partial sums add_splits adds up, where splits > 1).
+template <int T, int NT>
+__global__ void __launch_bounds__(kThreads) matmul_step_kernel(const uint8_t* w, size_t row_bytes, int64_t n_out,
+                                                               int64_t cols, const BlockQ8_1f* xq, int64_t n_act,
+                                                               float* out, int64_t out_stride, int splits,
+                                                               int64_t split_stride) {
+    constexpr int BN = kWarpsN * 8 * NT, kWeights = BM * kRowStride<T>, kPieces = kRowStride<T> / 16;
+    constexpr int kActPieces = kStepBlocks * kBlockBytes / 16;
+    extern __shared__ __align__(16) uint8_t smem[];
+    const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+    const int wm = warp % kWarpsM, wn = warp / kWarpsM;
+    const int64_t o0 = int64_t(blockIdx.x) * BM, t0 = int64_t(blockIdx.y) * BN, nb = cols / 32;
+    const int all_steps = int(nb / kStepBlocks);  // rows of whole steps (has_step_mma)
+    const int first_step = int(int64_t(all_steps) * blockIdx.z / splits);
+    const int n_steps = int(int64_t(all_steps) * (blockIdx.z + 1) / splits) - first_step;
+    out += int64_t(blockIdx.z) * split_stride;
+    const int n_tokens = int(n_act - t0 < BN ? n_act - t0 : BN);
+    // Steps are counted from the split's first. The rows are 16-byte aligned (has_step_mma), so a step starts at the
+    // same offset m in each.
+    const auto step_offset = [&](int step) {
+        return int(chunks_bytes<T>(int64_t(first_step + step) * kStepBlocks) % 16);
+    };
+    const auto ask_weights = [&](int step) {
+        if (step >= n_steps) return;
+        uint8_t* dst = smem + (step % kPipeline) * kStageBytes<T, NT>;
+        const int m = step_offset(step), end = m + kStepBytes<T>;
+        const int64_t first = chunks_bytes<T>(int64_t(first_step + step) * kStepBlocks) - m;
+        for (int i = tid; i < BM * kPieces; i += kThreads) {
+            const int r = i / kPieces, c = i % kPieces;
+            if (o0 + r < n_out && 16 * c < end)
+                copy_16_async(dst + r * kRowStride<T> + 16 * c, w + (o0 + r) * int64_t(row_bytes) + first + 16 * c);
+        }
+    };
+    const auto ask_acts = [&](int step) {
+        if (step >= n_steps) return;
+        uint8_t* dst = smem + (step % kPipeline) * kStageBytes<T, NT> + kWeights;
+        const BlockQ8_1f* src = xq + t0 * nb + int64_t(first_step + step) * kStepBlocks;
+        for (int i = tid; i < n_tokens * kActPieces; i += kThreads) {
+            const int tok = i / kActPieces, c = i % kActPieces;
+            copy_16_async(dst + tok * kActStride + 16 * c, reinterpret_cast<const uint8_t*>(src + tok * nb) + 16 * c);
+        }
+    };
+
+    // The tokens past the last have zeros, so their (unstored) products stay finite.
+    for (int i = tid; i < kPipeline * (BN - n_tokens) * kActStride / 16; i += kThreads) {
+        const int per = (BN - n_tokens) * kActStride / 16, buf = i / per, k = i % per;
+        reinterpret_cast<uint4*>(smem + buf * kStageBytes<T, NT> + kWeights + n_tokens * kActStride)[k] =
+            make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int s = 0; s < kPipeline - 1; ++s) ask_weights(s);
+    begin_kernel();
+#pragma unroll
+    for (int s = 0; s < kPipeline - 1; ++s) {
+        ask_acts(s);
+        copies_commit();  // step s's activations, and with the first, the weights of steps 0 .. kPipeline - 2
+    }
+
+    float acc[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
+    const int r0 = 16 * wm + g;
+    for (int step = 0; step < n_steps; ++step) {
+        copies_wait<kPipeline - 2>();  // this thread's copies of the step have landed ...
+        __syncthreads();               // ... and every thread's; all are done with the step before
+        ask_weights(step + kPipeline - 1);
+        ask_acts(step + kPipeline - 1);
+        copies_commit();
+        const uint8_t* stage = smem + (step % kPipeline) * kStageBytes<T, NT>;
+        const int m = step_offset(step);
+        const uint8_t* const p[2] = {stage + r0 * kRowStride<T> + m, stage + (r0 + 8) * kRowStride<T> + m};
+        step_products<T, NT>(p, stage + kWeights + 8 * NT * wn * kActStride, g, t, acc);
+    }
+
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int64_t tok = t0 + 8 * NT * wn + 8 * nt + 2 * t + e % 2, o = o0 + r0 + 8 * (e / 2);
+            if (tok < n_act && o < n_out) out[tok * out_stride + o] = acc[nt][e];
+        }
+}
+
+// out[t * out_stride + o] = the sum of part[(z * n_act + t) * n_out + o] over z = 0 .. splits - 1, in that order.
+__global__ void add_splits_kernel(const float* part, int splits, int64_t n_out, int64_t n_act, float* out,
+                                  int64_t out_stride) {
+    begin_kernel();
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n_out * n_act;
+         i += int64_t(gridDim.x) * blockDim.x) {
+        const int64_t t = i / n_out, o = i % n_out;
+        float sum = part[i];
+        for (int z = 1; z < splits; ++z) sum = __fadd_rn(sum, part[z * n_out * n_act + i]);
+        out[t * out_stride + o] = sum;
+    }
+}
+
+constexpr int tokens_per_tile(int64_t n_act) { return n_act <= 16 ? 16 : n_act <= 32 ? 32 : 64; }
+
+template <int T, int NT>
+cudaError_t launch_step(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
+                        int64_t n_act, float* out, int64_t out_stride, int splits, float* part, cudaStream_t s) {
+    constexpr int BN = kWarpsN * 8 * NT;
+    const int64_t tiles = (n_act + BN - 1) / BN;
+    if (tiles > 65535) return cudaErrorInvalidValue;
+    constexpr size_t smem = size_t(kPipeline) * kStageBytes<T, NT>;
+    if (cudaError_t e = allow_shared_memory<matmul_step_kernel<T, NT>>(smem); e != cudaSuccess) return e;
+    const dim3 grid(unsigned((n_out + BM - 1) / BM), unsigned(tiles), unsigned(splits));
+    if (splits == 1)
+        return launch(matmul_step_kernel<T, NT>, grid, kThreads, smem, s, w, row_bytes, n_out, cols, xq, n_act, out,
+                      out_stride, 1, int64_t{0});
+    if (cudaError_t e = launch(matmul_step_kernel<T, NT>, grid, kThreads, smem, s, w, row_bytes, n_out, cols, xq,
+                               n_act, part, n_out, splits, n_out * n_act);
+        e != cudaSuccess)
+        return e;
+    const int64_t n = n_out * n_act, blocks = (n + 255) / 256;
+    return launch(add_splits_kernel, unsigned(blocks < 1024 ? blocks : 1024), 256, 0, s, part, splits, n_out, n_act,
+                  out, out_stride);
+}
+
+template <int T>
+cudaError_t launch_type(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
+                        int64_t n_act, float* out, int64_t out_stride, int splits, float* part, cudaStream_t s) {
+    switch (tokens_per_tile(n_act)) {
+    case 16: return launch_step<T, 1>(w, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
+    case 32: return launch_step<T, 2>(w, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
+    default: return launch_step<T, 4>(w, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
+    }
+}
+
+}  // namespace
+
+bool has_step_mma(int type, const void* w, size_t row_bytes, int64_t cols) {
+    return (type == kQ4_K || type == kQ6_K || type == kQ8_0) && aligned_rows(w, row_bytes) &&
+           cols % (32 * kStepBlocks) == 0;
+}
+
+int step_mma_splits(int64_t n_out, int64_t cols, int64_t n_act, int64_t target_blocks) {
+    const int64_t blocks = (n_out + BM - 1) / BM * ((n_act + tokens_per_tile(n_act) - 1) / tokens_per_tile(n_act));
+    const int64_t most = cols / (32 * kStepBlocks) / kMinSplitSteps;
+    const int64_t want = (target_blocks + blocks - 1) / blocks;
+    return int(want < 1 || most < 1 ? 1 : want < most ? want : most);
+}
+
+cudaError_t matmul_step_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols,
+                            const BlockQ8_1f* xq, int64_t n_act, float* out, int64_t out_stride, int splits,
+                            float* part, cudaStream_t s) {
+    if (!has_step_mma(type, w, row_bytes, cols) || splits < 1 || splits > 65535 || (splits > 1 && !part))
+        return cudaErrorInvalidValue;
+    if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
+    const auto* wb = static_cast<const uint8_t*>(w);
+    switch (type) {
+    case kQ4_K: return launch_type<kQ4_K>(wb, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
+    case kQ6_K: return launch_type<kQ6_K>(wb, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
+    default: return launch_type<kQ8_0>(wb, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
+    }
+}
+
+}  // namespace zinc::backend::cuda
