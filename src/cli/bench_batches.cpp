@@ -81,12 +81,18 @@ public:
         const auto t1 = std::chrono::steady_clock::now();
         // A step holds at most n_ubatch rows: more sequences than that decode in several steps.
         const int per_step = f_.n_ubatch();
+        queue_s_ = 0;
+        steps_ = 0;
         for (int i = 0; i < c.n_gen; ++i)
             for (int first = 0; first < c.n_seq; first += per_step) {
                 const int n = std::min(per_step, c.n_seq - first);
                 engine::Batch b;
                 for (int s = first; s < first + n; ++s) b.add(next[size_t(s)], s, c.n_prompt + i, true);
-                be_.argmax_rows(f_.step(b), std::span<int32_t>(next).subspan(size_t(first), size_t(n)));
+                const auto q0 = std::chrono::steady_clock::now();
+                const backend::Act lo = f_.step(b);
+                queue_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - q0).count();
+                ++steps_;
+                be_.argmax_rows(lo, std::span<int32_t>(next).subspan(size_t(first), size_t(n)));
             }
         be_.synchronize();
         const auto t2 = std::chrono::steady_clock::now();
@@ -99,7 +105,7 @@ public:
     Profile profile(const Case& c) {
         Case before = c;
         before.n_gen = std::max(c.n_gen - 1, 0);  // the context holds one position after the prompt at least
-        once(before);
+        const double before_s = once(before).second;
         engine::Batch b;
         std::vector<int32_t> next(size_t(c.n_seq), 0);
         for (int s = 0; s < c.n_seq; ++s) b.add(next[size_t(s)], s, c.n_prompt + before.n_gen, true);
@@ -109,6 +115,10 @@ public:
         be_.argmax_rows(f_.step(b), next);
         Profile p{0, c.n_prompt + before.n_gen, c.n_seq, 0.0, {}};
         p.step_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        if (steps_ > 0) {
+            p.before_us = 1e6 * before_s / double(steps_);
+            p.queue_us = 1e6 * queue_s_ / double(steps_);
+        }
         p.ops = be_.take_profile();
         be_.set_profiling(false);
         std::stable_sort(p.ops.begin(), p.ops.end(), [](const auto& x, const auto& y) { return x.us > y.us; });
@@ -143,6 +153,8 @@ private:
 
     engine::Family& f_;
     backend::Backend& be_;
+    double queue_s_ = 0;  // the last once()'s decode steps: the host's time in step(), which queues their ops
+    int steps_ = 0;
 };
 
 struct Report {

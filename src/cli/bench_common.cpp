@@ -98,7 +98,11 @@ std::string profile_text(const std::vector<Profile>& profiles, const std::string
              : p.n_seq > 1 ? "\none decode step of " + std::to_string(p.n_seq) + " sequences at position " +
                                  std::to_string(p.n_depth) + ": "
                              : "\none decode step at position " + std::to_string(p.n_depth) + ": ") +
-             format("%.1f", p.step_us) + " µs on the host, " + format("%.1f", sum) + " µs in " + backend + " ops\n\n";
+             format("%.1f", p.step_us) + " µs on the host, " + format("%.1f", sum) + " µs in " + backend + " ops" +
+             (p.before_us > 0 ? "; unprofiled, the steps before it " + format("%.1f", p.before_us) + " µs each, " +
+                                    format("%.1f", p.queue_us) + " of them queueing their ops"
+                              : "") +
+             "\n\n";
         s += "| op | calls | µs | % of ops |\n|---|---:|---:|---:|\n";
         for (const auto& op : p.ops)
             s += "| " + op.label + " | " + std::to_string(op.calls) + " | " + format("%.1f", op.us) + " | " +

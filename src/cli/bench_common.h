@@ -28,6 +28,9 @@ struct Profile {
     int n_prompt = 0, n_depth = 0, n_seq = 1;
     double step_us = 0;  // as the host saw it
     std::vector<backend::Backend::OpTime> ops;
+    // For a decode step of several sequences, the unprofiled decode steps before it, per step: their time as the host
+    // saw it, and the part of it spent queueing their ops (where the two are close, the host bounds the steps).
+    double before_us = 0, queue_us = 0;
 };
 
 // A table per profile (md), or one record per op of every profile (csv and json).

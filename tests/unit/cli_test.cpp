@@ -464,10 +464,12 @@ TEST(Cli, BenchManySequences) {
     }
     EXPECT_GT(j[1].at("speed_pp").get<double>(), 0.0);
     // --profile: the last decode step of the most sequences; the cache write and attention once over all of them, in
-    // each of the 2 layers.
+    // each of the 2 layers; and the unprofiled step before it, with the host's time queueing its ops.
     const auto prof = run_zinc("bench -m " + kQwen3 + " -p 4 -n 2 -npl 1,3 -r 1 -t 1 --profile");
     ASSERT_EQ(prof.status, 0) << prof.err;
     EXPECT_TRUE(has(prof.out, "one decode step of 3 sequences at position 5: ")) << prof.out;
+    EXPECT_TRUE(has(prof.out, "; unprofiled, the steps before it ")) << prof.out;
+    EXPECT_TRUE(has(prof.out, " of them queueing their ops")) << prof.out;
     EXPECT_TRUE(has(prof.out, "| rope_kv_write | 2 | ")) << prof.out;
     EXPECT_TRUE(has(prof.out, "| attention | 2 | ")) << prof.out;
 
