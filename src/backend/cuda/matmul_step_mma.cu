@@ -133,7 +133,8 @@ __device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], cons
                     for (int h = 0; h < 2; ++h) {
                         const uint32_t l = i % 2 == 0 ? ql0[half][h] : ql1[half][h];
                         const uint32_t lo = (i < 2 ? l : l >> 4) & kLow;
-                        const uint32_t q = qh[half][h], hb = (i < 2 ? q << (4 - 2 * i) : q >> (2 * i - 4)) & 0x30303030u;
+                        const uint32_t q = qh[half][h];
+                        const uint32_t hb = (i < 2 ? q << (4 - 2 * i) : q >> (2 * i - 4)) & 0x30303030u;
                         a[half][h] = uint32_t(vsubss4(int(lo | hb), 0x20202020));
                     }
 #pragma unroll
@@ -170,7 +171,8 @@ __device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], cons
             const uint32_t a[4] = {q[0][0], q[1][0], q[0][1], q[1][1]};
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
-                const uint2 b = *reinterpret_cast<const uint2*>(act + (8 * nt + g) * kActStride + j * kBlockBytes + 8 * t);
+                const uint8_t* xb = act + (8 * nt + g) * kActStride + j * kBlockBytes + 8 * t;
+                const uint2 b = *reinterpret_cast<const uint2*>(xb);
                 int c4[4] = {0, 0, 0, 0};
                 mma_16832_s8(c4, a, b.x, b.y);
 #pragma unroll

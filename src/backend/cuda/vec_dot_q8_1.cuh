@@ -409,8 +409,8 @@ ZINC_HD void load_k_group(const uint8_t* row, int gi, KGroup<T>& w) {
     }
 }
 // The 6-bit scales and mins of sub-blocks 2g and 2g + 1 of a Q4_K/Q5_K super-block (scale_min_k4), from its 16-byte
-// header hdr (d and dmin, then the 12 scale bytes), four at a time: bytes 0-3 of the scale bytes for sub-blocks 0-3, the
-// low nibbles of bytes 8-11 with bits 6-7 of bytes 0-3 (scales) or 4-7 (mins) for sub-blocks 4-7.
+// header hdr (d and dmin, then the 12 scale bytes), four at a time: bytes 0-3 of the scale bytes for sub-blocks 0-3,
+// the low nibbles of bytes 8-11 with bits 6-7 of bytes 0-3 (scales) or 4-7 (mins) for sub-blocks 4-7.
 struct KScales {
     int sc0, sc1, m0, m1;
 };
