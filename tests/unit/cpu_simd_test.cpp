@@ -2,8 +2,11 @@
 // lengths with and without a tail, and the conversions are quant's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
@@ -108,6 +111,45 @@ TEST(CpuSimd, Avx2EqualsPortable) {
     s.q8_to_f32(q.data(), scales.data(), y1.data(), 96);
     v.q8_to_f32(q.data(), scales.data(), y2.data(), 96);
     EXPECT_EQ(y1, y2);
+    // Softmax's exponentials and SiLU, with the edges of e's range, NaN and infinities among the values.
+    for (int64_t n : {1, 7, 8, 100, 3072}) {
+        SCOPED_TRACE("exp n " + std::to_string(n));
+        std::vector<float> x = randn(static_cast<size_t>(n), rng), u = randn(static_cast<size_t>(n), rng);
+        const float edges[] = {-87.4f, -87.3f, 88.3f, 88.4f, 1000.0f, -1000.0f, std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -0.0f};
+        for (size_t i = 0; i < std::size(edges) && i < x.size(); ++i) x[i * 7 % x.size()] = edges[i];
+        std::vector<float> e1 = x, e2 = x;
+        const float sum1 = s.exp_sum(e1.data(), n, 0.75f), sum2 = v.exp_sum(e2.data(), n, 0.75f);
+        EXPECT_EQ(std::memcmp(e1.data(), e2.data(), e1.size() * 4), 0);
+        EXPECT_EQ(std::memcmp(&sum1, &sum2, 4), 0) << sum1 << " " << sum2;
+        std::vector<float> o1(x.size()), o2(x.size());
+        s.silu_mul(x.data(), u.data(), o1.data(), n);
+        v.silu_mul(x.data(), u.data(), o2.data(), n);
+        EXPECT_EQ(std::memcmp(o1.data(), o2.data(), o1.size() * 4), 0);
+    }
+}
+
+// e(x), the exponential of softmax and SiLU: within 2 ulp of exp(x) where exp(x) is a normal float, 0 where it is
+// below the smallest normal, NaN for NaN; infinity does not arise for finite x (the range is cut at kExpHigh).
+TEST(CpuSimd, ExpWithinTwoUlp) {
+    for (const simd::Kernels* k : {&simd::scalar_kernels(), &simd::kernels()}) {
+        float worst = 0;
+        for (float x = -87.0f; x <= 88.3f; x += 0.001953125f) {
+            float e = x;
+            k->exp_sum(&e, 1, 0.0f);
+            const double want = std::exp(double(x));
+            const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+            worst = std::max(worst, float(std::fabs(double(e) - want) / ulp));
+        }
+        EXPECT_LE(worst, 2.0f);
+        float e[4] = {-88.0f, 88.37626266f, std::numeric_limits<float>::quiet_NaN(), 0.0f};
+        EXPECT_EQ(k->exp_sum(e, 1, 0.0f), 0.0f);
+        k->exp_sum(e + 1, 3, 0.0f);
+        EXPECT_TRUE(std::isfinite(e[1]));
+        EXPECT_NEAR(e[1] / std::exp(double(88.37626266f)), 1.0, 2.5e-7);
+        EXPECT_TRUE(std::isnan(e[2]));
+        EXPECT_EQ(e[3], 1.0f);
+    }
 }
 
 }  // namespace

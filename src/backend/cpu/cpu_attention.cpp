@@ -187,10 +187,7 @@ void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRang
                     for (int64_t j = j0; j < j1; ++j) mx = std::max(mx, s[j - lo]);
                     // The sink joins the denominator (and the max) but has no value row.
                     double sum = sinks ? std::exp(double(sinks[h]) - mx) : 0.0;
-                    for (int64_t j = j0; j < j1; ++j) {
-                        s[j - lo] = std::exp(s[j - lo] - mx);
-                        sum += s[j - lo];
-                    }
+                    sum += simd.exp_sum(s + (j0 - lo), j1 - j0, mx);
                     inv[slot(t, h)] = float(1.0 / sum);
                     float* o = out.data + t * out.cols + int64_t(h) * d;
                     std::fill(o, o + d, 0.0f);

@@ -1,8 +1,10 @@
-// Element-wise ops: the residual add and SwiGLU of every family, and for gemma4 / gpt-oss GeGLU (tanh GELU in f32),
-// row-broadcast bias, scale, soft-cap.
+// Element-wise ops: the residual add and SwiGLU (simd.h's silu_mul) of every family, and for gemma4 / gpt-oss GeGLU
+// (tanh GELU in f32), row-broadcast bias, scale, soft-cap.
 #include "backend/cpu/cpu_elementwise.h"
 
 #include <cmath>
+
+#include "backend/cpu/simd.h"
 
 namespace zinc::backend::cpu {
 namespace {
@@ -26,7 +28,8 @@ void add(ThreadPool& pool, const Act& a, const Act& b, Act& out) {
 
 void swiglu(ThreadPool& pool, const Act& gate, const Act& up, Act& out) {
     for_rows(pool, gate, [&](int64_t b, int64_t e) {
-        for (int64_t i = b * gate.cols; i < e * gate.cols; ++i) out.data[i] = silu_mul(gate.data[i], up.data[i]);
+        const int64_t i = b * gate.cols;
+        simd::kernels().silu_mul(gate.data + i, up.data + i, out.data + i, (e - b) * gate.cols);
     });
 }
 

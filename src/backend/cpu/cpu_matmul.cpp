@@ -14,6 +14,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_elementwise.h"
+#include "backend/cpu/simd.h"
 #include "quant/cpu_features.h"
 #include "quant/dequantize.h"
 #include "quant/repack.h"
@@ -225,7 +226,7 @@ void ffn_gated(ThreadPool& pool, CpuWeight gate, CpuWeight up, const Act& x, Gat
                   float* g = out.data + t * out.cols;
                   const float* u = up_tmp.data + t * up_tmp.cols;
                   if (act == GatedActivation::swiglu)
-                      for (int64_t i = o0; i < o1; ++i) g[i] = silu_mul(g[i], u[i]);
+                      simd::kernels().silu_mul(g + o0, u + o0, g + o0, o1 - o0);
                   else
                       for (int64_t i = o0; i < o1; ++i) g[i] = gelu_mul(g[i], u[i]);
               }

@@ -31,7 +31,19 @@ struct Kernels {
     void (*rotate_halves)(float* v, const float* c, const float* s, int64_t n);
     // y[i] = d·q[i] for a q8_0 cache row: n (a multiple of 32) int8 values with one f16 scale per 32.
     void (*q8_to_f32)(const int8_t* q, const uint16_t* scales, float* y, int64_t n);
+    // s[i] = e(s[i] − m), returning their sum added as dot adds its products. e(x), within 2 ulp of exp(x): NaN for
+    // NaN, 0 below kExpLow; else with c = min(x, kExpHigh), k = c·log2(e) rounded to the nearest integer (ties to
+    // even), r = fma(k, −kLn2High, c), r = fma(k, −kLn2Low, r), p = Cephes' degree-5 polynomial in r by fmas from
+    // kExpPoly[0], then p = fma(p, r·r, r) + 1, times 2^k.
+    float (*exp_sum)(float* s, int64_t n, float m);
+    // out[i] = (g[i] / (1 + e(−g[i])))·u[i]: SiLU(g)·u, the gated FFN's activation (out may be g or u).
+    void (*silu_mul)(const float* g, const float* u, float* out, int64_t n);
 };
+
+inline constexpr float kExpLow = -87.33654475f, kExpHigh = 88.37626266f, kLog2e = 1.44269504088896341f;
+inline constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+inline constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 
 // The kernels for this processor (cpu_isa() of quant/cpu_features.h).
 const Kernels& kernels();

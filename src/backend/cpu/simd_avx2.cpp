@@ -130,12 +130,58 @@ void q8_to_f32(const int8_t* q, const uint16_t* scales, float* y, int64_t n) {
     }
 }
 
+// e(x) of simd.h, eight lanes.
+__m256 exp8(__m256 x) {
+    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q), low = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLow), _CMP_LT_OQ);
+    const __m256 c = _mm256_min_ps(x, _mm256_set1_ps(kExpHigh));
+    const __m256 k =
+        _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(k, _mm256_set1_ps(-kLn2High), c);
+    r = _mm256_fmadd_ps(k, _mm256_set1_ps(-kLn2Low), r);
+    __m256 p = _mm256_set1_ps(kExpPoly[0]);
+    for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[i]));
+    p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    const __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+    return _mm256_blendv_ps(_mm256_blendv_ps(e, _mm256_setzero_ps(), low), x, nan);
+}
+
+// The same for one value, in the first lane.
+float exp1(float x) { return _mm256_cvtss_f32(exp8(_mm256_set1_ps(x))); }
+
+float exp_sum(float* s, int64_t n, float m) {
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), mv));
+        _mm256_storeu_ps(s + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float a[8];
+    _mm256_storeu_ps(a, acc);
+    float r = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    for (; i < n; ++i) r += s[i] = exp1(s[i] - m);
+    return r;
+}
+
+void silu_mul(const float* g, const float* u, float* out, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + i);
+        const __m256 sig = _mm256_div_ps(gv, _mm256_add_ps(one, exp8(_mm256_xor_ps(gv, sign))));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(sig, _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; ++i) out[i] = (g[i] / (1.0f + exp1(-g[i]))) * u[i];
+}
+
 }  // namespace
 
 const Kernels& avx2_kernels() {
     static const Kernels k{f16_to_f32,      f32_to_f16,        dot_of<float>,    axpy_of<float>,
                            dots_of<float>,  axpys_of<float>,   dots_of<uint16_t>, axpys_of<uint16_t>,
-                           rotate_halves,   q8_to_f32};
+                           rotate_halves,   q8_to_f32,         exp_sum,          silu_mul};
     return k;
 }
 
