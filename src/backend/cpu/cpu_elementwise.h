@@ -10,10 +10,10 @@
 
 namespace zinc::backend::cpu {
 
-// SiLU of one value (the delta-net's conv output and gated norm), and the gated activations of one element, as swiglu
-// and geglu compute them (and the fused products of cpu_matmul, the MoE experts of cpu_moe).
+// SiLU of one value (the delta-net's conv output and gated norm; SwiGLU, of the dense FFN and the MoE experts alike,
+// takes simd.h's silu_mul), and GeGLU of one element, as geglu computes it (and the fused products of cpu_matmul, the
+// MoE experts of cpu_moe).
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
-inline float silu_mul(float g, float u) { return silu(g) * u; }
 // transformers' gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in f32. (llama.cpp's CPU backend
 // uses an FP16 table instead, docs/models.md §0.3; this follows the f32 formula.)
 inline float gelu_mul(float g, float u) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_elementwise.h"
+#include "backend/cpu/simd.h"
 #include "quant/cpu_features.h"
 #include "quant/gemm.h"
 #include "quant/repack.h"
@@ -130,18 +131,22 @@ void scale_bias(float* x, int64_t n, int64_t e, const float* scale, const float*
         for (int64_t o = 0; o < n; ++o) x[o] += bias[e * n + o];
 }
 
-float activate(MoeActivation act, float g, float u, float alpha, float limit) {
+// a[i] = the experts' activation of gate g[i] and up u[i], i < n: SwiGLU by simd.h's silu_mul, as the dense FFN's.
+void activate(MoeActivation act, const float* g, const float* u, float* a, int64_t n, float alpha, float limit) {
     switch (act) {
         case MoeActivation::swiglu:
-            return silu_mul(g, u);
+            simd::kernels().silu_mul(g, u, a, n);
+            return;
         case MoeActivation::geglu:
-            return gelu_mul(g, u);
-        case MoeActivation::swiglu_oai: {
-            const float x = std::min(g, limit), y = std::clamp(u, -limit, limit);
-            return x / (1.0f + std::exp(-alpha * x)) * (y + 1.0f);
-        }
+            for (int64_t i = 0; i < n; ++i) a[i] = gelu_mul(g[i], u[i]);
+            return;
+        case MoeActivation::swiglu_oai:
+            for (int64_t i = 0; i < n; ++i) {
+                const float x = std::min(g[i], limit), y = std::clamp(u[i], -limit, limit);
+                a[i] = x / (1.0f + std::exp(-alpha * x)) * (y + 1.0f);
+            }
+            return;
     }
-    return 0.0f;
 }
 
 }  // namespace
@@ -243,8 +248,7 @@ void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weight
                     scale_bias(g, n_ff, e, gate_s, gate_b);
                     scale_bias(g + n_ff, n_ff, e, up_s, up_b);
                 }
-                float* a = h2.data() + r * n_ff;
-                for (int64_t i = 0; i < n_ff; ++i) a[i] = activate(mw.act, g[i], g[n_ff + i], mw.alpha, mw.limit);
+                activate(mw.act, g, g + n_ff, h2.data() + r * n_ff, n_ff, mw.alpha, mw.limit);
             }
     });
 
