@@ -205,6 +205,29 @@ TEST_P(CudaMatmul, PrefillKernelAndCublas) {
     }
 }
 
+// w times `rows` random activation rows of `cols` values, all together and each row alone: together holds rows x
+// n_out values, alone[r] row r's n_out.
+struct TogetherAndAlone {
+    std::vector<float> together;
+    std::vector<std::vector<float>> alone;
+};
+TogetherAndAlone rows_together_and_alone(Backends& be, const Weight& w, int64_t cols, int64_t n_out, int64_t rows) {
+    const auto x = random_floats(size_t(rows * cols));
+    Act xs = be.gpu->alloc(rows, cols), all = be.gpu->alloc(rows, n_out);
+    be.gpu->upload(xs, x);
+    be.gpu->matmul(w, xs, all);
+    TogetherAndAlone r{be.get(*be.gpu, all), {}};
+    for (int64_t t = 0; t < rows; ++t) {
+        Act one = be.gpu->alloc(1, n_out);
+        be.gpu->matmul(w, Backend::rows_of(xs, t, 1), one);
+        r.alone.push_back(be.get(*be.gpu, one));
+        be.gpu->free(one);
+    }
+    be.gpu->free(xs);
+    be.gpu->free(all);
+    return r;
+}
+
 // The matvec of several rows (here up to kStepMaxRows) reads each weight row once for all its rows: every row's
 // values are those of that row alone, bit for bit, in every order the one-row matvec reads rows in (groups in place,
 // Q6_K's staged groups, chunks where the width rules groups out: 512 values, gpt-oss's 2880).
@@ -220,20 +243,11 @@ TEST_P(CudaMatmul, SeveralRowsEqualEachRowAlone) {
         const Weight w = be.gpu->load_weight(t->info);
         for (int64_t rows : {2, 3, 5, 8, 13, int(zinc::backend::cuda::kStepMaxRows)}) {
             SCOPED_TRACE(std::to_string(n_out) + "x" + std::to_string(cols) + " rows " + std::to_string(rows));
-            const auto x = random_floats(size_t(rows * cols));
-            Act xs = be.gpu->alloc(rows, cols), all = be.gpu->alloc(rows, n_out);
-            be.gpu->upload(xs, x);
-            be.gpu->matmul(w, xs, all);
-            const auto together = be.get(*be.gpu, all);
+            const TogetherAndAlone v = rows_together_and_alone(be, w, cols, n_out, rows);
             for (int64_t r = 0; r < rows; ++r) {
-                Act one = be.gpu->alloc(1, n_out);
-                be.gpu->matmul(w, Backend::rows_of(xs, r, 1), one);
-                const auto alone = be.get(*be.gpu, one);
-                ASSERT_TRUE(std::equal(alone.begin(), alone.end(), together.begin() + r * n_out)) << "row " << r;
-                be.gpu->free(one);
+                const std::vector<float>& alone = v.alone[size_t(r)];
+                ASSERT_TRUE(std::equal(alone.begin(), alone.end(), v.together.begin() + r * n_out)) << "row " << r;
             }
-            be.gpu->free(xs);
-            be.gpu->free(all);
         }
     }
 }
@@ -255,24 +269,16 @@ TEST_P(CudaMatmul, StepRowsOnTensorCores) {
         const Weight w = be.gpu->load_weight(t->info);
         for (int64_t rows : {2, 9, 16, 17, 33, int(zinc::backend::cuda::kStepMaxRows)}) {
             SCOPED_TRACE(std::to_string(n_out) + "x" + std::to_string(cols) + " rows " + std::to_string(rows));
-            const auto x = random_floats(size_t(rows * cols));
-            Act xs = be.gpu->alloc(rows, cols), all = be.gpu->alloc(rows, n_out);
-            be.gpu->upload(xs, x);
-            be.gpu->matmul(w, xs, all);
-            const auto together = be.get(*be.gpu, all);
+            const TogetherAndAlone v = rows_together_and_alone(be, w, cols, n_out, rows);
             for (int64_t r = 0; r < rows; ++r) {
-                Act one = be.gpu->alloc(1, n_out);
-                be.gpu->matmul(w, Backend::rows_of(xs, r, 1), one);
-                const auto alone = be.get(*be.gpu, one);
+                const std::vector<float>& alone = v.alone[size_t(r)];
                 double sq = 0;
-                for (float v : alone) sq += double(v) * v;
+                for (float a : alone) sq += double(a) * a;
                 const double tol = 1e-5 * std::sqrt(sq / double(n_out));
                 for (int64_t o = 0; o < n_out; ++o)
-                    ASSERT_NEAR(together[size_t(r * n_out + o)], alone[size_t(o)], tol) << "row " << r << " out " << o;
-                be.gpu->free(one);
+                    ASSERT_NEAR(v.together[size_t(r * n_out + o)], alone[size_t(o)], tol)
+                        << "row " << r << " out " << o;
             }
-            be.gpu->free(xs);
-            be.gpu->free(all);
         }
         if (cols <= 1024)
             for (int64_t rows : {9, 64}) check_matmul(be, type, {cols, n_out, rows});
