@@ -86,9 +86,9 @@ void kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst
 // block; f16 values are converted in registers as the products read them, cheaper than a copy to convert into and
 // read back. A decode step reads every cache row whole (one group of all heads) unless it has fewer pieces than
 // threads, and a prompt, with many blocks, reads one head at a time. Every query still computes alone, in key order:
-// its scores (dot products), softmax (max, exp, a double sum) and the weighted sum of the value rows are the same
-// operations whatever the other queries of its batch and the pieces, so prefill and decode, and a sequence alone or
-// among others, agree bit for bit.
+// its scores (dot products), softmax (max, simd.h's exp_sum, a double sum) and the weighted sum of the value rows
+// are the same operations whatever the other queries of its batch and the pieces, so prefill and decode, and a
+// sequence alone or among others, agree bit for bit.
 void attention(ThreadPool& pool, const Act& q_all, std::span<const AttentionRange> ranges, const AttentionParams& p,
                Act& out_all) {
     constexpr int64_t kQueries = 16;  // query rows per piece of work
