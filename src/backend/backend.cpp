@@ -202,8 +202,8 @@ void Backend::set_profiling(bool on) {
 }
 
 Act Backend::run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
-                      const std::function<Act()>& step) {
-    (void)owner, (void)shape, (void)ids, (void)pos;
+                      const std::function<Act()>& step, std::span<const int32_t> layout, StepPages pages) {
+    (void)owner, (void)shape, (void)ids, (void)pos, (void)layout, (void)pages;
     Act out;
     try {
         out = step();

@@ -51,6 +51,14 @@ struct KvLayer {
     const int32_t* pages = nullptr;
 };
 
+// The page tables of a step's paged caches (Backend::run_step): `stride` entries for each sequence of the step, of
+// which its n_pages first are its table; the paged KvLayer views the step's ops are given point into `all`, so that a
+// backend that keeps the tables in its own memory finds a view's there.
+struct StepPages {
+    std::span<const int32_t> all;
+    int64_t stride = 0;
+};
+
 // The positions a cache holds: its page table's for a paged one, else its rows.
 inline int64_t kv_positions(const KvLayer& kv) { return kv.page_rows > 0 ? kv.n_pages * kv.page_rows : kv.capacity; }
 // The row that holds position p (p below kv_positions, or any p for a ring).
@@ -361,17 +369,21 @@ public:
     void top_k_last_row(const Act& x, int k, std::span<int32_t> ids, std::span<float> values);
 
     // Runs `step`, which queues the ops of one forward pass over the tokens `ids` at positions `pos` and returns its
-    // result, and returns that result. A backend may record the ops of a step the first times it sees `shape` from
-    // `owner` (the caller whose buffers the step uses: a family) and replay the recording for later steps of the same
-    // owner and shape instead of calling `step` (the CUDA backend does for single-token steps, with CUDA graphs). So
-    // `step` must only queue ops, and what it queues may depend on the host only through `owner`, `shape`, `ids` and
-    // `pos`: ops given these ids and positions (get_rows; rope, kv_write and
-    // attention at pos[0]) read them from backend memory that this call fills, and a replay reads the new values.
+    // result, and returns that result. A backend may record the ops of a step the first times it sees `shape` and
+    // `layout` from `owner` (the caller whose buffers the step uses: a family) and replay the recording for later
+    // steps of the same owner, shape and layout instead of calling `step` (the CUDA backend does for single-token
+    // steps, and for steps of several rows given a layout, with CUDA graphs). So `step` must only queue ops, and what
+    // it queues may depend on the host only through `owner`, `shape`, `layout`, `ids` and `pos`: ops given these ids
+    // and positions (get_rows; rope, kv_write and attention at pos[0], or at each row's own position) read them from
+    // backend memory that this call fills, and a replay reads the new values. A step of several rows is recorded
+    // only with a layout, which says how its rows go to sequences. With paged caches, `pages` are the step's page
+    // tables, which a replay reads anew too.
     // A shape with kEagerStep set is never recorded: its step may read results back as it goes (a search for the
     // first layer whose output is not finite).
     static constexpr uint64_t kEagerStep = uint64_t(1) << 63;
     virtual Act run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids,
-                         std::span<const int32_t> pos, const std::function<Act()>& step);
+                         std::span<const int32_t> pos, const std::function<Act()>& step,
+                         std::span<const int32_t> layout = {}, StepPages pages = {});
     // The owner of run_step's steps is gone: what was recorded for it points into its buffers, and a later owner at
     // the same address must record its own.
     virtual void forget_steps(const void* owner) { (void)owner; }

@@ -230,8 +230,8 @@ void run_batched_bench(const BatchedBenchOptions& o) {
     flags.open.context.n_seq = max_seq;
     engine::OpenedModel om = open_model(flags);
     if (o.shared_prompt && !om.session->family().pages())
-        throw std::runtime_error("--pps shares a prompt's pages between sequences: the " + om.plan.backend +
-                                 " backend's KV cache is not paged yet (--backend cpu)");
+        throw std::runtime_error("--pps shares a prompt's pages between sequences, and one sequence on the " +
+                                 om.plan.backend + " backend has its cache in one piece: give -npl more than 1");
     if (o.output == "md") write_out(describe_plan(om.plan) + "\n\n");
 
     Report report{std::filesystem::path(flags.open.path).filename().string(), model::weight_bytes(*om.model),

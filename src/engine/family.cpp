@@ -87,7 +87,7 @@ void Family::fork(int from, int to, int64_t n) {
     if (from < 0 || from >= n_seq() || to < 0 || to >= n_seq() || from == to)
         throw std::invalid_argument("a fork of sequence " + std::to_string(from) + " into " + std::to_string(to) +
                                     " of " + std::to_string(n_seq()));
-    if (!pages_) throw std::invalid_argument("a fork of a sequence needs a paged KV cache (the CPU backend's)");
+    if (!pages_) throw std::invalid_argument("a fork of a sequence needs a paged KV cache");
     const int64_t end = state_end_[size_t(from)];
     if (n < 0 || n > end || !can_restart_at(n, from))
         throw std::invalid_argument("sequence " + std::to_string(from) + " cannot be forked at position " +
@@ -158,12 +158,12 @@ void Family::attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend:
                     const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
                     const backend::AttentionParams& ap, backend::Act& out) {
     attention_ranges_.clear();
-    for (const Range& r : ranges_) {
+    for (size_t i = 0; i < ranges_.size(); ++i) {
+        const Range& r = ranges_[i];
         backend::KvLayer& cache = kv[size_t(r.seq)];
         if (cache.page_rows > 0) {
-            const std::span<const int32_t> table = pages_->pages(page_seq_[size_t(r.seq)]);
-            cache.pages = table.data();
-            cache.n_pages = int64_t(table.size());
+            cache.pages = tables_.data() + int64_t(i) * table_stride_;
+            cache.n_pages = int64_t(pages_->pages(page_seq_[size_t(r.seq)]).size());
         }
         attention_ranges_.push_back({r.first, r.rows, r.pos0, &cache});
     }
@@ -244,16 +244,34 @@ backend::Act Family::run_step(std::span<const int32_t> ids, bool eager) {
     n_rows_ = static_cast<int64_t>(ids.size());
     for (const Range& r : ranges_) state_end_[size_t(r.seq)] = 0;  // not trustworthy until the step completes
     hold_pages();
+    if (pages_) {
+        table_stride_ = (n_ctx_ + pages_->page_size() - 1) / pages_->page_size();
+        tables_.assign(ranges_.size() * size_t(table_stride_), 0);
+        for (size_t i = 0; i < ranges_.size(); ++i) {
+            const std::span<const int32_t> table = pages_->pages(page_seq_[size_t(ranges_[i].seq)]);
+            std::copy(table.begin(), table.end(), tables_.begin() + std::ptrdiff_t(i) * table_stride_);
+        }
+    }
     // What compute() queues depends on the host only through the rows, the rows wanted, the sequences and whether
     // each starts afresh, and the ids and positions: the key under which a backend may record and replay a step of
-    // one row (the only ones recorded), which names its sequence; the family itself is the owner of the recording.
+    // one row, which names its sequence; the family itself is the owner of the recording.
     const Range& r0 = ranges_.front();
     const bool suffix = wanted_.empty() || (wanted_.front() == n_rows_ - int64_t(wanted_.size()));
     const uint64_t shape = static_cast<uint64_t>(n_rows_) | static_cast<uint64_t>(wanted_.size()) << 24 |
                            static_cast<uint64_t>(r0.pos0 == 0) << 48 | uint64_t(r0.seq) << 49 |
                            static_cast<uint64_t>(ranges_.size() > 1 || !suffix) << 62 |
                            (eager ? backend::Backend::kEagerStep : 0);
-    const backend::Act out = be_.run_step(this, shape, ids, pos_, [&] { return compute(ids); });
+    // A step of one row of each of several sequences (decode) may be recorded too, under its layout: each row's
+    // sequence and whether it starts afresh, then the rows wanted. Steps with prompt chunks plan their attention by
+    // each chunk's positions and are not.
+    layout_.clear();
+    if (n_rows_ > 1 && int64_t(ranges_.size()) == n_rows_) {
+        for (const Range& r : ranges_) layout_.push_back(r.seq * 2 + (r.pos0 == 0));
+        layout_.push_back(-1);
+        layout_.insert(layout_.end(), wanted_.begin(), wanted_.end());
+    }
+    const backend::Act out =
+        be_.run_step(this, shape, ids, pos_, [&] { return compute(ids); }, layout_, {tables_, table_stride_});
     for (const Range& r : ranges_) state_end_[size_t(r.seq)] = r.pos0 + r.rows;
     return out;
 }

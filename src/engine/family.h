@@ -191,6 +191,11 @@ private:
     std::vector<std::vector<backend::KvLayer>> rings_;  // every ring layer's per-sequence rings, for forks
     std::vector<backend::AttentionRange> attention_ranges_;  // attend()'s, kept from call to call
     std::vector<int32_t> wanted_;       // its rows whose logits are wanted, in order
+    std::vector<int32_t> layout_;       // run_step's key for a step of decode rows of several sequences
+    // The page tables of its sequences, in the order of its ranges, table_stride_ entries each: what attend() gives
+    // the paged caches, and the backend the step's tables to keep in its memory.
+    std::vector<int32_t> tables_;
+    int64_t table_stride_ = 0;
     std::vector<int64_t> state_end_;    // per sequence: the position after the last one whose state is complete
     std::vector<int32_t> pos_;
     backend::Act logits_;

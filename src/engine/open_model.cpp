@@ -186,9 +186,10 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     // The plan comes first: a file whose shapes are wrong or that needs more memory than there is is refused before
     // a backend is made (a limit of one backend's kernels, such as a head size, shows at the first forward pass).
     const int device = chosen_device(choice);
-    // The CPU's caches are paged; the CUDA backend's kernels read each sequence's cache in one piece.
+    // Caches are paged, but on a GPU one sequence alone keeps its cache in one piece (no page table to read).
     ContextSize asked = o.context;
-    if (device < 0 && asked.page_size == 0) asked.page_size = kDefaultPageSize;
+    if ((device < 0 || asked.n_seq > 1 || asked.kv_size > 0) && asked.page_size == 0)
+        asked.page_size = kDefaultPageSize;
     const ContextSize settled = settle_context(*r.model, asked);
     OpenPlan& plan = r.plan;
     plan.use = plan_memory(*r.model, settled, o.all_logits);

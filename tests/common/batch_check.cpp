@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "backend/backend.h"
@@ -16,7 +17,7 @@ namespace zinc::test {
 
 namespace {
 
-// Positions per page of the batched runs' paged caches on the CPU: a sequence spans several.
+// Positions per page of the batched runs' paged caches: a sequence spans several.
 constexpr int kTestPage = 8;
 
 }  // namespace
@@ -39,9 +40,9 @@ LogitsStats batched_against_alone(const std::string& gguf, bool cuda) {
     }
 
     // Batched: slots taken by the sequences in turn; each step takes one to five rows of every sequence in a slot.
-    // On the CPU the batch's cache is paged, in pages smaller than a sequence, against each alone in one piece.
+    // The batch's cache is paged, in pages smaller than a sequence, against each alone in one piece.
     auto batched = engine::make_family(
-        model, *be, {kCtx, 32, backend::KvType::f32, backend::KvType::f32, kSlots, cuda ? 0 : kTestPage});
+        model, *be, {kCtx, 32, backend::KvType::f32, backend::KvType::f32, kSlots, kTestPage});
     std::mt19937 rng(7);
     std::map<std::pair<int, int>, std::vector<float>> got;  // (sequence, position) -> logits
     std::vector<int> in_slot(kSlots, -1);
@@ -89,6 +90,57 @@ LogitsStats batched_against_alone(const std::string& gguf, bool cuda) {
     return compare_logits(a, ref, size_t(vocab));
 }
 
+ForkRuns forked_against_alone(const std::string& gguf, bool cuda) {
+    const gguf::Model model(gguf);
+    auto be = cuda ? backend::make_cuda_backend(0) : backend::make_cpu_backend(0);
+    const auto f32 = backend::KvType::f32;
+    // A micro-batch of 10 makes the sliding-window layers (window 16) rings of 26 rows.
+    auto batched = engine::make_family(model, *be, {32, 10, f32, f32, 3, 4});
+    const std::string dir = gguf.substr(0, gguf.find_last_of('/') + 1);
+    const std::vector<int32_t> prompt = load_fixture_meta(dir + "meta.json").prompt;
+    if (prompt.size() < 16) throw std::invalid_argument("a fixture prompt of fewer than 16 tokens");
+    const int64_t L = 10, mid = batched->can_restart_at(6, 0) ? 6 : L;
+    engine::Batch first;
+    for (int p = 0; p < L; ++p) first.add(prompt[size_t(p)], 0, p, p == L - 1);
+    batched->step(first);
+    const int32_t used = batched->pages()->n_pages() - batched->pages()->free_pages();
+    batched->fork(0, 1, L);
+    batched->fork(0, 2, mid);
+    ForkRuns r;
+    r.shared_pages = batched->pages()->n_pages() - batched->pages()->free_pages() == used;
+
+    // Each sequence's whole token list, and where its rows of the two steps below are in it.
+    std::vector<std::vector<int32_t>> tokens = {
+        {prompt.begin(), prompt.begin() + L},
+        {prompt.begin(), prompt.begin() + L},
+        {prompt.begin(), prompt.begin() + mid}};
+    std::vector<std::vector<float>> got(3);
+    for (int step = 0; step < 2; ++step) {
+        engine::Batch b;
+        for (int s = 0; s < 3; ++s) {
+            const int32_t id = prompt[size_t(11 + s + step)];
+            b.add(id, s, int32_t(tokens[size_t(s)].size()), true);
+            tokens[size_t(s)].push_back(id);
+        }
+        const backend::Act lo = batched->step(b);
+        std::vector<float> host(size_t(lo.size()));
+        be->download(lo, host);
+        const size_t vocab = host.size() / 3;
+        for (size_t s = 0; s < 3; ++s)
+            got[s].insert(got[s].end(), host.begin() + std::ptrdiff_t(s * vocab),
+                          host.begin() + std::ptrdiff_t((s + 1) * vocab));
+    }
+    for (size_t s = 0; s < 3; ++s) {
+        auto alone = engine::make_family(model, *be, {32, 32, f32, f32, 1});
+        std::vector<float> all;
+        alone->forward(tokens[s], 0, true, all);
+        const size_t vocab = all.size() / tokens[s].size();
+        const std::vector<float> want(all.end() - std::ptrdiff_t(2 * vocab), all.end());
+        r.seqs.push_back(compare_logits(got[s], want, vocab));
+    }
+    return r;
+}
+
 GreedyRuns brown_greedy_batched_and_alone(const std::string& type, bool cuda, int n_gen) {
     constexpr int kSlots = 4, kPrompts = 6, kCtx = 128, kChunk = 16;
     const std::string file = brown_file(type);
@@ -108,7 +160,7 @@ GreedyRuns brown_greedy_batched_and_alone(const std::string& type, bool cuda, in
     r.alone.resize(kPrompts);
 
     auto batched = engine::make_family(
-        model, *be, {kCtx, 64, backend::KvType::f32, backend::KvType::f32, kSlots, cuda ? 0 : kTestPage});
+        model, *be, {kCtx, 64, backend::KvType::f32, backend::KvType::f32, kSlots, kTestPage});
     std::vector<int> in_slot(kSlots, -1);
     std::vector<size_t> fed(kPrompts, 0);  // prompt tokens in the state
     int next = 0;

@@ -2,7 +2,8 @@
 // engine's tolerance, for a whole-prompt batch (the tiled matmul), one token at a time (the matvecs and the
 // recurrent decode kernels) and chunks of 7 (both, with state carried between calls); the 16-token greedy
 // continuation (argmax taken on the GPU) equal to the CPU engine's and transformers'; sequences batched in shared
-// steps equal to each alone; BF16 and quantized files against the CPU engine on the same file.
+// steps equal to each alone, forked ones too; decode steps of one or several sequences replayed from CUDA graphs equal
+// to eager ones; BF16 and quantized files against the CPU engine on the same file.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -66,6 +67,20 @@ TEST_P(CudaModel, BatchedSequencesEqualEachAlone) {
     std::printf("cuda %s batched vs alone: %s\n", fam.c_str(), s.summary().c_str());
     EXPECT_LE(s.max_rel_l2, 1e-4) << s.summary();
     EXPECT_TRUE(s.all_argmax_agree()) << s.summary();
+}
+
+// Sequences forked from one prompt on the GPU: the pages they share, the pages copied before a fork writes into
+// one, and the copied rings and recurrent state give every row the logits of its tokens alone.
+TEST_P(CudaModel, ForkedSequencesAsAlone) {
+    ZINC_REQUIRE_GPU();
+    const std::string fam = GetParam();
+    const ForkRuns r = forked_against_alone(fixture_gguf(fam, "f32"), true);
+    EXPECT_TRUE(r.shared_pages) << "forks share their pages";
+    for (size_t s = 0; s < r.seqs.size(); ++s) {
+        std::printf("cuda %s fork %zu vs alone: %s\n", fam.c_str(), s, r.seqs[s].summary().c_str());
+        EXPECT_LE(r.seqs[s].max_rel_l2, 1e-4) << "sequence " << s << ": " << r.seqs[s].summary();
+        EXPECT_TRUE(r.seqs[s].all_argmax_agree()) << "sequence " << s << ": " << r.seqs[s].summary();
+    }
 }
 
 // Temperature sampling with top-k: the GPU selects the candidates and only they come back; with the same seed the
@@ -155,6 +170,60 @@ TEST_P(CudaModel, RecordedDecodeMatchesEager) {
     EXPECT_EQ(differ, 0u) << fam << ": " << rec << " recordings, " << rep << " replays";
     std::printf("cuda %s: %zu decode steps, %llu recordings, %llu replays, logits identical to eager\n", fam.c_str(),
                 n_decode + 5, static_cast<unsigned long long>(rec), static_cast<unsigned long long>(rep));
+}
+
+// Decode steps of several sequences replayed from CUDA graphs give the same logits, bit for bit, as the same steps run
+// eagerly: with the layout changing from step to step (a sequence sitting a step out, then back: the replay puts its
+// row caches back), some steps wanting the logits of only some rows (gathered by ids the replay puts back too), the
+// paged caches' tables growing by a page every 8 positions (read anew by every replay), and the longest sequence
+// crossing the attention's 128-key bucket.
+TEST_P(CudaModel, RecordedBatchedDecodeMatchesEager) {
+    ZINC_REQUIRE_GPU();
+    const std::string fam = GetParam();
+    const FixtureMeta fx = load_fixture_meta(kDir + fam + "/meta.json");
+    const zinc::gguf::Model model(fixture_gguf(fam, "q8_0"));
+    constexpr int kSeqs = 3, kSteps = 150;
+    auto decode = [&](bool graphs, uint64_t* replayed) {
+        auto be = zinc::backend::make_cuda_backend(0);
+        auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be);
+        cuda.set_graphs(graphs);
+        auto f = zinc::engine::make_family(
+            model, *be, {320, 32, zinc::backend::KvType::f32, zinc::backend::KvType::f32, kSeqs, 8});
+        std::vector<float> all;
+        std::vector<int32_t> pos(kSeqs, 0);
+        auto run = [&](const zinc::engine::Batch& b) {
+            const zinc::backend::Act lo = f->step(b);
+            std::vector<float> host(size_t(lo.size()));
+            be->download(lo, host);
+            all.insert(all.end(), host.begin(), host.end());
+        };
+        for (int s = 0; s < kSeqs; ++s) {  // prompts of different lengths
+            zinc::engine::Batch b;
+            for (size_t t = 0; t + size_t(2 * s) < fx.prompt.size(); ++t)
+                b.add(fx.prompt[t], s, pos[size_t(s)]++, true);
+            run(b);
+        }
+        for (int i = 0; i < kSteps; ++i) {
+            zinc::engine::Batch b;
+            for (int s = 0; s < kSeqs; ++s) {
+                if (s == 1 && i % 10 == 9) continue;
+                const int32_t id = fx.prompt[size_t(i + s) % fx.prompt.size()];
+                b.add(id, s, pos[size_t(s)]++, !(s == 1 && i % 7 == 3));
+            }
+            run(b);
+        }
+        *replayed = cuda.graphs_replayed();
+        return all;
+    };
+    uint64_t replayed = 0, replayed_off = 0;
+    const auto eager = decode(false, &replayed_off);
+    const auto graphs = decode(true, &replayed);
+    EXPECT_EQ(replayed_off, 0u);
+    EXPECT_GE(replayed, uint64_t(kSteps / 2));
+    ASSERT_EQ(graphs.size(), eager.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < eager.size(); ++i) differ += graphs[i] != eager[i];
+    EXPECT_EQ(differ, 0u) << fam << ": " << replayed << " replays";
 }
 
 // Kernels launched early (each one's blocks placed while the one before still runs, launch.cuh) compute what plainly

@@ -50,54 +50,12 @@ TEST_P(Batched, QuantizedEachSequenceAsAlone) {
 // row's logits are those of its whole token list alone. Recurrent state and rings are copied.
 TEST_P(Batched, ForkedSequencesAsAlone) {
     const std::string fam = GetParam();
-    const zinc::gguf::Model model(fixture_gguf(fam, "f32"));
-    auto be = zinc::backend::make_cpu_backend(0);
-    const auto f32 = zinc::backend::KvType::f32;
-    // A micro-batch of 10 makes the sliding-window layers (window 16) rings of 26 rows.
-    auto batched = zinc::engine::make_family(model, *be, {32, 10, f32, f32, 3, 4});
-    const std::vector<int32_t> prompt =
-        load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/" + fam + "/meta.json").prompt;
-    ASSERT_GE(prompt.size(), 16u);
-    const int64_t L = 10, mid = batched->can_restart_at(6, 0) ? 6 : L;
-    zinc::engine::Batch first;
-    for (int p = 0; p < L; ++p) first.add(prompt[size_t(p)], 0, p, p == L - 1);
-    batched->step(first);
-    const int32_t used = batched->pages()->n_pages() - batched->pages()->free_pages();
-    batched->fork(0, 1, L);
-    batched->fork(0, 2, mid);
-    EXPECT_EQ(batched->pages()->n_pages() - batched->pages()->free_pages(), used) << "forks share their pages";
-
-    // Each sequence's whole token list, and where its rows of the two steps below are in it.
-    std::vector<std::vector<int32_t>> tokens = {
-        {prompt.begin(), prompt.begin() + L},
-        {prompt.begin(), prompt.begin() + L},
-        {prompt.begin(), prompt.begin() + mid}};
-    std::vector<std::vector<float>> got(3);
-    for (int step = 0; step < 2; ++step) {
-        zinc::engine::Batch b;
-        for (int s = 0; s < 3; ++s) {
-            const int32_t id = prompt[size_t(11 + s + step)];
-            b.add(id, s, int32_t(tokens[size_t(s)].size()), true);
-            tokens[size_t(s)].push_back(id);
-        }
-        const zinc::backend::Act lo = batched->step(b);
-        std::vector<float> host(size_t(lo.size()));
-        be->download(lo, host);
-        const size_t vocab = host.size() / 3;
-        for (size_t s = 0; s < 3; ++s)
-            got[s].insert(got[s].end(), host.begin() + std::ptrdiff_t(s * vocab),
-                          host.begin() + std::ptrdiff_t((s + 1) * vocab));
-    }
-    for (size_t s = 0; s < 3; ++s) {
-        auto alone = zinc::engine::make_family(model, *be, {32, 32, f32, f32, 1});
-        std::vector<float> all;
-        alone->forward(tokens[s], 0, true, all);
-        const size_t vocab = all.size() / tokens[s].size();
-        const std::vector<float> want(all.end() - std::ptrdiff_t(2 * vocab), all.end());
-        const LogitsStats st = compare_logits(got[s], want, vocab);
-        std::printf("%s fork %zu vs alone: %s\n", fam.c_str(), s, st.summary().c_str());
-        EXPECT_LE(st.max_rel_l2, 1e-5) << "sequence " << s << ": " << st.summary();
-        EXPECT_TRUE(st.all_argmax_agree()) << "sequence " << s << ": " << st.summary();
+    const ForkRuns r = forked_against_alone(fixture_gguf(fam, "f32"), false);
+    EXPECT_TRUE(r.shared_pages) << "forks share their pages";
+    for (size_t s = 0; s < r.seqs.size(); ++s) {
+        std::printf("%s fork %zu vs alone: %s\n", fam.c_str(), s, r.seqs[s].summary().c_str());
+        EXPECT_LE(r.seqs[s].max_rel_l2, 1e-5) << "sequence " << s << ": " << r.seqs[s].summary();
+        EXPECT_TRUE(r.seqs[s].all_argmax_agree()) << "sequence " << s << ": " << r.seqs[s].summary();
     }
 }
 

@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kWarps * 32) keys_kernel(AttentionArgs a, int 
         float kx[kBatch][P], vx[kBatch][P], s[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
-            const int64_t row = ring_row(j0 + (b < n ? b : 0), a.capacity);  // stays inside the cache
+            const int64_t row = cache_row(a, j0 + (b < n ? b : 0));  // stays inside the cache
             load_values<P>(a.k, a.kv_width, a.capacity, row, col, nv, wide, kx[b]);
             load_values<P>(a.v, a.kv_width, a.capacity, row, col, nv, wide, vx[b]);
         }
@@ -349,7 +349,7 @@ __device__ inline void tile_fetch(const AttentionArgs& a, const CachePlane& c, i
     const int pieces = value_bytes / 16;
     for (int i = int(threadIdx.x); i < n * pieces; i += int(blockDim.x)) {
         const int r = i / pieces, k = i % pieces;
-        const int64_t row = ring_row(j + r, a.capacity);
+        const int64_t row = cache_row(a, j + r);
         const char* src = static_cast<const char*>(c.data) + (row * a.kv_width + int64_t(kvh) * d) * elem + 16 * k;
         __pipeline_memcpy_async(dst + r * stride + 16 * k, src, 16);
     }
@@ -358,7 +358,7 @@ __device__ inline void tile_fetch(const AttentionArgs& a, const CachePlane& c, i
         const char* scales = static_cast<const char*>(c.data) + a.capacity * a.kv_width;
         for (int i = int(threadIdx.x); i < n * scale_pieces; i += int(blockDim.x)) {
             const int r = i / scale_pieces, k = i % scale_pieces;
-            const int64_t row = ring_row(j + r, a.capacity);
+            const int64_t row = cache_row(a, j + r);
             const char* src = scales + (row * a.kv_width + int64_t(kvh) * d) / kKvBlock * 2 + 4 * k;
             __pipeline_memcpy_async(dst + r * stride + d + 4 * k, src, 4);
         }
@@ -613,7 +613,7 @@ __global__ void __launch_bounds__(kTileRows * 32) rows_kernel(AttentionArgs a, i
         const int n_keys = end - j0 < tile_keys ? int(end - j0) : tile_keys;
         __syncthreads();  // the previous tile is no longer read
         for (int e = int(threadIdx.x); e < n_keys * d; e += int(blockDim.x)) {
-            const int64_t row = ring_row(j0 + e / d, a.capacity), c = int64_t(kvh) * d + e % d;
+            const int64_t row = cache_row(a, j0 + e / d), c = int64_t(kvh) * d + e % d;
             ks[e] = cache_value(a.k, a.kv_width, a.capacity, row, c);
             vs[e] = cache_value(a.v, a.kv_width, a.capacity, row, c);
         }
@@ -697,23 +697,25 @@ cudaError_t launch_tiles(const AttentionArgs& a, const AttentionPlan& p, int key
 
 // kv_write: thread i converts value i % width of row i / width (for q8_0 the 32 threads of a warp hold one block:
 // width is a multiple of 32, so blocks never straddle rows, and rows * width is, so whole warps return together).
-__global__ void kv_write_kernel(CachePlane kc, CachePlane vc, int64_t width, int64_t capacity, const float* k,
-                                const float* v, int64_t n, const int32_t* pos) {
+__global__ void kv_write_kernel(CachePlane kc, CachePlane vc, int64_t width, int64_t capacity, const int32_t* pages,
+                                int64_t page_rows, const float* k, const float* v, int64_t n, const int32_t* pos) {
     begin_kernel();
     const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
     if (i >= n) return;
-    const int64_t row = ring_row(int64_t(*pos) + i / width, capacity), col = i % width;
+    const int64_t row = cache_row(int64_t(*pos) + i / width, capacity, pages, page_rows), col = i % width;
     store_value(kc, width, capacity, row, col, k[i]);
     store_value(vc, width, capacity, row, col, v[i]);
 }
 
 }  // namespace
 
-cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int64_t capacity, const float* k,
-                     const float* v, int64_t rows, const int32_t* pos, cudaStream_t s) {
+cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int64_t capacity, const int32_t* pages,
+                     int64_t page_rows, const float* k, const float* v, int64_t rows, const int32_t* pos,
+                     cudaStream_t s) {
     const int64_t n = rows * width;
     if (n > 0)
-        launch(kv_write_kernel, unsigned((n + 255) / 256), 256, 0, s, k_cache, v_cache, width, capacity, k, v, n, pos);
+        launch(kv_write_kernel, unsigned((n + 255) / 256), 256, 0, s, k_cache, v_cache, width, capacity, pages,
+               page_rows, k, v, n, pos);
     return cudaGetLastError();
 }
 

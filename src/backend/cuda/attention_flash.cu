@@ -58,7 +58,7 @@ __device__ __forceinline__ void fetch_tile(const AttentionArgs& a, int kvh, int 
         const int pieces = is_k ? kKPieces : kVPieces;
         const int r = i2 / pieces, c = i2 % pieces;
         const bool real = j0 + r < end;
-        const int64_t row = ring_row(real ? j0 + r : j0, a.capacity);
+        const int64_t row = cache_row(a, real ? j0 + r : j0);
         const int64_t col = int64_t(kvh) * D + (is_k ? 0 : v0) + 8 * c;
         const __half* src = static_cast<const __half*>(is_k ? a.k.data : a.v.data) + row * a.kv_width + col;
         __half* dst = is_k ? stage + r * S::kKStride + 8 * c : vs + r * S::kVStride + 8 * c;

@@ -49,26 +49,31 @@ __host__ __device__ inline float rope_angle(float theta_i, float ff, int i, cons
 }
 
 // One K or V plane of a cache: `capacity` rows of `width` values of `type` (kv_type.h); position p in row
-// p % capacity (p itself in a full-length cache).
+// p % capacity (p itself in a full-length cache), or in a paged cache where its page table says.
 struct CachePlane {
     void* data = nullptr;
     KvType type = KvType::f32;
 };
 
-// A row of a step over several sequences (rope_kv_write, and attention over rows of their own): query row `row`, at
-// position `pos` of the cache planes k and v of `capacity` rows (of the types the call's planes give).
+// A row of a step over several sequences (rope_kv_write, and attention over rows of their own): query row `row`, whose
+// position the call's positions give, of the cache planes k and v of `capacity` rows (of the types the call's planes
+// give), paged by `pages` (device, or null) in pages of page_rows rows. Every byte is a member's, so that equal caches
+// upload equal values (CudaBackend::device_step_ints).
 struct RowCache {
     void* k = nullptr;
     void* v = nullptr;
+    const int32_t* pages = nullptr;
     int64_t capacity = 0;
-    int32_t row = 0, pos = 0;
+    int32_t row = 0, page_rows = 0;
 };
 static_assert(sizeof(RowCache) % 4 == 0, "uploaded as int32 values");
 
 // attention.cu: stores the `rows` rows of k and v (`width` values each) at the cache rows of positions *pos,
-// *pos + 1, ... (pos in device memory), converted to the planes' types.
-cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int64_t capacity, const float* k,
-                     const float* v, int64_t rows, const int32_t* pos, cudaStream_t s);
+// *pos + 1, ... (pos in device memory), converted to the planes' types; through the page table `pages` (device, of
+// pages of page_rows rows) when not null.
+cudaError_t kv_write(CachePlane k_cache, CachePlane v_cache, int64_t width, int64_t capacity, const int32_t* pages,
+                     int64_t page_rows, const float* k, const float* v, int64_t rows, const int32_t* pos,
+                     cudaStream_t s);
 
 // rope.cu: rotates the first n_rot values of each head of width head_dim in place; pos: `rows` positions (device).
 cudaError_t rope(float* x, int64_t rows, int64_t cols, int head_dim, const int32_t* pos, const RopeArgs& a,
@@ -90,7 +95,9 @@ struct HeadArgs {
     RopeArgs rope;
     CachePlane k_cache, v_cache;
     int64_t capacity = 0;
-    // With row_caches (device, one per row), row t goes to row_caches[t]'s cache at its position instead (k_cache's
+    const int32_t* pages = nullptr;  // the caches' page table (device), or null: not paged
+    int64_t page_rows = 0;
+    // With row_caches (device, one per row), row t goes to row_caches[t]'s cache at position pos[t] instead (k_cache's
     // and v_cache's types; their data, capacity and kv_pos unused).
     const RowCache* row_caches = nullptr;
 };
@@ -236,6 +243,11 @@ inline AttentionPlan plan_attention(int64_t n_q, int n_head, int n_head_kv, int 
     return plan_keys(n_q, n_head, n_head_kv, head_dim, pos0 + n_q - 1, window, type_k, type_v, false);
 }
 
+// The position by which rows of caches of their own, the furthest at `last`, split their keys: the end of last's key
+// bucket, so that the pieces keep their length while the sequences grow within the bucket (which a recorded step of
+// several sequences keys on), and still cover the keys of every row.
+inline int64_t rows_split_pos(int64_t last) { return key_bucket(last + 1) - 1; }
+
 // The plan of n_q rows each of a cache of its own (AttentionArgs::row_caches), the last of them at last_pos.
 inline AttentionPlan plan_rows(int64_t n_q, int n_head, int n_head_kv, int head_dim, int64_t last_pos,
                                int64_t window, KvType type_k, KvType type_v) {
@@ -245,7 +257,9 @@ inline AttentionPlan plan_rows(int64_t n_q, int n_head, int n_head_kv, int head_
 struct AttentionArgs {
     const float* q = nullptr;  // n_q rows of n_head * head_dim, at positions *pos, *pos + 1, ...
     CachePlane k, v;           // cache rows of kv_width = n_head_kv * head_dim
-    int64_t capacity = 0;      // cache rows; position p is in row p % capacity
+    int64_t capacity = 0;      // cache rows; position p is in row p % capacity, or paged:
+    const int32_t* pages = nullptr;  // the page table (device) of pages of page_rows rows
+    int64_t page_rows = 0;
     float* out = nullptr;           // q's shape
     const float* sinks = nullptr;   // one logit per query head (device), or null
     const int32_t* pos = nullptr;   // the position of query row 0 (device)
@@ -253,8 +267,9 @@ struct AttentionArgs {
     int n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.0f, softcap = 0.0f;
     // With row_caches (device, one per query row t: the plan of plan_rows), row t is q's and out's row
-    // row_caches[t].row and reads its own cache at its own position (k's and v's types; their data, capacity and pos
-    // unused); last_pos is the largest of those positions, by which the keys are split.
+    // row_caches[t].row and reads its own cache at position pos[row_caches[t].row] (pos then holds the positions of
+    // all the step's rows; k's and v's types; their data, capacity and pages unused). The keys are split by last_pos,
+    // at least the largest of those positions: rows_split_pos of it.
     const RowCache* row_caches = nullptr;
     int64_t last_pos = 0;
 };

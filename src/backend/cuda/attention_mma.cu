@@ -55,7 +55,7 @@ __device__ __forceinline__ void fetch_chunk(const AttentionArgs& a, int kvh, int
     for (int i = lane; i < kChunk * kPieces; i += 32) {
         const int r = i / kPieces, k = i % kPieces;
         const bool real = j0 + r < end;
-        const int64_t row = ring_row(real ? j0 + r : j0, a.capacity);
+        const int64_t row = cache_row(a, real ? j0 + r : j0);
         const int64_t at = (row * a.kv_width + int64_t(kvh) * D) * 2 + 16 * k;
         __pipeline_memcpy_async(stage + r * S::kStride + 16 * k, static_cast<const char*>(a.k.data) + at, 16,
                                 real ? 0 : 16);

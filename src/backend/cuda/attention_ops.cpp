@@ -56,6 +56,8 @@ void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, co
     a.k = {kv.k, kv.type_k};
     a.v = {kv.v, kv.type_v};
     a.capacity = kv.capacity;
+    a.pages = device_pages(kv);
+    a.page_rows = kv.page_rows;
     a.out = out.data;
     a.sinks = p.sinks ? static_cast<const float*>(p.sinks->data) : nullptr;
     a.pos = device_positions(pos0, q.rows);
@@ -76,9 +78,29 @@ void CudaBackend::do_attention(const Act& q, const KvLayer& kv, int64_t pos0, co
 }
 
 void CudaBackend::do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
-    ZINC_CUDA_CHECK(cuda::kv_write({kv.k, kv.type_k}, {kv.v, kv.type_v}, kv.width, kv.capacity, k.data, v.data, k.rows,
-                                   device_positions(pos0, k.rows), stream_),
+    ZINC_CUDA_CHECK(cuda::kv_write({kv.k, kv.type_k}, {kv.v, kv.type_v}, kv.width, kv.capacity, device_pages(kv),
+                                   kv.page_rows, k.data, v.data, k.rows, device_positions(pos0, k.rows), stream_),
                     "kv_write", "");
+}
+
+// The rows' values, then for q8_0 their f16 scales, which follow all the rows' values (kv_type.h).
+void CudaBackend::do_kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows) {
+    const auto copy = [&](const void* from, void* to, KvType t) {
+        const auto* f = static_cast<const char*>(from);
+        auto* d = static_cast<char*>(to);
+        const int64_t row_bytes = src.width * (t == KvType::f32 ? 4 : t == KvType::f16 ? 2 : 1);
+        ZINC_CUDA_CHECK(cudaMemcpyAsync(d + dst_row * row_bytes, f + src_row * row_bytes, size_t(rows * row_bytes),
+                                        cudaMemcpyDeviceToDevice, stream_),
+                        "kv_copy_rows", "");
+        if (t != KvType::q8_0) return;
+        const int64_t scale_bytes = src.width / kKvBlock * 2;
+        ZINC_CUDA_CHECK(cudaMemcpyAsync(d + dst.capacity * dst.width + dst_row * scale_bytes,
+                                        f + src.capacity * src.width + src_row * scale_bytes,
+                                        size_t(rows * scale_bytes), cudaMemcpyDeviceToDevice, stream_),
+                        "kv_copy_rows", "");
+    };
+    copy(src.k, dst.k, src.type_k);
+    copy(src.v, dst.v, src.type_v);
 }
 
 bool CudaBackend::head_args(const Act& q, const Act& k, const Act& v, const HeadNorms& norms, int head_dim,
@@ -108,6 +130,8 @@ bool CudaBackend::head_args(const Act& q, const Act& k, const Act& v, const Head
     a.k_cache = {kv.k, kv.type_k};
     a.v_cache = {kv.v, kv.type_v};
     a.capacity = kv.capacity;
+    a.pages = device_pages(kv);
+    a.page_rows = kv.page_rows;
     return true;
 }
 
@@ -129,16 +153,21 @@ void CudaBackend::do_rope_kv_write_ranges(Act& q, Act& k, Act& v, const HeadNorm
                                           std::span<const int32_t> pos, const RopeParams& rope,
                                           std::span<const AttentionRange> ranges) {
     const KvLayer& kv0 = *ranges.front().kv;
-    std::vector<cuda::RowCache> rows(static_cast<size_t>(q.rows));
     bool alike = ranges.size() > 1;
-    for (const AttentionRange& r : ranges) {
-        alike = alike && r.kv->type_k == kv0.type_k && r.kv->type_v == kv0.type_v && r.kv->page_rows == 0;
-        for (int64_t t = 0; t < r.rows; ++t)
-            rows[size_t(r.first + t)] = {r.kv->k, r.kv->v, r.kv->capacity, int32_t(r.first + t), int32_t(r.pos0 + t)};
-    }
+    for (const AttentionRange& r : ranges)
+        alike = alike && r.kv->type_k == kv0.type_k && r.kv->type_v == kv0.type_v;
     cuda::HeadArgs a;
     if (!alike || !head_args(q, k, v, norms, head_dim, pos, rope, kv0, a))
         return Backend::do_rope_kv_write_ranges(q, k, v, norms, head_dim, pos, rope, ranges);
+    std::vector<const KvLayer*> kvs;
+    for (const AttentionRange& r : ranges) kvs.push_back(r.kv);
+    const std::vector<const int32_t*> pages = device_pages(kvs);
+    std::vector<cuda::RowCache> rows(static_cast<size_t>(q.rows));
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        const AttentionRange& r = ranges[i];
+        for (int64_t t = 0; t < r.rows; ++t)
+            rows[size_t(r.first + t)] = {r.kv->k, r.kv->v, pages[i], r.kv->capacity, 0, int32_t(r.kv->page_rows)};
+    }
     a.row_caches = device_row_caches(rows);
     ZINC_CUDA_CHECK(cuda::rope_kv_write(a, stream_), "rope_kv_write",
                     rope.freq_factors ? rope.freq_factors->name : std::string());
@@ -148,19 +177,28 @@ void CudaBackend::do_rope_kv_write_ranges(Act& q, Act& k, Act& v, const HeadNorm
 // ranges of several rows (prompt chunks) each as do_attention.
 void CudaBackend::do_attention_ranges(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
                                       Act& out) {
-    std::vector<cuda::RowCache> rows;
+    std::vector<const KvLayer*> kvs;
+    std::vector<int32_t> pos(static_cast<size_t>(q.rows));  // every row's, as the step's positions hold them
     const KvLayer* kv0 = nullptr;
     bool alike = true;
     int64_t last = 0;
     for (const AttentionRange& r : ranges) {
+        for (int64_t t = 0; t < r.rows; ++t) pos[size_t(r.first + t)] = int32_t(r.pos0 + t);
         if (r.rows != 1) continue;
         if (!kv0) kv0 = r.kv;
-        alike = alike && r.kv->type_k == kv0->type_k && r.kv->type_v == kv0->type_v && r.kv->page_rows == 0;
-        rows.push_back({r.kv->k, r.kv->v, r.kv->capacity, int32_t(r.first), int32_t(r.pos0)});
+        alike = alike && r.kv->type_k == kv0->type_k && r.kv->type_v == kv0->type_v;
+        kvs.push_back(r.kv);
         last = std::max(last, r.pos0);
     }
-    if (rows.size() < 2 || !alike || p.head_dim > cuda::kMaxHeadDim || int64_t(rows.size()) * p.n_head > INT_MAX)
+    if (kvs.size() < 2 || !alike || p.head_dim > cuda::kMaxHeadDim || int64_t(kvs.size()) * p.n_head > INT_MAX)
         return Backend::do_attention_ranges(q, ranges, p, out);
+    const std::vector<const int32_t*> pages = device_pages(kvs);
+    std::vector<cuda::RowCache> rows;
+    for (const AttentionRange& r : ranges)
+        if (r.rows == 1) {
+            const size_t i = rows.size();
+            rows.push_back({r.kv->k, r.kv->v, pages[i], r.kv->capacity, int32_t(r.first), int32_t(r.kv->page_rows)});
+        }
     for (const AttentionRange& r : ranges) {
         if (r.rows == 1) continue;
         Act out_rows = rows_of(out, r.first, r.rows);
@@ -181,10 +219,11 @@ void CudaBackend::do_attention_ranges(const Act& q, std::span<const AttentionRan
     a.head_dim = p.head_dim;
     a.scale = p.scale;
     a.softcap = p.softcap;
+    a.pos = device_positions(pos);
     a.row_caches = device_row_caches(rows);
-    a.last_pos = last;
+    a.last_pos = cuda::rows_split_pos(last);
     const cuda::AttentionPlan plan =
-        cuda::plan_rows(n, p.n_head, p.n_head_kv, p.head_dim, last, p.window, kv0->type_k, kv0->type_v);
+        cuda::plan_rows(n, p.n_head, p.n_head_kv, p.head_dim, a.last_pos, p.window, kv0->type_k, kv0->type_v);
     float* partials = nullptr;
     if (const size_t floats = cuda::attention_partial_floats(plan, n, p.n_head, p.head_dim); floats > 0)
         partials = static_cast<float*>(scratch("attention partials", floats * sizeof(float), "attention"));

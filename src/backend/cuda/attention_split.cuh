@@ -31,7 +31,9 @@ __device__ inline void select_row(AttentionArgs& a, int64_t t, int64_t& pos0, in
     a.k.data = r.k;
     a.v.data = r.v;
     a.capacity = r.capacity;
-    pos0 = int64_t(r.pos) - t;
+    a.pages = r.pages;
+    a.page_rows = r.page_rows;
+    pos0 = int64_t(a.pos[r.row]) - t;
     last = a.last_pos;
 }
 

@@ -18,9 +18,11 @@ using gguf::TensorType;
 
 namespace {
 
-// What a step being recorded asked for that a graph cannot hold; run_step then runs the step as it is.
+// What a step being recorded asked for that a graph cannot hold; run_step then runs the step as it is. With `retry`
+// a later step of the key may be recorded: what stopped this one came from the steps before it.
 struct StepNotRecordable : std::runtime_error {
-    using std::runtime_error::runtime_error;
+    explicit StepNotRecordable(const std::string& what, bool retry = false) : std::runtime_error(what), retry(retry) {}
+    bool retry;
 };
 
 }  // namespace
@@ -268,13 +270,19 @@ int64_t CudaBackend::uploaded_run(int64_t rows, const std::function<int32_t(int6
     const int64_t n = int64_t(last_pos_.size());
     if (rows == 0) return n > 0 ? 0 : -1;
     const int32_t first = at(0);
+    int64_t found = -1;
     for (int64_t i = 0; i + rows <= n; ++i) {
         if (last_pos_[size_t(i)] != first) continue;
         int64_t t = 1;
         while (t < rows && last_pos_[size_t(i + t)] == at(t)) ++t;
-        if (t == rows) return i;
+        if (t < rows) continue;
+        if (!recording_) return i;
+        // A replay reads the run where it was found, which holds its rows' positions again only if no other run of
+        // the same values could have been meant.
+        if (found >= 0) not_while_recording("positions found twice among the step's");
+        found = i;
     }
-    return -1;
+    return found;
 }
 
 const int32_t* CudaBackend::device_positions(std::span<const int32_t> pos) {
@@ -291,10 +299,48 @@ const int32_t* CudaBackend::device_positions(int64_t pos0, int64_t rows) {
     return device_positions(pos);
 }
 
+const int32_t* CudaBackend::device_step_ints(std::span<const int32_t> v, const char* op) {
+    const std::string key = "step values " + std::to_string(std::max(step_ints_calls_, 0));
+    if (step_ints_calls_ >= 0) ++step_ints_calls_;
+    std::vector<int32_t>& last = last_step_ints_[key];
+    const bool same = v.size() == last.size() && std::equal(v.begin(), v.end(), last.begin());
+    if (recording_) {
+        if (!same) throw StepNotRecordable("new step values inside a recorded step", true);
+        recording_graph_->step_ints.emplace_back(key, last);
+    }
+    return device_ints(key, last, v, op);
+}
+
+std::vector<const int32_t*> CudaBackend::device_pages(std::span<const KvLayer* const> kvs) {
+    std::vector<const int32_t*> out(kvs.size(), nullptr);
+    std::vector<int32_t> rest;                    // the tables not among the step's
+    std::vector<std::pair<size_t, size_t>> at;    // (kvs index, offset in rest)
+    const StepPages& sp = step_pages_;
+    const auto first = reinterpret_cast<uintptr_t>(sp.all.data());
+    for (size_t i = 0; i < kvs.size(); ++i) {
+        const KvLayer& kv = *kvs[i];
+        if (kv.page_rows <= 0) continue;
+        const auto p = reinterpret_cast<uintptr_t>(kv.pages);
+        const uintptr_t offset = (p - first) / sizeof(int32_t);
+        if (sp.stride > 0 && p >= first && offset < sp.all.size() && (p - first) % sizeof(int32_t) == 0 &&
+            offset % uint64_t(sp.stride) == 0 && kv.n_pages <= sp.stride) {
+            out[i] = static_cast<const int32_t*>(scratch("step page tables", sp.all.size_bytes(), "page tables")) +
+                     offset;
+        } else {
+            at.emplace_back(i, rest.size());
+            rest.insert(rest.end(), kv.pages, kv.pages + kv.n_pages);
+        }
+    }
+    if (!at.empty()) {
+        const int32_t* d = device_step_ints(rest, "page tables");
+        for (const auto& [i, offset] : at) out[i] = d + offset;
+    }
+    return out;
+}
+
 const cuda::RowCache* CudaBackend::device_row_caches(std::span<const cuda::RowCache> rows) {
     const std::span<const int32_t> ints(reinterpret_cast<const int32_t*>(rows.data()), rows.size_bytes() / 4);
-    return reinterpret_cast<const cuda::RowCache*>(
-        device_ints("step row caches", last_row_caches_, ints, "row caches"));
+    return reinterpret_cast<const cuda::RowCache*>(device_step_ints(ints, "row caches"));
 }
 
 void CudaBackend::not_while_recording(const char* what) const {
@@ -303,23 +349,30 @@ void CudaBackend::not_while_recording(const char* what) const {
 
 // A graph holds the kernels' arguments, device pointers included, as they were recorded; the values that change from
 // token to token (the id, the position, the attention length) are read from device buffers that stay in place, and
-// the attention plan only changes between key buckets, which are part of the key. The first step of a key runs
-// eagerly so that the scratch buffers it needs are allocated before a recording points into them.
+// the attention plan only changes between key buckets, which are part of the key. What a step of several sequences
+// reads besides (each row's cache, the rows wanted) the layout fixes: device_step_ints keeps it in place, and a replay
+// puts it back where a step of another layout changed it. The first step of a key runs eagerly so that the scratch
+// buffers it needs are allocated, and its step values uploaded, before a recording points into them.
 Act CudaBackend::run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
-                          const std::function<Act()>& step) {
+                          const std::function<Act()>& step, std::span<const int32_t> layout, StepPages pages) {
     // Side work goes to the side stream in decode steps, where the kernels are few blocks each and the GPU has room
     // for two at once; not while profiling, which times each op alone.
     side_allowed_ = ids.size() == 1 && pos.size() == 1 && !profiling();
     Act out;
+    step_ints_calls_ = 0;
     try {
-        out = queue_step(owner, shape, ids, pos, step);
+        out = queue_step(owner, shape, ids, pos, step, layout, pages);
     } catch (...) {
         side_allowed_ = false;
+        step_ints_calls_ = -1;
+        step_pages_ = {};
         drop_side();
         clear_side();
         throw;
     }
     side_allowed_ = false;
+    step_ints_calls_ = -1;
+    step_pages_ = {};
     if (!clear_side()) {
         drop_side();
         throw std::logic_error("run_step: the step left side work unjoined");
@@ -356,7 +409,8 @@ void CudaBackend::drop_side() {
 }
 
 Act CudaBackend::queue_step(const void* owner, uint64_t shape, std::span<const int32_t> ids,
-                            std::span<const int32_t> pos, const std::function<Act()>& step) {
+                            std::span<const int32_t> pos, const std::function<Act()>& step,
+                            std::span<const int32_t> layout, StepPages pages) {
     normed_ = {};  // a replay issues no ops: what the host knows of the last norm's row ends here
     const cuda::DecodeStepLaunches early(ids.size() == 1);
     if (ids.empty()) return step();
@@ -364,9 +418,21 @@ Act CudaBackend::queue_step(const void* owner, uint64_t shape, std::span<const i
     // The step's positions from the buffer's start, where a recorded step reads them (a run found inside the last
     // ones would not be there).
     device_ints("step positions", last_pos_, pos, "positions");
-    if (!graphs_on_ || ids.size() != 1 || pos.size() != 1 || (shape & kEagerStep)) return step();
-    StepGraph& g = graphs_[{owner, shape, cuda::key_bucket(int64_t{pos[0]} + 1)}];
-    if (g.generation != generation_) {
+    step_pages_ = pages;
+    if (!pages.all.empty()) device_ints("step page tables", last_pages_, pages.all, "page tables");
+    // Steps of more rows than a decode step's matmuls take go through cuBLAS, which is not recorded.
+    const bool one = ids.size() == 1 && pos.size() == 1;
+    const bool rows = !layout.empty() && int64_t(ids.size()) <= cuda::kStepMaxRows;
+    if (!graphs_on_ || !(one || rows) || (shape & kEagerStep)) return step();
+    // The attention of rows of several sequences is planned by the longest (attention_ops.cpp).
+    const int32_t last = *std::max_element(pos.begin(), pos.end());
+    StepGraph& g = graphs_[{owner, shape, cuda::key_bucket(int64_t{last} + 1),
+                            std::vector<int32_t>(layout.begin(), layout.end())}];
+    g.used = ++steps_;
+    trim_graphs();
+    if (g.exec)
+        for (auto& [key, values] : g.step_ints) device_ints(key, last_step_ints_[key], values, "run_step");
+    if (g.generation != generation_) {  // also when those uploads grew a buffer
         drop(g);
         g.generation = generation_;
     }
@@ -405,10 +471,15 @@ Act CudaBackend::queue_step(const void* owner, uint64_t shape, std::span<const i
     Act result;
     try {
         result = step();
-    } catch (const StepNotRecordable&) {
-        // Nothing was executed: run the step as it is, and do not try this key again in this generation.
+    } catch (const StepNotRecordable& e) {
+        // Nothing was executed: run the step as it is, and do not try this key again in this generation unless
+        // what stopped it may be gone by the next step.
         abandon();
-        g.eager = true;
+        if (e.retry)
+            g.seen = 1;
+        else
+            g.eager = true;
+        step_ints_calls_ = 0;
         return step();
     } catch (...) {
         abandon();
@@ -435,6 +506,16 @@ void CudaBackend::forget_steps(const void* owner) {
         } else {
             ++it;
         }
+    }
+}
+
+void CudaBackend::trim_graphs() {
+    while (graphs_.size() > kMaxGraphs) {
+        auto oldest = graphs_.begin();
+        for (auto it = graphs_.begin(); it != graphs_.end(); ++it)
+            if (it->second.used < oldest->second.used) oldest = it;
+        drop(oldest->second);
+        graphs_.erase(oldest);
     }
 }
 

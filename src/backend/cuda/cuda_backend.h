@@ -5,8 +5,9 @@
 // Weights are copied to device memory through two bounded pinned staging buffers; activations and the KV cache live in
 // device memory.
 // upload/download/load_weight and the sampling ops wait for the stream; every other op only enqueues work on it.
-// Single-token forward passes (run_step) are recorded as CUDA graphs and replayed: one launch per decoded token. Their
-// side work (Backend::begin_side) goes to a second stream, which the graph holds as a branch beside the main one.
+// Decode steps (run_step: one token, or one token of each of several sequences) are recorded as CUDA graphs and
+// replayed: one launch per step. Their side work (Backend::begin_side) goes to a second stream, which the graph holds
+// as a branch beside the main one.
 // Every CUDA call is checked, and a failure names the call, the op and the tensor.
 #pragma once
 
@@ -45,11 +46,14 @@ public:
     uint64_t free_memory() const override;
     void synchronize() override;
     uint64_t host_waits() const override { return waits_; }
+    bool pages_kv() const override { return true; }
 
-    // Records a single-token step as a CUDA graph the second time its owner and shape (and attention bucket) are seen,
-    // and replays that graph after; other steps, and every step while graphs are off, run as they are.
+    // Records a single-token step, or a step of several rows with a layout, as a CUDA graph the second time its owner,
+    // shape and layout (and attention bucket) are seen, and replays that graph after; other steps, and every step
+    // while graphs are off, run as they are.
     Act run_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
-                 const std::function<Act()>& step) override;
+                 const std::function<Act()>& step, std::span<const int32_t> layout = {},
+                 StepPages pages = {}) override;
     void forget_steps(const void* owner) override;
     // Graphs are on unless the environment sets ZINC_CUDA_GRAPHS=0; tests compare both ways.
     void set_graphs(bool on) { graphs_on_ = on; }
@@ -132,6 +136,7 @@ protected:
     // attention_ops.cpp
     void do_rope(Act& x, int head_dim, std::span<const int32_t> pos, const RopeParams& p) override;
     void do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) override;
+    void do_kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows) override;
     void do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norms, int head_dim, std::span<const int32_t> pos,
                           const RopeParams& rope, KvLayer& kv, int64_t pos0) override;
     void do_attention(const Act& q, const KvLayer& kv, int64_t pos0, const AttentionParams& p, Act& out) override;
@@ -180,7 +185,7 @@ protected:
 private:
     // The step run_step is given, recorded or not, and with side work allowed where it is a decode step.
     Act queue_step(const void* owner, uint64_t shape, std::span<const int32_t> ids, std::span<const int32_t> pos,
-                   const std::function<Act()>& step);
+                   const std::function<Act()>& step, std::span<const int32_t> layout, StepPages pages);
     // Ends side work that a step left behind: the side stream joined to the main one, which is the stream again.
     void drop_side();
 
@@ -208,8 +213,20 @@ private:
     int64_t uploaded_run(int64_t rows, const std::function<int32_t(int64_t)>& at) const;
     const int32_t* device_ints(const std::string& key, std::vector<int32_t>& last, std::span<const int32_t> v,
                                const char* op);
-    // The caches of a step's rows over several sequences (rope_kv_write and attention of a layer ask for the same).
+    // Values that are the same in every step of a recording's key (the caches of a layer's rows, the rows whose logits
+    // are wanted). Inside a step each call has a buffer of its own, the n-th call of the step the n-th buffer, so a
+    // call finds its values of the last step of the same layout already there; a recording keeps them, and a replay
+    // uploads them again only where a step of another layout has replaced them.
+    const int32_t* device_step_ints(std::span<const int32_t> v, const char* op);
+    // The caches of a step's rows over several sequences (rope_kv_write and attention of a layer).
     const cuda::RowCache* device_row_caches(std::span<const cuda::RowCache> rows);
+    // The device page table of each paged cache of `kvs` (null for one not paged): inside a step, where the step's
+    // tables were uploaded (run_step's StepPages); otherwise all of them uploaded at once.
+    std::vector<const int32_t*> device_pages(std::span<const KvLayer* const> kvs);
+    const int32_t* device_pages(const KvLayer& kv) {
+        const KvLayer* one = &kv;
+        return device_pages({&one, 1}).front();
+    }
     // The cuBLAS handle, opened on first use; null when cuBLAS is off or could not be opened (said once on stderr).
     cuda::Cublas* gemm();
     // Throws StepNotRecordable while a step is being recorded: for what a graph cannot hold (a wait for the GPU,
@@ -238,7 +255,10 @@ private:
     int64_t step_blocks_ = 0;  // the blocks a step's tensor-core matmul is split to reach (cuda_backend.cpp)
     cuda::MoeWays moe_ways_;
     std::vector<int32_t> last_ids_, last_pos_;  // what device_ids and device_positions last uploaded
-    std::vector<int32_t> last_row_caches_;      // ... and device_row_caches
+    std::vector<int32_t> last_pages_;           // ... and the step's page tables
+    StepPages step_pages_;  // the step being queued's, host side
+    std::map<std::string, std::vector<int32_t>> last_step_ints_;  // ... and device_step_ints, by buffer
+    int step_ints_calls_ = -1;  // device_step_ints calls in the step being queued; -1 outside steps
     // The row an rms_norm wrote in f32 and, in the Q8_1 scratch buffer, quantized; `op` is its ops_begun().
     struct NormRow {
         const float* data = nullptr;
@@ -256,19 +276,26 @@ private:
     cudaEvent_t timing_event();  // a new event recorded on the stream (an event node while recording)
     std::vector<Mark> marks_;    // ops timed since the last timed_ops()
 
-    // Recorded steps, by (shape, attention key bucket). A recording points into device memory: releasing any
-    // (free, a scratch buffer that grows) bumps generation_, and recordings of an older generation are dropped.
+    // Recorded steps, by (owner, shape, attention key bucket, layout). A recording points into device memory:
+    // releasing any (free, a scratch buffer that grows) bumps generation_, and recordings of an older generation are
+    // dropped.
     struct StepGraph {
         cudaGraphExec_t exec = nullptr;
         Act result;
         uint64_t generation = 0;
         int seen = 0;          // steps of this key run eagerly so far in this generation
         bool eager = false;    // recording failed: run eagerly until the generation changes
+        uint64_t used = 0;     // steps_ when last run
         std::vector<Mark> marks;  // the step's timed ops, when it was recorded while profiling
+        std::vector<std::pair<std::string, std::vector<int32_t>>> step_ints;  // device_step_ints' buffers it reads
     };
     void drop(StepGraph& g);
+    // Keeps at most kMaxGraphs recordings, dropping those run longest ago (layouts come and go with sequences).
+    void trim_graphs();
+    static constexpr size_t kMaxGraphs = 256;
     StepGraph* recording_graph_ = nullptr;
-    std::map<std::tuple<const void*, uint64_t, int64_t>, StepGraph> graphs_;
+    std::map<std::tuple<const void*, uint64_t, int64_t, std::vector<int32_t>>, StepGraph> graphs_;
+    uint64_t steps_ = 0;
     uint64_t generation_ = 1;
     bool graphs_on_ = true;
     bool recording_ = false;

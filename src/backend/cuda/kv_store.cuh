@@ -14,6 +14,16 @@ namespace zinc::backend::cuda {
 // The cache row of position pos: pos itself in a full-length cache, pos % capacity in a ring.
 __device__ inline int64_t ring_row(int64_t pos, int64_t capacity) { return pos < capacity ? pos : pos % capacity; }
 
+// The cache row of position pos of a paged cache (`pages`: the sequence's page table, in device memory, of pages of
+// page_rows rows), or without pages ring_row's.
+__device__ inline int64_t cache_row(int64_t pos, int64_t capacity, const int32_t* pages, int64_t page_rows) {
+    if (pages) return int64_t(pages[pos / page_rows]) * page_rows + pos % page_rows;
+    return ring_row(pos, capacity);
+}
+__device__ inline int64_t cache_row(const AttentionArgs& a, int64_t pos) {
+    return cache_row(pos, a.capacity, a.pages, a.page_rows);
+}
+
 // The q8_0 scales follow all the rows' int8 values (kv_type.h).
 __device__ inline const __half* q8_scales(const void* plane, int64_t width, int64_t capacity) {
     return reinterpret_cast<const __half*>(static_cast<const int8_t*>(plane) + capacity * width);

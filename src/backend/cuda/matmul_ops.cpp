@@ -15,7 +15,9 @@
 namespace zinc::backend {
 
 void CudaBackend::do_get_rows(const Weight& table, std::span<const int32_t> ids, Act& out) {
-    const int32_t* d_ids = device_ids(ids);
+    // Inside a step, ids other than the step's (the rows whose logits are wanted) are among its step values.
+    const bool step_ids = ids.size() == last_ids_.size() && std::equal(ids.begin(), ids.end(), last_ids_.begin());
+    const int32_t* d_ids = step_ints_calls_ >= 0 && !step_ids ? device_step_ints(ids, "get_rows") : device_ids(ids);
     ZINC_CUDA_CHECK(cuda::get_rows(int(table.type), table.data, gguf::row_bytes(table.type, table.cols), table.cols,
                                    d_ids, out.rows, out.data, stream_),
                     "get_rows", table.name);

@@ -74,16 +74,19 @@ __global__ void __launch_bounds__(kHeadsPerBlock * 32) rope_kv_write_kernel(Head
             if (lane + 32 * k < n4) reinterpret_cast<float4*>(x)[lane + 32 * k] = hs[lane + 32 * k];
     if (kind == 0) return;
     CachePlane plane = kind == 1 ? a.k_cache : a.v_cache;
-    int64_t capacity = a.capacity, p;
+    int64_t capacity = a.capacity, page_rows = a.page_rows, p;
+    const int32_t* pages = a.pages;
     if (a.row_caches) {
         const RowCache& r = a.row_caches[t];
         plane.data = kind == 1 ? r.k : r.v;
         capacity = r.capacity;
-        p = r.pos;
+        pages = r.pages;
+        page_rows = r.page_rows;
+        p = a.pos[t];
     } else {
         p = int64_t(*a.kv_pos) + t;
     }
-    const int64_t row = ring_row(p, capacity);
+    const int64_t row = cache_row(p, capacity, pages, page_rows);
     for (int c0 = 0; c0 < d; c0 += 32)
         if (c0 + lane < d)  // all 32 lanes for q8_0 (d % 32 == 0): they store one block together
             store_value(plane, width, capacity, row, int64_t(h) * d + c0 + lane, hv[c0 + lane]);
