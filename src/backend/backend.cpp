@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <utility>
@@ -849,37 +850,62 @@ DeltaNetPieces delta_net_pieces(const Act& conv, const DeltaNetParams& p) {
 void Backend::delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
                              float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
                              Act& beta, Act& out) {
+    if (qkv.rows != 1) fail("delta_net_step", "one token only");
+    Act* conv_states[] = {&conv_state};
+    Act* states[] = {&state};
+    delta_net_step(qkv, z, a, b, w, eps, conv_states, states, p, conv, g, beta, out);
+}
+
+void Backend::delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
+                             float eps, std::span<Act* const> conv_states, std::span<Act* const> states,
+                             const DeltaNetParams& p, Act& conv, Act& g, Act& beta, Act& out) {
     const OpScope scope(*this, "delta_net_step");
     const char* op = "delta_net_step";
     if (!w.conv || !w.dt_bias || !w.ssm_a || !w.norm) fail(op, "missing weight");
-    if (qkv.rows != 1) fail(op, "one token only");
-    // The checks of the ops it is made of, on the views the sequence passes them.
+    const int64_t rows = qkv.rows;
+    if (rows < 1 || int64_t(conv_states.size()) != rows || int64_t(states.size()) != rows)
+        fail(op, "one state of each kind for each row");
     const int64_t key_dim = int64_t(p.n_k) * p.d_k;
     if (p.n_k <= 0 || p.n_v <= 0 || p.d_k <= 0 || p.d_v <= 0 || p.n_v % p.n_k != 0) fail(op, "bad head counts");
-    check_shape(qkv, 1, 2 * key_dim + int64_t(p.n_v) * p.d_v, op, "qkv");
-    check_delta_net_gates(a, b, *w.dt_bias, *w.ssm_a, g, beta, op);
-    check_conv1d_causal(qkv, conv_state, *w.conv, conv, op);
-    const DeltaNetPieces c = delta_net_pieces(conv, p);
-    check_delta_net(c.q, c.k, c.v, g, beta, state, p, out, op);
-    check_gated_rms_norm(out, *w.norm, z, p.d_v, out, op);
-    const Act* all[] = {&qkv, &z, &a, &b, &conv, &g, &beta, &out, &conv_state, &state};  // the inputs, then the rest
-    for (size_t i = 4; i < std::size(all); ++i)
-        for (size_t j = 0; j < std::size(all); ++j)
+    check_shape(qkv, rows, 2 * key_dim + int64_t(p.n_v) * p.d_v, op, "qkv");
+    for (const Act* x : std::initializer_list<const Act*>{&z, &a, &b, &conv, &g, &beta, &out})
+        if (x->rows != rows) fail(op, "every input and output has a row for each sequence");
+    // The checks of the ops it is made of, on the views each row passes them.
+    for (int64_t t = 0; t < rows; ++t) {
+        const Act r_qkv = rows_of(qkv, t, 1), r_z = rows_of(z, t, 1), r_a = rows_of(a, t, 1), r_b = rows_of(b, t, 1);
+        Act r_conv = rows_of(conv, t, 1), r_g = rows_of(g, t, 1), r_beta = rows_of(beta, t, 1);
+        Act r_out = rows_of(out, t, 1);
+        if (!conv_states[size_t(t)] || !states[size_t(t)]) fail(op, "a missing state");
+        check_delta_net_gates(r_a, r_b, *w.dt_bias, *w.ssm_a, r_g, r_beta, op);
+        check_conv1d_causal(r_qkv, *conv_states[size_t(t)], *w.conv, r_conv, op);
+        const DeltaNetPieces c = delta_net_pieces(r_conv, p);
+        check_delta_net(c.q, c.k, c.v, r_g, r_beta, *states[size_t(t)], p, r_out, op);
+        check_gated_rms_norm(r_out, *w.norm, r_z, p.d_v, r_out, op);
+    }
+    std::vector<const Act*> all = {&qkv, &z, &a, &b, &conv, &g, &beta, &out};  // the inputs, then the rest
+    all.insert(all.end(), conv_states.begin(), conv_states.end());
+    all.insert(all.end(), states.begin(), states.end());
+    for (size_t i = 4; i < all.size(); ++i)
+        for (size_t j = 0; j < all.size(); ++j)
             if (i != j && overlap(all[i]->data, all[i]->size(), all[j]->data, all[j]->size()))
                 fail(op, "the outputs and states must overlap neither the inputs nor each other");
-    do_delta_net_step(qkv, z, a, b, w, eps, conv_state, state, p, conv, g, beta, out);
+    do_delta_net_step(qkv, z, a, b, w, eps, conv_states, states, p, conv, g, beta, out);
 }
 
 void Backend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
-                                float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
-                                Act& beta, Act& out) {
-    delta_net_gates(a, b, *w.dt_bias, *w.ssm_a, g, beta);
-    conv1d_causal(qkv, conv_state, *w.conv, true, conv);
-    const DeltaNetPieces c = delta_net_pieces(conv, p);
-    Act qk{c.q.data, 1, c.q.cols + c.k.cols};  // the query and key heads, normalized in one call
-    l2_norm(qk, eps, p.d_k, qk);
-    delta_net(c.q, c.k, c.v, g, beta, state, p, out);
-    gated_rms_norm(out, *w.norm, z, eps, p.d_v, out);
+                                float eps, std::span<Act* const> conv_states, std::span<Act* const> states,
+                                const DeltaNetParams& p, Act& conv, Act& g, Act& beta, Act& out) {
+    for (int64_t t = 0; t < qkv.rows; ++t) {
+        Act r_conv = rows_of(conv, t, 1), r_g = rows_of(g, t, 1), r_beta = rows_of(beta, t, 1);
+        Act r_out = rows_of(out, t, 1);
+        delta_net_gates(rows_of(a, t, 1), rows_of(b, t, 1), *w.dt_bias, *w.ssm_a, r_g, r_beta);
+        conv1d_causal(rows_of(qkv, t, 1), *conv_states[size_t(t)], *w.conv, true, r_conv);
+        const DeltaNetPieces c = delta_net_pieces(r_conv, p);
+        Act qk{c.q.data, 1, c.q.cols + c.k.cols};  // the query and key heads, normalized in one call
+        l2_norm(qk, eps, p.d_k, qk);
+        delta_net(c.q, c.k, c.v, r_g, r_beta, *states[size_t(t)], p, r_out);
+        gated_rms_norm(r_out, *w.norm, rows_of(z, t, 1), eps, p.d_v, r_out);
+    }
 }
 
 // ---- sampling ----

@@ -346,6 +346,11 @@ public:
     // out, conv_state, state) overlaps another or an input.
     void delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w, float eps,
                         Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g, Act& beta, Act& out);
+    // The same for one token of each of several sequences: row t of every Act with conv_states[t] and states[t], as
+    // if each row were a step of its own.
+    void delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w, float eps,
+                        std::span<Act* const> conv_states, std::span<Act* const> states, const DeltaNetParams& p,
+                        Act& conv, Act& g, Act& beta, Act& out);
 
     // The steps from the Q/K/V projections to the cache, for rows at positions pos (pos[t] = pos0 + t), heads of
     // head_dim values: rms_norm(q, norms.q_weight, norms.eps, head_dim, q) if norms.q; the same for k if norms.k, and
@@ -509,8 +514,8 @@ protected:
                                          std::span<const int32_t> pos, const RopeParams& rope,
                                          std::span<const AttentionRange> ranges);
     virtual void do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
-                                   float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
-                                   Act& beta, Act& out);
+                                   float eps, std::span<Act* const> conv_states, std::span<Act* const> states,
+                                   const DeltaNetParams& p, Act& conv, Act& g, Act& beta, Act& out);
 
 private:
     friend class OpScope;

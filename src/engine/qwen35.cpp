@@ -90,7 +90,19 @@ void Qwen35::delta_net_layer(const Layer& L, int l) {
     dp.d_k = dp.d_v = p_.ssm_d_state;
     dp.tiled = true;  // GGUF value-head order (docs/models.md §4.3)
     dp.scale = 1.0f / std::sqrt(float(p_.ssm_d_state));
-    // The recurrence runs a sequence at a time, each on its own state.
+    const backend::DeltaNetWeights dw{&L.ssm_conv1d, &L.ssm_dt, &L.ssm_a, &L.ssm_norm};
+    if (ranges().size() > 1 && int64_t(ranges().size()) == qkv.rows) {
+        // One token of each of several sequences (decode): one step over all of them, each row on its own state.
+        std::vector<backend::Act*> conv_states, states;
+        for (const Range& r : ranges()) {
+            conv_states.push_back(&s.conv[size_t(r.seq)]);
+            states.push_back(&s.recurrence[size_t(r.seq)]);
+        }
+        be_.delta_net_step(qkv, z, a, b, dw, p_.rms_eps, conv_states, states, dp, conv, g, beta, o);
+        be_.matmul_add(L.ssm_out, o, y, x);
+        return;
+    }
+    // Otherwise the recurrence runs a sequence at a time, each on its own state.
     for (const Range& r : ranges()) {
         const auto part = [&](const backend::Act& buf) { return backend::Backend::rows_of(buf, r.first, r.rows); };
         backend::Act rqkv = part(qkv), rz = part(z), ra = part(a), rb = part(b), rg = part(g), rbeta = part(beta);
@@ -99,7 +111,6 @@ void Qwen35::delta_net_layer(const Layer& L, int l) {
         if (r.rows == 1) {
             // One token (decode): the gates, the conv, the q/k norms, the recurrence and the gated norm as one op,
             // whose q, k and v are consecutive pieces of the conv's row, used in place.
-            const backend::DeltaNetWeights dw{&L.ssm_conv1d, &L.ssm_dt, &L.ssm_a, &L.ssm_norm};
             be_.delta_net_step(rqkv, rz, ra, rb, dw, p_.rms_eps, conv_state, state, dp, rconv, rg, rbeta, ro);
         } else {
             be_.delta_net_gates(ra, rb, L.ssm_dt, L.ssm_a, rg, rbeta);

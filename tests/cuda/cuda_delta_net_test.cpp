@@ -749,6 +749,76 @@ TEST(CudaDeltaNet, StepEqualsTheSequenceOfOps) {
     }
 }
 
+// One token of each of three sequences, each with states of its own, in one step: every row's outputs and every
+// sequence's states after four steps are those of the sequence stepped alone, bit for bit.
+TEST(CudaDeltaNet, StepOfSeveralSequencesEqualsEachAlone) {
+    ZINC_REQUIRE_GPU();
+    Backends be;
+    Backend& gpu = *be.gpu;
+    constexpr int kSeqs = 3;
+    for (const auto& [p, K] : step_shapes()) {
+        SCOPED_TRACE(dn_name(p) + " K " + std::to_string(K));
+        const StepHost h = step_host(p, K);
+        std::vector<StepHost> starts;  // each sequence's states
+        for (int s = 0; s < kSeqs; ++s) starts.push_back(step_host(p, K));
+        std::vector<StepLayer> alone;
+        for (int s = 0; s < kSeqs; ++s) {
+            alone.push_back(step_layer(gpu, h));
+            gpu.upload(alone.back().conv_state, starts[size_t(s)].conv_state);
+            gpu.upload(alone.back().state, starts[size_t(s)].state);
+        }
+        StepLayer rows = step_layer(gpu, h);  // its weights; the rows' operands below
+        const auto nan = [&](int64_t cols) {
+            Act a = gpu.alloc(kSeqs, cols);
+            gpu.upload(a, std::vector<float>(size_t(kSeqs * cols), kNaN));
+            return a;
+        };
+        Act qkv = nan(h.conv_dim()), z = nan(h.value_dim()), a = nan(p.n_v), b = nan(p.n_v);
+        Act conv = nan(h.conv_dim()), g = nan(p.n_v), beta = nan(p.n_v), out = nan(h.value_dim());
+        std::vector<Act> conv_states, states;
+        for (int s = 0; s < kSeqs; ++s) {
+            conv_states.push_back(gpu.alloc(K - 1, h.conv_dim()));
+            gpu.upload(conv_states.back(), starts[size_t(s)].conv_state);
+            states.push_back(gpu.alloc(p.n_v, int64_t(p.d_k) * p.d_v));
+            gpu.upload(states.back(), starts[size_t(s)].state);
+        }
+        std::vector<Act*> conv_ptrs, state_ptrs;
+        for (int s = 0; s < kSeqs; ++s) {
+            conv_ptrs.push_back(&conv_states[size_t(s)]);
+            state_ptrs.push_back(&states[size_t(s)]);
+        }
+        for (int step = 0; step < 4; ++step) {
+            SCOPED_TRACE("step " + std::to_string(step));
+            StepInputs all;
+            for (int s = 0; s < kSeqs; ++s) {
+                const StepInputs in = step_inputs(h);
+                upload_inputs(gpu, alone[size_t(s)], in);
+                fused_step(gpu, alone[size_t(s)]);
+                all.qkv.insert(all.qkv.end(), in.qkv.begin(), in.qkv.end());
+                all.z.insert(all.z.end(), in.z.begin(), in.z.end());
+                all.a.insert(all.a.end(), in.a.begin(), in.a.end());
+                all.b.insert(all.b.end(), in.b.begin(), in.b.end());
+            }
+            gpu.upload(qkv, all.qkv);
+            gpu.upload(z, all.z);
+            gpu.upload(a, all.a);
+            gpu.upload(b, all.b);
+            gpu.delta_net_step(qkv, z, a, b, rows.weights(), kStepEps, conv_ptrs, state_ptrs, p, conv, g, beta, out);
+            const auto got = be.get(gpu, out), got_conv = be.get(gpu, conv);
+            for (int s = 0; s < kSeqs; ++s) {
+                const auto row = [&](const std::vector<float>& v, int64_t cols) {
+                    return std::vector<float>(v.begin() + s * cols, v.begin() + (s + 1) * cols);
+                };
+                EXPECT_EQ(row(got, h.value_dim()), be.get(gpu, alone[size_t(s)].out)) << "out of sequence " << s;
+                EXPECT_EQ(row(got_conv, h.conv_dim()), be.get(gpu, alone[size_t(s)].conv)) << "conv of " << s;
+                EXPECT_EQ(be.get(gpu, conv_states[size_t(s)]), be.get(gpu, alone[size_t(s)].conv_state))
+                    << "conv state of " << s;
+                EXPECT_EQ(be.get(gpu, states[size_t(s)]), be.get(gpu, alone[size_t(s)].state)) << "state of " << s;
+            }
+        }
+    }
+}
+
 // The step leaves its output's Q8_1 blocks for the output projection right after it (as rms_norm does): that matvec
 // reads them instead of quantizing the row itself, and its result is the one after the sequence of ops, bit for bit.
 TEST(CudaDeltaNet, MatvecAfterStepEqualsMatvecAfterTheOps) {

@@ -164,8 +164,8 @@ protected:
     void do_delta_net_chunked(const Act& q, const Act& k, const Act& v, const Act& g, const Act& beta, Act& state,
                               const DeltaNetParams& p, int chunk, Act& out) override;
     void do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
-                           float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
-                           Act& beta, Act& out) override;
+                           float eps, std::span<Act* const> conv_states, std::span<Act* const> states,
+                           const DeltaNetParams& p, Act& conv, Act& g, Act& beta, Act& out) override;
 
     // moe_ops.cpp
     void do_moe_route(const Act& logits, int k, bool renormalize, IdAct& ids, Act& weights) override;

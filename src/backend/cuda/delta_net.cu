@@ -115,6 +115,16 @@ bool with_key_rows(int d_k, F&& f) {
 template <int kRows>
 __global__ void __launch_bounds__(kSeqThreads) delta_net_seq_kernel(DeltaNetArgs a) {
     begin_kernel();
+    if (a.states) {  // row blockIdx.z of its own sequence
+        const int64_t row = blockIdx.z;
+        a.state = a.states[row];
+        a.q += row * a.in_stride;
+        a.k += row * a.in_stride;
+        a.v += row * a.in_stride;
+        a.g += row * a.n_v;
+        a.beta += row * a.n_v;
+        a.out += row * int64_t(a.n_v) * a.d_v;
+    }
     const int h = int(blockIdx.y);
     const int r = int(threadIdx.x) % kSeqSplit;
     const int j = int(blockIdx.x) * (kSeqThreads / kSeqSplit) + int(threadIdx.x) / kSeqSplit;
@@ -150,6 +160,16 @@ __global__ void __launch_bounds__(kInputsThreads)
     delta_net_inputs_kernel(DeltaNetArgs a, DeltaNetStepArgs st, unsigned qk_blocks, unsigned v_blocks) {
     begin_kernel();
     const int64_t key_dim = int64_t(a.n_k) * a.d_k, C = 2 * key_dim + int64_t(a.n_v) * a.d_v;
+    if (a.states) {  // row blockIdx.z of its own sequence
+        const int64_t row = blockIdx.z;
+        st.conv_state = st.conv_states[row];
+        st.qkv += row * C;
+        st.conv += row * C;
+        st.a += row * a.n_v;
+        st.b += row * a.n_v;
+        st.g += row * a.n_v;
+        st.beta += row * a.n_v;
+    }
     const unsigned block = blockIdx.x;
     if (block < qk_blocks) {
         const int64_t head = int64_t(block) * (kInputsThreads / 32) + threadIdx.x / 32;
@@ -317,7 +337,9 @@ cudaError_t conv1d_causal(const float* x, float* state, const float* w, int64_t 
 
 cudaError_t delta_net(const DeltaNetArgs& a, cudaStream_t s) {
     if (a.T <= 0) return cudaGetLastError();
-    const dim3 grid(unsigned((a.d_v + kSeqThreads / kSeqSplit - 1) / (kSeqThreads / kSeqSplit)), unsigned(a.n_v));
+    if (a.states && (a.T != 1 || a.rows < 1 || a.rows > 65535)) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((a.d_v + kSeqThreads / kSeqSplit - 1) / (kSeqThreads / kSeqSplit)), unsigned(a.n_v),
+                    a.states ? unsigned(a.rows) : 1u);
     if (!with_key_rows(a.d_k, [&](auto rows) {
             launch(delta_net_seq_kernel<decltype(rows)::value>, grid, kSeqThreads, 0, s, a);
         }))
@@ -328,17 +350,19 @@ cudaError_t delta_net(const DeltaNetArgs& a, cudaStream_t s) {
 bool delta_net_step_fits(int d_k, int K) { return d_k >= 1 && d_k <= kMaxKeyDim && K >= 1 && K <= kMaxConvK; }
 
 cudaError_t delta_net_step(const DeltaNetArgs& a, const DeltaNetStepArgs& st, BlockQ8_1f* q8, cudaStream_t s) {
-    if (a.T != 1 || !delta_net_step_fits(a.d_k, st.K) ||
-        (q8 && (a.d_v % 32 != 0 || a.d_v > 32 * kMaxStepNormBlocks)))
+    const int64_t rows = a.states ? a.rows : 1;
+    if (a.T != 1 || !delta_net_step_fits(a.d_k, st.K) || rows < 1 || rows > 65535 || (a.states && !st.conv_states) ||
+        (q8 && (rows != 1 || a.d_v % 32 != 0 || a.d_v > 32 * kMaxStepNormBlocks)))
         return cudaErrorInvalidValue;
     const unsigned qk_blocks = unsigned((2 * a.n_k + kInputsThreads / 32 - 1) / (kInputsThreads / 32));
     const unsigned v_blocks = unsigned((int64_t(a.n_v) * a.d_v + kInputsThreads - 1) / kInputsThreads);
     with_taps(st.K, [&](auto km1) {
-        launch(delta_net_inputs_kernel<decltype(km1)::value>, qk_blocks + v_blocks + 1, kInputsThreads, 0, s, a, st,
-               qk_blocks, v_blocks);
+        launch(delta_net_inputs_kernel<decltype(km1)::value>, dim3(qk_blocks + v_blocks + 1, 1, unsigned(rows)),
+               kInputsThreads, 0, s, a, st, qk_blocks, v_blocks);
     });
     if (const cudaError_t e = delta_net(a, s); e != cudaSuccess) return e;
-    if (!q8) return gated_rms_norm(a.out, st.norm_w, st.z, st.eps, a.d_v, a.n_v, a.out, s);
+    // The rows' value heads one after the other: one norm over all of them.
+    if (!q8) return gated_rms_norm(a.out, st.norm_w, st.z, st.eps, a.d_v, rows * a.n_v, a.out, s);
     const auto go = [&](auto kernel) {
         launch(kernel, unsigned((a.n_v + 7) / 8), 256, 0, s, a.out, st.norm_w, st.z, st.eps, int64_t(a.n_v), a.out, q8);
     };

@@ -60,6 +60,10 @@ struct DeltaNetArgs {
     int n_k = 0, n_v = 0, d_k = 0, d_v = 0;
     bool tiled = true;
     float scale = 1.0f;
+    // Rows of several sequences (T = 1, `rows` of them; delta_net_step): row r's state is states[r] (device), its
+    // q, k and v are in_stride values after row r - 1's, its g, beta and out one row of n_v, n_v and n_v d_v after.
+    float* const* states = nullptr;
+    int64_t rows = 1, in_stride = 0;
 };
 
 // Token by token: one thread per (value head, value column, quarter of the key rows); the state stays in
@@ -75,13 +79,16 @@ struct DeltaNetStepArgs {
     float *conv_state = nullptr, *conv = nullptr, *g = nullptr, *beta = nullptr;
     int K = 0;  // the conv's taps
     float eps = 0.0f;
+    float* const* conv_states = nullptr;  // with DeltaNetArgs::states: row r's conv state (device)
 };
 bool delta_net_step_fits(int d_k, int K);
 // The most Q8_1 blocks of a value head whose quantized output delta_net_step writes (value heads of up to 256 values).
 constexpr int kMaxStepNormBlocks = 8;
 // One token's delta_net_step (a.T = 1) in three launches: the gates, the conv of every channel and the L2 norms of the
 // query and key heads in one; the recurrence (delta_net's kernel); the gated RMSNorm, with q8 (value heads of a whole
-// number of 32-value blocks, at most kMaxStepNormBlocks) also out's Q8_1 blocks, for the output projection's matvec.
+// number of 32-value blocks, at most kMaxStepNormBlocks; one row) also out's Q8_1 blocks, for the output
+// projection's matvec. With a.states, the same three launches for a.rows rows of as many sequences, each row of
+// qkv, z, a, b, conv, g, beta and out one after the other and every row with its own states.
 // Every value is the one the separate kernels (delta_net_gates, conv1d_causal, l2_norm, delta_net, gated_rms_norm,
 // quantize_q8_1) compute, bit for bit.
 cudaError_t delta_net_step(const DeltaNetArgs& a, const DeltaNetStepArgs& st, BlockQ8_1f* q8, cudaStream_t s);

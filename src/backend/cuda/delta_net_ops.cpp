@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/delta_net_kernels.h"
@@ -91,17 +92,32 @@ void CudaBackend::do_delta_net(const Act& q, const Act& k, const Act& v, const A
     ZINC_CUDA_CHECK(cuda::delta_net(a, stream_), "delta_net", "");
 }
 
-// Three launches (delta_net_kernels.h), the last also leaving out's Q8_1 blocks for the output projection's matvec
-// right after it, as rms_norm does (quantized_row); key heads wider than the recurrence takes go to the sequence of
-// ops, whose delta_net says so.
+// Three launches (delta_net_kernels.h) for all the rows, the last also leaving out's Q8_1 blocks for the output
+// projection's matvec right after it where there is one row, as rms_norm does (quantized_row); key heads wider than
+// the recurrence takes go to the sequence of ops, whose delta_net says so. Several rows read their states' addresses
+// from the step's values (device_step_ints), the same in every step of the same sequences.
 void CudaBackend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, const Act& b, const DeltaNetWeights& w,
-                                    float eps, Act& conv_state, Act& state, const DeltaNetParams& p, Act& conv, Act& g,
-                                    Act& beta, Act& out) {
+                                    float eps, std::span<Act* const> conv_states, std::span<Act* const> states,
+                                    const DeltaNetParams& p, Act& conv, Act& g, Act& beta, Act& out) {
     const int K = static_cast<int>(w.conv->cols);
-    if (!cuda::delta_net_step_fits(p.d_k, K) || p.n_v > 65535)
-        return Backend::do_delta_net_step(qkv, z, a, b, w, eps, conv_state, state, p, conv, g, beta, out);
-    const DeltaNetPieces c = delta_net_pieces(conv, p);
-    const cuda::DeltaNetArgs args = delta_net_args(c.q, c.k, c.v, g, beta, state, p, out, "delta_net_step");
+    const int64_t rows = qkv.rows;
+    if (!cuda::delta_net_step_fits(p.d_k, K) || p.n_v > 65535 || rows > 65535)
+        return Backend::do_delta_net_step(qkv, z, a, b, w, eps, conv_states, states, p, conv, g, beta, out);
+    const DeltaNetPieces c = delta_net_pieces(rows_of(conv, 0, 1), p);
+    cuda::DeltaNetArgs args =
+        delta_net_args(c.q, c.k, c.v, rows_of(g, 0, 1), rows_of(beta, 0, 1), *states[0], p, out, "delta_net_step");
+    float* const* conv_state_ptrs = nullptr;
+    if (rows > 1) {
+        std::vector<float*> ptrs;
+        for (Act* s : conv_states) ptrs.push_back(s->data);
+        for (Act* s : states) ptrs.push_back(s->data);
+        const std::span<const int32_t> ints(reinterpret_cast<const int32_t*>(ptrs.data()), ptrs.size() * 2);
+        const auto* d = reinterpret_cast<float* const*>(device_step_ints(ints, "delta_net_step"));
+        conv_state_ptrs = d;
+        args.states = d + rows;
+        args.rows = rows;
+        args.in_stride = conv.cols;
+    }
     cuda::DeltaNetStepArgs st;
     st.qkv = qkv.data;
     st.z = z.data;
@@ -111,14 +127,15 @@ void CudaBackend::do_delta_net_step(const Act& qkv, const Act& z, const Act& a, 
     st.dt_bias = static_cast<const float*>(w.dt_bias->data);
     st.ssm_a = static_cast<const float*>(w.ssm_a->data);
     st.norm_w = static_cast<const float*>(w.norm->data);
-    st.conv_state = conv_state.data;
+    st.conv_state = conv_states[0]->data;
+    st.conv_states = conv_state_ptrs;
     st.conv = conv.data;
     st.g = g.data;
     st.beta = beta.data;
     st.K = K;
     st.eps = eps;
     cuda::BlockQ8_1f* q8 = nullptr;
-    if (p.d_v % 32 == 0 && p.d_v <= 32 * cuda::kMaxStepNormBlocks) {
+    if (rows == 1 && p.d_v % 32 == 0 && p.d_v <= 32 * cuda::kMaxStepNormBlocks) {
         q8 = q8_row_scratch(out.cols, "delta_net_step");
     }
     ZINC_CUDA_CHECK(cuda::delta_net_step(args, st, q8, stream_), "delta_net_step", w.norm->name);
