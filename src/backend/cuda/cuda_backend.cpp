@@ -300,8 +300,9 @@ const int32_t* CudaBackend::device_positions(int64_t pos0, int64_t rows) {
 }
 
 const int32_t* CudaBackend::device_step_ints(std::span<const int32_t> v, const char* op) {
-    const std::string key = "step values " + std::to_string(std::max(step_ints_calls_, 0));
-    if (step_ints_calls_ >= 0) ++step_ints_calls_;
+    // Outside a step, a buffer for each kind of values, so that those of one op do not replace each other.
+    const std::string key = step_ints_calls_ >= 0 ? "step values " + std::to_string(step_ints_calls_++)
+                                                  : "values of " + std::string(op);
     std::vector<int32_t>& last = last_step_ints_[key];
     const bool same = v.size() == last.size() && std::equal(v.begin(), v.end(), last.begin());
     if (recording_) {

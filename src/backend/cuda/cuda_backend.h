@@ -216,7 +216,8 @@ private:
     // Values that are the same in every step of a recording's key (the caches of a layer's rows, the rows whose logits
     // are wanted). Inside a step each call has a buffer of its own, the n-th call of the step the n-th buffer, so a
     // call finds its values of the last step of the same layout already there; a recording keeps them, and a replay
-    // uploads them again only where a step of another layout has replaced them.
+    // uploads them again only where a step of another layout has replaced them. Outside a step, one buffer for each
+    // `op`.
     const int32_t* device_step_ints(std::span<const int32_t> v, const char* op);
     // The caches of a step's rows over several sequences (rope_kv_write and attention of a layer).
     const cuda::RowCache* device_row_caches(std::span<const cuda::RowCache> rows);
