@@ -172,8 +172,8 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
                             std::to_string(engine::kDefaultContext) + ")")
             ->transform(integer_in(1, model::kMaxContext));
     cmd->add_option("--kv-size", o.context.kv_size,
-                    "positions of the KV cache that all sequences share, in pages (CPU; default: the context times "
-                    "the sequences)")
+                    "positions of the KV cache that all sequences share, in pages (default: the context times the "
+                    "sequences)")
         ->transform(integer_in(1, model::kMaxContext));
     cmd->add_option("--ubatch-size", o.context.n_ubatch, "(also -ub) prompt tokens evaluated together")
         ->capture_default_str()
