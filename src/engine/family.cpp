@@ -163,7 +163,7 @@ void Family::attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend:
         backend::KvLayer& cache = kv[size_t(r.seq)];
         if (cache.page_rows > 0) {
             cache.pages = tables_.data() + int64_t(i) * table_stride_;
-            cache.n_pages = int64_t(pages_->pages(page_seq_[size_t(r.seq)]).size());
+            cache.n_pages = table_pages_[i];
         }
         attention_ranges_.push_back({r.first, r.rows, r.pos0, &cache});
     }
@@ -247,9 +247,11 @@ backend::Act Family::run_step(std::span<const int32_t> ids, bool eager) {
     if (pages_) {
         table_stride_ = (n_ctx_ + pages_->page_size() - 1) / pages_->page_size();
         tables_.assign(ranges_.size() * size_t(table_stride_), 0);
+        table_pages_.clear();
         for (size_t i = 0; i < ranges_.size(); ++i) {
             const std::span<const int32_t> table = pages_->pages(page_seq_[size_t(ranges_[i].seq)]);
             std::copy(table.begin(), table.end(), tables_.begin() + std::ptrdiff_t(i) * table_stride_);
+            table_pages_.push_back(int64_t(table.size()));
         }
     }
     // What compute() queues depends on the host only through the rows, the rows wanted, the sequences and whether

@@ -195,6 +195,7 @@ private:
     // The page tables of its sequences, in the order of its ranges, table_stride_ entries each: what attend() gives
     // the paged caches, and the backend the step's tables to keep in its memory.
     std::vector<int32_t> tables_;
+    std::vector<int64_t> table_pages_;  // the pages in each range's table
     int64_t table_stride_ = 0;
     std::vector<int64_t> state_end_;    // per sequence: the position after the last one whose state is complete
     std::vector<int32_t> pos_;

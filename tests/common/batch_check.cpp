@@ -1,6 +1,9 @@
 #include "batch_check.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <span>
@@ -139,6 +142,16 @@ ForkRuns forked_against_alone(const std::string& gguf, bool cuda) {
         r.seqs.push_back(compare_logits(got[s], want, vocab));
     }
     return r;
+}
+
+void expect_forks_as_alone(const std::string& fam, bool cuda, double max_rel_l2) {
+    const ForkRuns r = forked_against_alone(fixture_gguf(fam, "f32"), cuda);
+    EXPECT_TRUE(r.shared_pages) << "forks share their pages";
+    for (size_t s = 0; s < r.seqs.size(); ++s) {
+        std::printf("%s %s fork %zu vs alone: %s\n", cuda ? "cuda" : "cpu", fam.c_str(), s, r.seqs[s].summary().c_str());
+        EXPECT_LE(r.seqs[s].max_rel_l2, max_rel_l2) << "sequence " << s << ": " << r.seqs[s].summary();
+        EXPECT_TRUE(r.seqs[s].all_argmax_agree()) << "sequence " << s << ": " << r.seqs[s].summary();
+    }
 }
 
 GreedyRuns brown_greedy_batched_and_alone(const std::string& type, bool cuda, int n_gen) {

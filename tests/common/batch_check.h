@@ -27,6 +27,9 @@ struct ForkRuns {
     bool shared_pages = false;
 };
 ForkRuns forked_against_alone(const std::string& gguf, bool cuda);
+// The test of both backends: the fixture family's forks share their pages and every row's logits are within
+// `max_rel_l2` of alone, with the same argmax.
+void expect_forks_as_alone(const std::string& fam, bool cuda, double max_rel_l2);
 
 // Greedy generation from prompts of different lengths (pieces of the Brown model's held-out text, 3 to 38 tokens),
 // decoded together in one family of 4 sequences: a prompt enters in chunks of up to 16 rows beside the others'

@@ -73,14 +73,7 @@ TEST_P(CudaModel, BatchedSequencesEqualEachAlone) {
 // one, and the copied rings and recurrent state give every row the logits of its tokens alone.
 TEST_P(CudaModel, ForkedSequencesAsAlone) {
     ZINC_REQUIRE_GPU();
-    const std::string fam = GetParam();
-    const ForkRuns r = forked_against_alone(fixture_gguf(fam, "f32"), true);
-    EXPECT_TRUE(r.shared_pages) << "forks share their pages";
-    for (size_t s = 0; s < r.seqs.size(); ++s) {
-        std::printf("cuda %s fork %zu vs alone: %s\n", fam.c_str(), s, r.seqs[s].summary().c_str());
-        EXPECT_LE(r.seqs[s].max_rel_l2, 1e-4) << "sequence " << s << ": " << r.seqs[s].summary();
-        EXPECT_TRUE(r.seqs[s].all_argmax_agree()) << "sequence " << s << ": " << r.seqs[s].summary();
-    }
+    expect_forks_as_alone(GetParam(), true, 1e-4);
 }
 
 // Temperature sampling with top-k: the GPU selects the candidates and only they come back; with the same seed the

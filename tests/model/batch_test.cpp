@@ -49,14 +49,7 @@ TEST_P(Batched, QuantizedEachSequenceAsAlone) {
 // can), in the same pages until each writes into a shared one; then each continues with its own tokens, and every
 // row's logits are those of its whole token list alone. Recurrent state and rings are copied.
 TEST_P(Batched, ForkedSequencesAsAlone) {
-    const std::string fam = GetParam();
-    const ForkRuns r = forked_against_alone(fixture_gguf(fam, "f32"), false);
-    EXPECT_TRUE(r.shared_pages) << "forks share their pages";
-    for (size_t s = 0; s < r.seqs.size(); ++s) {
-        std::printf("%s fork %zu vs alone: %s\n", fam.c_str(), s, r.seqs[s].summary().c_str());
-        EXPECT_LE(r.seqs[s].max_rel_l2, 1e-5) << "sequence " << s << ": " << r.seqs[s].summary();
-        EXPECT_TRUE(r.seqs[s].all_argmax_agree()) << "sequence " << s << ": " << r.seqs[s].summary();
-    }
+    expect_forks_as_alone(GetParam(), false, 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Batched, ::testing::ValuesIn(kFixtureFamilies),
@@ -150,7 +143,7 @@ TEST(PagedCache, FullPoolIsAClearErrorAndReleaseGivesPagesBack) {
     EXPECT_THROW(fam->fork(1, 1, 4), std::invalid_argument);
     fam->fork(1, 0, 13);
     EXPECT_EQ(fam->pages()->free_pages(), 1);
-    // The CUDA backend's caches are not paged, so its families have no forks; an unpaged family refuses them.
+    // A family whose caches are one piece per sequence has no pages to share, and refuses forks.
     auto whole = zinc::engine::make_family(model, *be, {32, 32, f32, f32, 2});
     EXPECT_EQ(whole->pages(), nullptr);
     EXPECT_THROW(whole->fork(0, 1, 0), std::invalid_argument);

@@ -130,7 +130,6 @@ bool CudaBackend::head_args(const Act& q, const Act& k, const Act& v, const Head
     a.k_cache = {kv.k, kv.type_k};
     a.v_cache = {kv.v, kv.type_v};
     a.capacity = kv.capacity;
-    a.pages = device_pages(kv);
     a.page_rows = kv.page_rows;
     return true;
 }
@@ -143,6 +142,7 @@ void CudaBackend::do_rope_kv_write(Act& q, Act& k, Act& v, const HeadNorms& norm
     if (!head_args(q, k, v, norms, head_dim, pos, rope, kv, a))
         return Backend::do_rope_kv_write(q, k, v, norms, head_dim, pos, rope, kv, pos0);
     if (q.rows == 0) return;
+    a.pages = device_pages(kv);
     a.kv_pos = device_positions(pos0, q.rows);
     ZINC_CUDA_CHECK(cuda::rope_kv_write(a, stream_), "rope_kv_write",
                     rope.freq_factors ? rope.freq_factors->name : std::string());

@@ -145,7 +145,8 @@ protected:
                                  std::span<const AttentionRange> ranges) override;
     void do_attention_ranges(const Act& q, std::span<const AttentionRange> ranges, const AttentionParams& p,
                              Act& out) override;
-    // The fused kernel's arguments for these heads and cache, or false where it does not take them.
+    // The fused kernel's arguments for these heads and cache, or false where it does not take them; the cache's page
+    // tables are the caller's to set (one cache's, or each row's).
     bool head_args(const Act& q, const Act& k, const Act& v, const HeadNorms& norms, int head_dim,
                    std::span<const int32_t> pos, const RopeParams& rope, const KvLayer& kv, cuda::HeadArgs& a);
 
