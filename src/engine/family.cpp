@@ -97,7 +97,12 @@ void Family::fork(int from, int to, int64_t n) {
     page_seq_[size_t(to)] = pages_->fork(page_seq_[size_t(from)], n);
     for (std::vector<backend::KvLayer>& ring : rings_)
         be_.kv_copy_rows(ring[size_t(from)], 0, ring[size_t(to)], 0, ring[size_t(from)].capacity);
-    fork_state(from, to);
+    // The recurrent state, copied exactly (x · 1).
+    for (std::vector<Block>& layer : layers_)
+        for (Block& b : layer)
+            if (auto* d = std::get_if<DeltaNetBlock>(&b))
+                for (std::vector<backend::Act>* part : {&d->conv_state, &d->state})
+                    be_.scale((*part)[size_t(from)], 1.0f, (*part)[size_t(to)]);
     state_end_[size_t(to)] = n;
 }
 
@@ -152,24 +157,6 @@ std::vector<backend::KvLayer> Family::kv_cache(int64_t width, int64_t window) {
     for (int s = 0; s < n_seq(); ++s) caches.push_back(be_.alloc_kv(spec));
     if (spec.ring) rings_.push_back(caches);
     return caches;
-}
-
-void Family::attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend::Act& k, backend::Act& v,
-                    const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
-                    const backend::AttentionParams& ap, backend::Act& out) {
-    attention_ranges_.clear();
-    for (size_t i = 0; i < ranges_.size(); ++i) {
-        const Range& r = ranges_[i];
-        backend::KvLayer& cache = kv[size_t(r.seq)];
-        if (cache.page_rows > 0) {
-            cache.pages = tables_.data() + int64_t(i) * table_stride_;
-            cache.n_pages = table_pages_[i];
-        }
-        attention_ranges_.push_back({r.first, r.rows, r.pos0, &cache});
-    }
-    // Each sequence's rows are one range, so writing every range before reading any changes nothing it reads.
-    be_.rope_kv_write(q, k, v, norms, head_dim, pos_, rope, attention_ranges_);
-    be_.attention(q, attention_ranges_, ap, out);
 }
 
 bool Family::can_restart_at(int64_t pos0, int seq) const {
@@ -376,7 +363,6 @@ void Family::not_finite(std::span<const int32_t> context) {
 
 backend::Act Family::scratch(int64_t cols) { return be_.alloc(n_ubatch_, cols); }
 
-backend::IdAct Family::scratch_ids(int64_t cols) { return be_.alloc_ids(n_ubatch_, cols); }
 
 backend::Act Family::rows(const backend::Act& buf, int64_t cols) const {
     return {buf.data, n_rows_, cols > 0 ? cols : buf.cols};

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/blocks.h"
 #include "engine/page_pool.h"
 #include "gguf/split.h"
 #include "model/schema.h"
@@ -120,8 +121,8 @@ protected:
     // Reads the vocabulary and training context of `m`; `size` is settled as settle_context() settles it.
     Family(backend::Backend& be, const gguf::Model& m, ContextSize size);
 
-    // The family's forward pass over one step's ids at positions(), its attention through attend(), ending in
-    // head(), whose result it returns: the logits of the rows that are wanted (none for micro-batches whose logits
+    // The family's forward pass over one step's ids at positions(): the token embedding, run_layers(), then head(),
+    // whose result it returns: the logits of the rows that are wanted (none for micro-batches whose logits
     // nobody reads). It only queues backend ops, and they may depend on the host only through the number of ids, the
     // rows wanted, the step's sequences and where each starts (ranges()), and the ids and positions themselves
     // (Backend::run_step may replay a recording of it).
@@ -135,24 +136,32 @@ protected:
     std::span<const Range> ranges() const { return ranges_; }
 
     // --- shared steps of the forward passes ---
-    // A scratch buffer of n_ubatch() rows of `cols` values, allocated once by the family's constructor.
-    backend::Act scratch(int64_t cols);
-    backend::IdAct scratch_ids(int64_t cols);
     // The KV caches of one attention layer, one per sequence: rows of `width` values for every position of the
     // context (views of one pool when the cache is paged), or with a sliding `window` only for that window and a
     // micro-batch (a ring of each sequence's own) when that is shorter.
     std::vector<backend::KvLayer> kv_cache(int64_t width, int64_t window = 0);
-    // Attention of each row over its own sequence: rope_kv_write of each sequence's rows of q, k and v into its
-    // cache, then one attention of every row, into the same rows of out.
-    void attend(std::vector<backend::KvLayer>& kv, backend::Act& q, backend::Act& k, backend::Act& v,
-                const backend::HeadNorms& norms, int head_dim, const backend::RopeParams& rope,
-                const backend::AttentionParams& ap, backend::Act& out);
-    // What fork() copies beside the pages and rings: a family's own per-sequence state (the recurrent state).
-    virtual void fork_state(int /*from*/, int /*to*/) {}
+    // The layers as lists of blocks, set by the family's constructor, which then calls alloc_scratch.
+    std::vector<std::vector<Block>> layers_;
+    // The blocks' scratch activations, n_ubatch() rows each, as wide as their widest use: the residual stream x, the
+    // input norm h, and what the blocks compute on the way.
+    struct Scratch {
+        backend::Act x, h, y;
+        backend::Act qg, q, gate, k, v, attn;                             // attention
+        backend::Act ff_gate, ff_up;                                      // gated FFN, shared expert
+        backend::Act router, route_w, moe_out, sh_gate, router_in, experts_in;  // experts
+        backend::IdAct route_ids;
+        backend::Act qkv, conv, z, a, b, g, beta, dq, dk, dv, o;         // delta-net
+    } s_;
+    void alloc_scratch(int64_t n_embd);
+    // Every layer's blocks over the step's rows of x (residual() after each layer); h as the last block leaves it.
+    // Sequences that start afresh start from zero recurrent states.
+    void run_layers(backend::Act& x, backend::Act& h);
     // The rows of the current micro-batch in `buf`, as rows of `cols` values (default: buf's width), for buffers
     // sized for the widest of several uses.
     backend::Act rows(const backend::Act& buf, int64_t cols = 0) const;
-    backend::IdAct rows(const backend::IdAct& buf) const { return {buf.data, n_rows_, buf.cols}; }
+    backend::IdAct rows(const backend::IdAct& buf, int64_t cols = 0) const {
+        return {buf.data, n_rows_, cols > 0 ? cols : buf.cols};
+    }
     // The positions of the current micro-batch.
     std::span<const int32_t> positions() const { return pos_; }
     // The head over the rows of x whose logits are wanted: rms_norm with output_norm (into the same rows of h when
@@ -167,6 +176,16 @@ protected:
     backend::Backend& be_;
 
 private:
+    // blocks.cpp: each block over the step's rows; h_ready: h holds its input norm already. Returns whether it left
+    // next_norm's (the next block's input norm) in h.
+    bool run_block(AttentionBlock& a, backend::Act& x, backend::Act& h, bool h_ready, const backend::Weight* next_norm);
+    bool run_block(FfnBlock& f, backend::Act& x, backend::Act& h, bool h_ready, const backend::Weight* next_norm);
+    bool run_block(MoeBlock& m, backend::Act& x, backend::Act& h, bool h_ready, const backend::Weight* next_norm);
+    bool run_block(DeltaNetBlock& d, backend::Act& x, backend::Act& h, bool h_ready, const backend::Weight* next_norm);
+    // The attention block's heads, each row over its own sequence: rope_kv_write of each sequence's rows of q, k and
+    // v into its cache, then one attention of every row, into the same rows of out.
+    void attend(AttentionBlock& a, backend::Act& q, backend::Act& k, backend::Act& v, backend::Act& out);
+    backend::Act scratch(int64_t cols);
     // One micro-batch of sequence 0: sets its range, positions and the rows wanted (its last n_out), then run_step().
     backend::Act micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out, bool eager = false);
     // The step set up in ranges_, pos_ and wanted_ through compute(); `eager`: never recorded.

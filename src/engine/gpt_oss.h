@@ -7,8 +7,7 @@
 
 namespace zinc::engine {
 
-// gpt-oss. The KV cache is full-length on every layer; sliding-window layers would only need the last
-// `sliding_window` positions (a ring buffer is future work).
+// gpt-oss: each layer an attention block (sliding-window layers with a ring cache of their window) and an MoE block.
 class GptOss final : public Family {
 public:
     GptOss(const gguf::Model& m, backend::Backend& be, ContextSize size);
@@ -18,9 +17,6 @@ private:
 
     model::GptOssParams p_;
     model::GptOssWeights<backend::Weight> w_;
-    std::vector<std::vector<backend::KvLayer>> kv_;  // per layer, per sequence
-    backend::Act x_, h_, q_, k_, v_, attn_, router_, route_w_, moe_out_;
-    backend::IdAct route_ids_;
 };
 
 }  // namespace zinc::engine

@@ -16,8 +16,6 @@ private:
 
     model::LlamaLikeParams p_;
     model::LlamaLikeWeights<backend::Weight> w_;
-    std::vector<std::vector<backend::KvLayer>> kv_;  // per layer, per sequence
-    backend::Act x_, h_, q_, k_, v_, attn_, gate_, up_;
 };
 
 }  // namespace zinc::engine
