@@ -14,6 +14,7 @@
 #include "backend/backend.h"
 #include "gguf/reader.h"
 #include "gguf/tensor_type.h"
+#include "random_weights.h"
 
 namespace zinc::cuda_test {
 
@@ -21,25 +22,11 @@ using zinc::backend::Act;
 using zinc::backend::Backend;
 using zinc::gguf::TensorType;
 
-// The tests' one random engine, seeded so a failure reproduces.
-std::mt19937& rng_engine();
-
-// n values uniform in [lo, hi).
-std::vector<float> random_floats(size_t n, float lo = -1.0f, float hi = 1.0f);
-
-// A weight tensor in host memory, as the GGUF reader would present it.
-struct HostTensor {
-    std::vector<uint8_t> bytes;
-    zinc::gguf::TensorInfo info;
-};
-
-// Quantized types get random bytes with sane f16 scales (every quant bit pattern occurs), float types random
-// values in [-1, 1). A 3-D expert tensor: rows = n_out * n_expert with ne = {cols, n_out, n_expert}.
-std::unique_ptr<HostTensor> random_tensor(TensorType type, int64_t cols, int64_t rows, const std::string& name,
-                                          int64_t n_expert = 1);
-
-// Row r of t, dequantized on the CPU.
-std::vector<float> dequantized_row(const HostTensor& t, int64_t r);
+using zinc::test::dequantized_row;
+using zinc::test::HostTensor;
+using zinc::test::random_floats;
+using zinc::test::random_tensor;
+using zinc::test::rng_engine;
 
 // A CPU backend and the CUDA backend on GPU 0, with helpers that put the same values in both.
 struct Backends {
