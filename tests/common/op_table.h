@@ -53,8 +53,8 @@ struct CaseResult {
 // an op of its own. Every output is compared (NaN counts as a failure).
 CaseResult run_case(const OpCase& c, backend::Backend& test, backend::Backend& ref, bool ref_alone);
 
-// Microseconds per op of c on `be` (its rows in one op), over `reps` runs after one to warm up, waiting for the
-// backend before and after.
+// Microseconds per op of c on `be` (its rows in one op): the median over rounds of `reps` calls, each round one step
+// that the backend may record and replay (Backend::run_step), so that a GPU's launch gaps do not count.
 double time_case(const OpCase& c, backend::Backend& be, int reps);
 
 }  // namespace zinc::test
