@@ -363,7 +363,6 @@ void Family::not_finite(std::span<const int32_t> context) {
 
 backend::Act Family::scratch(int64_t cols) { return be_.alloc(n_ubatch_, cols); }
 
-
 backend::Act Family::rows(const backend::Act& buf, int64_t cols) const {
     return {buf.data, n_rows_, cols > 0 ? cols : buf.cols};
 }

@@ -152,6 +152,7 @@ protected:
         backend::IdAct route_ids;
         backend::Act qkv, conv, z, a, b, g, beta, dq, dk, dv, o;         // delta-net
     } s_;
+    // Allocates s_ for the blocks of layers_ over a residual stream of n_embd values.
     void alloc_scratch(int64_t n_embd);
     // Every layer's blocks over the step's rows of x (residual() after each layer); h as the last block leaves it.
     // Sequences that start afresh start from zero recurrent states.
@@ -185,6 +186,7 @@ private:
     // The attention block's heads, each row over its own sequence: rope_kv_write of each sequence's rows of q, k and
     // v into its cache, then one attention of every row, into the same rows of out.
     void attend(AttentionBlock& a, backend::Act& q, backend::Act& k, backend::Act& v, backend::Act& out);
+    // A buffer of n_ubatch() rows of `cols` values.
     backend::Act scratch(int64_t cols);
     // One micro-batch of sequence 0: sets its range, positions and the rows wanted (its last n_out), then run_step().
     backend::Act micro_batch(std::span<const int32_t> ids, int64_t pos0, int64_t n_out, bool eager = false);
