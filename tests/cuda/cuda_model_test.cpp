@@ -181,7 +181,7 @@ TEST_P(CudaModel, RecordedBatchedDecodeMatchesEager) {
         auto& cuda = dynamic_cast<zinc::backend::CudaBackend&>(*be);
         cuda.set_graphs(graphs);
         auto f = zinc::engine::make_family(
-            model, *be, {320, 32, zinc::backend::KvType::f32, zinc::backend::KvType::f32, kSeqs, 8});
+            model, *be, {320, 64, zinc::backend::KvType::f32, zinc::backend::KvType::f32, kSeqs, 8});
         std::vector<float> all;
         std::vector<int32_t> pos(kSeqs, 0);
         auto run = [&](const zinc::engine::Batch& b) {
