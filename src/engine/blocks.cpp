@@ -21,6 +21,42 @@ const Weight* input_norm(const Block& b) {
     return std::visit([](const auto& block) { return block.norm; }, b);
 }
 
+AttentionBlock attention_block(const Weight& norm, float eps, const Weight& wq, const Weight& wk, const Weight* wv,
+                               const Weight& wo) {
+    AttentionBlock a;
+    a.norm = &norm;
+    a.eps = eps;
+    a.wq = &wq;
+    a.wk = &wk;
+    a.wv = wv;
+    a.wo = &wo;
+    return a;
+}
+
+FfnBlock ffn_block(const Weight& norm, float eps, const Weight& gate, const Weight& up, const Weight& down,
+                   backend::GatedActivation act) {
+    FfnBlock f;
+    f.norm = &norm;
+    f.eps = eps;
+    f.gate = &gate;
+    f.up = &up;
+    f.down = &down;
+    f.act = act;
+    return f;
+}
+
+MoeBlock moe_block(const Weight& norm, float eps, const Weight& router, int n_expert, int k,
+                   const backend::MoeWeights& experts) {
+    MoeBlock m;
+    m.norm = &norm;
+    m.eps = eps;
+    m.router = &router;
+    m.n_expert = n_expert;
+    m.k = k;
+    m.experts = experts;
+    return m;
+}
+
 void Family::alloc_scratch(int64_t n_embd) {
     Scratch w;  // the widths, in the cols of empty buffers
     auto widen = [](Act& a, int64_t cols) { a.cols = std::max(a.cols, cols); };

@@ -84,6 +84,14 @@ struct DeltaNetBlock {
 
 using Block = std::variant<AttentionBlock, FfnBlock, MoeBlock, DeltaNetBlock>;
 
+// The weights every block of a kind has; the family sets the rest (heads, RoPE, caches, variants) on the result.
+AttentionBlock attention_block(const backend::Weight& norm, float eps, const backend::Weight& wq,
+                               const backend::Weight& wk, const backend::Weight* wv, const backend::Weight& wo);
+FfnBlock ffn_block(const backend::Weight& norm, float eps, const backend::Weight& gate, const backend::Weight& up,
+                   const backend::Weight& down, backend::GatedActivation act = backend::GatedActivation::swiglu);
+MoeBlock moe_block(const backend::Weight& norm, float eps, const backend::Weight& router, int n_expert, int k,
+                   const backend::MoeWeights& experts);
+
 // The input norm's weight of a block (what a block before it may leave in h).
 const backend::Weight* input_norm(const Block& b);
 

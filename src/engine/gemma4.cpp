@@ -18,13 +18,7 @@ Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, ContextSize size)
         const int d = p_.layer_head_dim(l), n_kv = p_.n_head_kv[l];
         // Attention: Q, K per-head RMSNorm + RoPE; V = weightless per-head RMSNorm of attn_v (or, on global layers
         // without attn_v, of the raw K projection); scale 1; the output through its own norm.
-        AttentionBlock a;
-        a.norm = &L.attn_norm;
-        a.eps = eps;
-        a.wq = &L.wq;
-        a.wk = &L.wk;
-        a.wv = L.has_v ? &L.wv : nullptr;
-        a.wo = &L.wo;
+        AttentionBlock a = attention_block(L.attn_norm, eps, L.wq, L.wk, L.has_v ? &L.wv : nullptr, L.wo);
         a.post_norm = &L.post_attn_norm;
         a.norms = {true, true, L.has_v, &L.q_norm, &L.k_norm, eps};
         a.rope = {p_.layer_n_rot(l), true, p_.layer_rope_base(l), 1.0f};
@@ -35,13 +29,7 @@ Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, ContextSize size)
         a.kv = kv_cache(int64_t{n_kv} * d, p_.swa[l] ? p_.sliding_window : 0);
         // FFN: the dense GeGLU MLP, plus (MoE layers) the routed experts, each with its own post-norm; then
         // x = (x + post_ffw_norm(the sum)) * the layer's output scale.
-        FfnBlock f;
-        f.norm = &L.ffn_norm;
-        f.eps = eps;
-        f.gate = &L.ffn_gate;
-        f.up = &L.ffn_up;
-        f.down = &L.ffn_down;
-        f.act = backend::GatedActivation::geglu;
+        FfnBlock f = ffn_block(L.ffn_norm, eps, L.ffn_gate, L.ffn_up, L.ffn_down, backend::GatedActivation::geglu);
         f.post_norm = &L.post_ffw_norm;
         // layer_output_scale is one number: read once from the file, not from backend memory at every token.
         f.out_scale = L.has_out_scale ? loader.scalar(L.out_scale) : 1.0f;

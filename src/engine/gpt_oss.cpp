@@ -15,13 +15,7 @@ GptOss::GptOss(const gguf::Model& m, backend::Backend& be, ContextSize size)
     const int64_t kv_dim = int64_t{p_.n_head_kv} * p_.head_dim;
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::GptOssLayer<backend::Weight>& L = w_.layers[l];
-        AttentionBlock a;
-        a.norm = &L.attn_norm;
-        a.eps = p_.rms_eps;
-        a.wq = &L.wq;
-        a.wk = &L.wk;
-        a.wv = &L.wv;
-        a.wo = &L.wo;
+        AttentionBlock a = attention_block(L.attn_norm, p_.rms_eps, L.wq, L.wk, &L.wv, L.wo);
         a.bq = &L.bq;  // the biases in the matvec's epilogue on the GPU
         a.bk = &L.bk;
         a.bv = &L.bv;
@@ -37,14 +31,9 @@ GptOss::GptOss(const gguf::Model& m, backend::Backend& be, ContextSize size)
         if (p_.swa[l]) a.ap.window = p_.sliding_window;
         a.kv = kv_cache(kv_dim, p_.swa[l] ? p_.sliding_window : 0);
         // Router logits (+ bias), top-k then softmax over the k selected, biased SwiGLU-OAI experts.
-        MoeBlock e;
-        e.norm = &L.post_attn_norm;
-        e.eps = p_.rms_eps;
-        e.router = &L.gate_inp;
+        MoeBlock e = moe_block(L.post_attn_norm, p_.rms_eps, L.gate_inp, p_.n_expert, p_.n_expert_used,
+                               moe_weights(L.experts, backend::MoeActivation::swiglu_oai));
         e.router_bias = &L.gate_inp_b;
-        e.n_expert = p_.n_expert;
-        e.k = p_.n_expert_used;
-        e.experts = moe_weights(L.experts, backend::MoeActivation::swiglu_oai);
         e.experts.alpha = p_.swiglu_alpha;
         e.experts.limit = p_.swiglu_limit;
         layers_.push_back({std::move(a), e});

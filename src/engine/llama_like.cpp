@@ -14,24 +14,12 @@ LlamaLike::LlamaLike(const gguf::Model& m, backend::Backend& be, ContextSize siz
     const int64_t kv_dim = int64_t{p_.n_head_kv} * p_.head_dim;
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::LlamaLikeLayer<backend::Weight>& L = w_.layers[l];
-        AttentionBlock a;
-        a.norm = &L.attn_norm;
-        a.eps = p_.rms_eps;
-        a.wq = &L.wq;
-        a.wk = &L.wk;
-        a.wv = &L.wv;
-        a.wo = &L.wo;
+        AttentionBlock a = attention_block(L.attn_norm, p_.rms_eps, L.wq, L.wk, &L.wv, L.wo);
         if (p_.qk_norm) a.norms = {true, true, false, &L.q_norm, &L.k_norm, p_.rms_eps};
         a.rope = {p_.n_rot, p_.rope_neox, p_.rope_base, p_.rope_freq_scale};
         a.ap = {p_.n_head, p_.n_head_kv, p_.head_dim, 1.0f / std::sqrt(float(p_.head_dim))};
         a.kv = kv_cache(kv_dim);
-        FfnBlock f;
-        f.norm = &L.ffn_norm;
-        f.eps = p_.rms_eps;
-        f.gate = &L.ffn_gate;
-        f.up = &L.ffn_up;
-        f.down = &L.ffn_down;
-        layers_.push_back({std::move(a), f});
+        layers_.push_back({std::move(a), ffn_block(L.ffn_norm, p_.rms_eps, L.ffn_gate, L.ffn_up, L.ffn_down)});
     }
     alloc_scratch(p_.n_embd);
 }

@@ -41,13 +41,7 @@ Qwen35::Qwen35(const gguf::Model& m, backend::Backend& be, ContextSize size)
             // x += attn_output · (Attention(RoPE(QNorm(q)), RoPE(KNorm(k)), v) ⊙ σ(gate)), q and gate packed per
             // head in attn_q. IMRoPE on text = NeoX with position p on the first n_rot dims (checked when reading
             // the sections).
-            AttentionBlock a;
-            a.norm = &L.attn_norm;
-            a.eps = eps;
-            a.wq = &L.attn_q;
-            a.wk = &L.attn_k;
-            a.wv = &L.attn_v;
-            a.wo = &L.attn_output;
+            AttentionBlock a = attention_block(L.attn_norm, eps, L.attn_q, L.attn_k, &L.attn_v, L.attn_output);
             a.q_gate = true;
             a.norms = {true, true, false, &L.attn_q_norm, &L.attn_k_norm, eps};
             a.rope = {p_.n_rot, true, p_.rope_base};
@@ -56,22 +50,11 @@ Qwen35::Qwen35(const gguf::Model& m, backend::Backend& be, ContextSize size)
             layer.push_back(std::move(a));
         }
         if (!L.moe) {
-            FfnBlock f;
-            f.norm = &L.post_attention_norm;
-            f.eps = eps;
-            f.gate = &L.ffn_gate;
-            f.up = &L.ffn_up;
-            f.down = &L.ffn_down;
-            layer.push_back(f);
+            layer.push_back(ffn_block(L.post_attention_norm, eps, L.ffn_gate, L.ffn_up, L.ffn_down));
         } else {
             // The routed experts, and the sigmoid-gated shared expert beside them.
-            MoeBlock e;
-            e.norm = &L.post_attention_norm;
-            e.eps = eps;
-            e.router = &L.gate_inp;
-            e.n_expert = p_.n_expert;
-            e.k = p_.n_expert_used;
-            e.experts = moe_weights(L.experts, backend::MoeActivation::swiglu);
+            MoeBlock e = moe_block(L.post_attention_norm, eps, L.gate_inp, p_.n_expert, p_.n_expert_used,
+                                   moe_weights(L.experts, backend::MoeActivation::swiglu));
             if (L.shared_expert) {
                 e.shared_gate = &L.gate_shexp;
                 e.shared_up = &L.up_shexp;
