@@ -27,4 +27,20 @@ inline uint64_t kv_plane_bytes(KvType t, int64_t width, int64_t rows) {
     return 0;
 }
 
+// Where `rows` consecutive rows from `row` lie in a plane of `capacity` rows of `width` values: their values' bytes,
+// then for q8_0 their scales' bytes (none for the other types), as offsets into the plane and lengths.
+struct KvRowBytes {
+    uint64_t values_at, values, scales_at, scales;
+};
+inline KvRowBytes kv_row_bytes(KvType t, int64_t width, int64_t capacity, int64_t row, int64_t rows) {
+    const uint64_t per_row = uint64_t(width) * (t == KvType::f32 ? 4 : t == KvType::f16 ? 2 : 1);
+    KvRowBytes b{uint64_t(row) * per_row, uint64_t(rows) * per_row, 0, 0};
+    if (t == KvType::q8_0) {
+        const uint64_t scale_row = uint64_t(width / kKvBlock) * 2;
+        b.scales_at = uint64_t(capacity) * uint64_t(width) + uint64_t(row) * scale_row;
+        b.scales = uint64_t(rows) * scale_row;
+    }
+    return b;
+}
+
 }  // namespace zinc::backend

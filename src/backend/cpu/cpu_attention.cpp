@@ -66,16 +66,10 @@ void kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t pos0) {
 
 void kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows) {
     const auto copy = [&](const void* from, void* to, KvType t) {
-        const auto* f = static_cast<const uint8_t*>(from);
-        auto* d = static_cast<uint8_t*>(to);
-        // The rows' values, then for q8_0 their f16 scales, which follow all the rows' values (kv_type.h).
-        const uint64_t row_bytes = uint64_t(src.width) * (t == KvType::f32 ? 4 : t == KvType::f16 ? 2 : 1);
-        std::memcpy(d + dst_row * row_bytes, f + src_row * row_bytes, size_t(rows) * row_bytes);
-        if (t == KvType::q8_0) {
-            const uint64_t scale_bytes = uint64_t(src.width / kKvBlock) * 2;
-            std::memcpy(d + uint64_t(dst.capacity * dst.width) + dst_row * scale_bytes,
-                        f + uint64_t(src.capacity * src.width) + src_row * scale_bytes, size_t(rows) * scale_bytes);
-        }
+        const KvRowBytes f = kv_row_bytes(t, src.width, src.capacity, src_row, rows);
+        const KvRowBytes d = kv_row_bytes(t, dst.width, dst.capacity, dst_row, rows);
+        std::memcpy(static_cast<uint8_t*>(to) + d.values_at, static_cast<const uint8_t*>(from) + f.values_at, f.values);
+        std::memcpy(static_cast<uint8_t*>(to) + d.scales_at, static_cast<const uint8_t*>(from) + f.scales_at, f.scales);
     };
     copy(src.k, dst.k, src.type_k);
     copy(src.v, dst.v, src.type_v);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cuda_backend.h"
@@ -83,21 +84,17 @@ void CudaBackend::do_kv_write(KvLayer& kv, const Act& k, const Act& v, int64_t p
                     "kv_write", "");
 }
 
-// The rows' values, then for q8_0 their f16 scales, which follow all the rows' values (kv_type.h).
 void CudaBackend::do_kv_copy_rows(const KvLayer& src, int64_t src_row, KvLayer& dst, int64_t dst_row, int64_t rows) {
     const auto copy = [&](const void* from, void* to, KvType t) {
-        const auto* f = static_cast<const char*>(from);
-        auto* d = static_cast<char*>(to);
-        const int64_t row_bytes = src.width * (t == KvType::f32 ? 4 : t == KvType::f16 ? 2 : 1);
-        ZINC_CUDA_CHECK(cudaMemcpyAsync(d + dst_row * row_bytes, f + src_row * row_bytes, size_t(rows * row_bytes),
-                                        cudaMemcpyDeviceToDevice, stream_),
-                        "kv_copy_rows", "");
-        if (t != KvType::q8_0) return;
-        const int64_t scale_bytes = src.width / kKvBlock * 2;
-        ZINC_CUDA_CHECK(cudaMemcpyAsync(d + dst.capacity * dst.width + dst_row * scale_bytes,
-                                        f + src.capacity * src.width + src_row * scale_bytes,
-                                        size_t(rows * scale_bytes), cudaMemcpyDeviceToDevice, stream_),
-                        "kv_copy_rows", "");
+        const KvRowBytes f = kv_row_bytes(t, src.width, src.capacity, src_row, rows);
+        const KvRowBytes d = kv_row_bytes(t, dst.width, dst.capacity, dst_row, rows);
+        const std::tuple<uint64_t, uint64_t, uint64_t> parts[] = {{d.values_at, f.values_at, f.values},
+                                                                   {d.scales_at, f.scales_at, f.scales}};
+        for (const auto& [at_d, at_f, n] : parts)
+            if (n > 0)
+                ZINC_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(to) + at_d, static_cast<const char*>(from) + at_f, n,
+                                                cudaMemcpyDeviceToDevice, stream_),
+                                "kv_copy_rows", "");
     };
     copy(src.k, dst.k, src.type_k);
     copy(src.v, dst.v, src.type_v);
