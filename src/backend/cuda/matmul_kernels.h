@@ -58,8 +58,10 @@ constexpr size_t kWeightSlack = 16;
 cudaError_t get_rows(int type, const void* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n,
                      float* out, cudaStream_t s);
 
-// matvec_q.cu: quantizes `rows` rows of `cols` values (cols % 32 == 0) to BlockQ8_1f (cols/32 blocks per row).
-cudaError_t quantize_q8_1(const float* x, int64_t rows, int64_t cols, BlockQ8_1f* dst, cudaStream_t s);
+// matvec_q.cu: quantizes `rows` rows of `cols` values (cols % 32 == 0) to BlockQ8_1f (cols/32 blocks per row); with
+// scales, also each block's (d, d (sum_lo + sum_hi)) there, for matmul_step_mma.
+cudaError_t quantize_q8_1(const float* x, int64_t rows, int64_t cols, BlockQ8_1f* dst, cudaStream_t s,
+                          float2* scales = nullptr);
 // out[t][o] = W[o] . x[t] for t < n_act with dp4a dot products against the Q8_1 activation rows xq.
 cudaError_t matvec_q(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
                      int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
@@ -68,16 +70,17 @@ cudaError_t matvec_q(int type, const void* w, size_t row_bytes, int64_t n_out, i
 cudaError_t matvec_q_acts(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols,
                           const BlockQ8_1f* xq, int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
 // matmul_step_mma.cu: the same on int8 tensor cores, for weights of has_step_mma (Q4_K, Q6_K, Q8_0; rows 16-byte
-// aligned, of whole 256-value steps); every block's integer product is exact and its scales are the matvec's, the
-// blocks are added in another order.
-// A weight of few rows gives few blocks of 64 rows: its rows' values are then split in `splits` ranges, one block
+// aligned, of whole 256-value steps), xs the blocks' scales that quantize_q8_1 wrote beside xq; every block's integer
+// product is exact and its scales are the matvec's, their f32 products are grouped otherwise and the blocks are added
+// in another order.
+// A weight of few rows gives few blocks of 64 or 128 rows: its rows' values are then split in `splits` ranges, one block
 // each, whose sums go to `part` (splits * n_act * n_out floats) and are added up in order by a second kernel.
 // step_mma_splits: the splits that make at least target_blocks blocks (each split 2 or more steps of 256 values).
 bool has_step_mma(int type, const void* w, size_t row_bytes, int64_t cols);
 int step_mma_splits(int64_t n_out, int64_t cols, int64_t n_act, int64_t target_blocks);
 cudaError_t matmul_step_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols,
-                            const BlockQ8_1f* xq, int64_t n_act, float* out, int64_t out_stride, int splits,
-                            float* part, cudaStream_t s);
+                            const BlockQ8_1f* xq, const float2* xs, int64_t n_act, float* out, int64_t out_stride,
+                            int splits, float* part, cudaStream_t s);
 // The same for F32/F16/BF16 weights against f32 activations, in float.
 cudaError_t matvec_f(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols, const float* x,
                      int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);

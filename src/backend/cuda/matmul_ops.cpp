@@ -59,18 +59,21 @@ void CudaBackend::do_matmul(const Weight& w, const Act& x, Act& out) {
     } else if (cuda::has_dp4a_matvec(type) && x.rows <= cuda::kStepMaxRows && x.cols % 32 == 0) {
         // The rows of a decode step of several sequences, Q8_1 as one row's: each weight row read once for all of
         // them, by the matvec of several rows or, beyond matvec_max_rows_, on tensor cores.
-        auto* xq = static_cast<cuda::BlockQ8_1f*>(
-            scratch("q8_1 rows", size_t(x.rows * (x.cols / 32)) * sizeof(cuda::BlockQ8_1f), "matmul"));
-        ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, x.rows, x.cols, xq, stream_), "matmul: quantize_q8_1", w.name);
+        const size_t n_blocks = size_t(x.rows * (x.cols / 32));
+        auto* xq = static_cast<cuda::BlockQ8_1f*>(scratch("q8_1 rows", n_blocks * sizeof(cuda::BlockQ8_1f), "matmul"));
         if (x.rows > matvec_max_rows_ && cuda::has_step_mma(type, w.data, rb, w.cols)) {
+            auto* xs = static_cast<float2*>(scratch("q8_1 scales", n_blocks * sizeof(float2), "matmul"));
+            ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, x.rows, x.cols, xq, stream_, xs), "matmul: quantize_q8_1",
+                            w.name);
             const int splits = cuda::step_mma_splits(w.rows, w.cols, x.rows, step_blocks_);
             float* part = splits > 1 ? static_cast<float*>(scratch(
                                            "step partial sums", size_t(splits * x.rows * w.rows) * 4, "matmul"))
                                      : nullptr;
-            ZINC_CUDA_CHECK(cuda::matmul_step_mma(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols,
-                                                  splits, part, stream_),
+            ZINC_CUDA_CHECK(cuda::matmul_step_mma(type, w.data, rb, w.rows, w.cols, xq, xs, x.rows, out.data,
+                                                  out.cols, splits, part, stream_),
                             "matmul: matmul_step_mma", w.name);
         } else {
+            ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, x.rows, x.cols, xq, stream_), "matmul: quantize_q8_1", w.name);
             ZINC_CUDA_CHECK(
                 cuda::matvec_q_acts(type, w.data, rb, w.rows, w.cols, xq, x.rows, out.data, out.cols, stream_),
                 "matmul: matvec_q_acts", w.name);

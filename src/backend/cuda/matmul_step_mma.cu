@@ -2,15 +2,17 @@
 // past what the matvec of several rows takes up to kStepMaxRows), W of Q4_K, Q6_K or Q8_0, x the step's Q8_1 rows.
 // Each weight and activation enters an int8 mma.sync as the integer it is (a Q4_K nibble, a Q6_K quant less 32, a
 // Q8_0 byte; the activation's int8), so every block's integer dot product is exact, as the dp4a matvecs' are, and
-// the blocks' scales are then applied in f32: a Q4_K group's value is k_group_value's, bit for bit. Only the order in
-// which a row's blocks are added differs from the one-row matvec's (here in ascending order, by the thread that holds
-// the output), so a value is within a few f32 roundings of that row's matvec, far inside the activations' own Q8_1
-// rounding.
+// the blocks' scales are then applied in f32. The scales are the matvec's; the f32 products they enter are grouped
+// otherwise (a Q4_K block's (s d_x) (d sc) less (dmin m) (d_x sum), with d_x sum made once per activation block by
+// quantize_q8_1), and a row's blocks are added in ascending order by the thread that holds the output, so a value is
+// within a few f32 roundings of that row's matvec, far inside the activations' own Q8_1 rounding.
 //
-// Tiles: a block of 8 warps takes 64 weight rows and 16 NT tokens, warp w the 16 rows 16 (w % 4) against the 8 NT
-// tokens 8 NT (w / 4). A row's values go through in steps of 256 (a K-quant super-block, eight 32-value blocks):
-// each step's weights and activations are copied into shared memory with cp.async, kPipeline - 1 steps ahead of the
-// products. The weights are asked for before the kernel waits for the one before it (no kernel writes weights).
+// Tiles: a block of 8 warps, WM x WN, takes 16 WM weight rows and 8 NT WN tokens, warp w the 16 rows 16 (w % WM)
+// against the 8 NT tokens 8 NT (w / WM). A tile of 8 tokens has WN = 1, so that its 128 rows' bytes are unpacked and
+// their scales made once; larger tiles have WN = 2, more warps of shorter work for as many rows. A row's values go through in
+// steps of 256 (a K-quant super-block, eight 32-value blocks): each step's weights, the activations' quants and their
+// scales are copied into shared memory with cp.async, kPipeline - 1 steps ahead of the products. The weights are asked
+// for before the kernel waits for the one before it (no kernel writes weights).
 //
 // The k order inside an mma is free, as long as A and B share it: k = 4t .. 4t + 3 of a fragment hold a block's
 // values 8t .. 8t + 3, k = 16 + 4t .. its values 8t + 4 .. 8t + 7, so a lane loads 8 contiguous bytes of each.
@@ -26,15 +28,20 @@
 namespace zinc::backend::cuda {
 namespace {
 
-constexpr int kWarpsM = 4, kWarpsN = 2, kThreads = 32 * kWarpsM * kWarpsN;
-constexpr int BM = 16 * kWarpsM;  // weight rows of a block
+constexpr int kWarps = 8, kThreads = 32 * kWarps;
+template <int WN>
+constexpr int BM = 16 * (kWarps / WN);  // weight rows of a block
 constexpr int kStepBlocks = 8;    // 32-value blocks of a row per step
 constexpr int kPipeline = 3;      // steps in shared memory at a time
 constexpr int kMinSplitSteps = 2;  // the fewest steps of a row a split takes
-constexpr int kBlockBytes = int(sizeof(BlockQ8_1f));
-// A token's blocks of a step in shared memory, kActStride apart: 104 words, 8 banks on from the token before, so the
+constexpr int kQsBytes = 32;  // the quants of a Q8_1 block, the first bytes of its BlockQ8_1f
+// A token's quants of a step in shared memory, kActStride apart: 72 words, 8 banks on from the token before, so the
 // 8-byte loads of a half-warp's B fragments (tokens g = 0..3, words 2t, 2t + 1) fall in 32 different banks.
-constexpr int kActStride = kStepBlocks * kBlockBytes + 32;
+constexpr int kActStride = kStepBlocks * kQsBytes + 32;
+// A token's scales of a step: (d, d sum) of each of its blocks, as quantize_q8_1 wrote them, kScaleStride apart: 20
+// words, so that the 16-byte loads of a quarter-warp (tokens 2t + c, t = 0..3) fall in different banks.
+constexpr int kScaleBytes = kStepBlocks * int(sizeof(float2));
+constexpr int kScaleStride = kScaleBytes + 16, kScaleFloats = kScaleStride / 4;
 
 // A weight row's step in shared memory: the 16-byte pieces that hold its bytes, copied whole, so that the step starts
 // m bytes in (m: its offset in the row modulo 16; 0 for Q4_K's 144-byte super-blocks). Rows are kRowStride apart,
@@ -45,54 +52,62 @@ constexpr int kStepBytes = int(chunks_bytes<T>(kStepBlocks));
 template <int T>
 constexpr int kRowStride = (kStepBytes<T> + 30) / 16 * 16;
 
-template <int T, int NT>
-constexpr int kStageBytes = BM * kRowStride<T> + kWarpsN * 8 * NT * kActStride;
-
-// Block b of a token's step in shared memory: its d and the integer sum of its quants.
-struct ActScale {
-    float d;
-    int sum;
-};
-__device__ __forceinline__ ActScale act_scale(const uint8_t* block) {
-    const uint2 h = *reinterpret_cast<const uint2*>(block + 32);       // d, s
-    const uint32_t sums = *reinterpret_cast<const uint32_t*>(block + 40);  // sum_lo | sum_hi << 16
-    return {__uint_as_float(h.x), int(int16_t(sums)) + int(int16_t(sums >> 16))};
-}
+template <int T, int WN, int NT>
+constexpr int kStageBytes = BM<WN> * kRowStride<T> + 8 * NT * WN * (kActStride + kScaleStride);
 
 // The products of one step: the rows p[0] (row g) and p[1] (row g + 8) of the warp's 16, from their step's first
-// byte; act, the warp's first token's blocks. acc[nt][2 h + c]: row g + 8 h against token 8 nt + 2 t + c.
+// byte; act, the warp's first token's quants of the step, xsc their scales (token n's block j: d at xsc[kScaleFloats n
+// + 2 j], d sum after it).
+// acc[nt][2 h + c]: row g + 8 h against token 8 nt + 2 t + c.
 template <int T, int NT>
-__device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], const uint8_t* act, int g, int t,
-                                              float (&acc)[NT][4]) {
+__device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], const uint8_t* act, const float* xsc, int g,
+                                              int t, float (&acc)[NT][4]) {
     constexpr uint32_t kLow = 0x0F0F0F0Fu;
     if constexpr (T == kQ4_K) {
         uint32_t hdr[2][4];
         load_16_bytes(p[0], hdr[0]);
         load_16_bytes(p[1], hdr[1]);
+        float d[2], dmin[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            d[h] = f16_to_f32(uint16_t(hdr[h][0]));
+            dmin[h] = f16_to_f32(uint16_t(hdr[h][0] >> 16));
+        }
 #pragma unroll
         for (int grp = 0; grp < 4; ++grp) {  // sub-blocks 2 grp (low nibbles) and 2 grp + 1 (high)
             const uint2 q0 = *reinterpret_cast<const uint2*>(p[0] + 16 + 32 * grp + 8 * t);
             const uint2 q1 = *reinterpret_cast<const uint2*>(p[1] + 16 + 32 * grp + 8 * t);
             const uint32_t lo[4] = {q0.x & kLow, q1.x & kLow, q0.y & kLow, q1.y & kLow};
             const uint32_t hi[4] = {(q0.x >> 4) & kLow, (q1.x >> 4) & kLow, (q0.y >> 4) & kLow, (q1.y >> 4) & kLow};
-            const KScales k[2] = {k_group_scales(hdr[0], grp), k_group_scales(hdr[1], grp)};
+            float wsc[2][2], wm[2][2];  // [row h][sub-block]: d sc and dmin m
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const KScales k = k_group_scales(hdr[h], grp);
+                wsc[h][0] = mul_rn(d[h], float(k.sc0));
+                wsc[h][1] = mul_rn(d[h], float(k.sc1));
+                wm[h][0] = mul_rn(dmin[h], float(k.m0));
+                wm[h][1] = mul_rn(dmin[h], float(k.m1));
+            }
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
-                const uint8_t* xb = act + (8 * nt + g) * kActStride + 2 * grp * kBlockBytes + 8 * t;
+                const uint8_t* xb = act + (8 * nt + g) * kActStride + 2 * grp * kQsBytes + 8 * t;
                 const uint2 bl = *reinterpret_cast<const uint2*>(xb);
-                const uint2 bh = *reinterpret_cast<const uint2*>(xb + kBlockBytes);
+                const uint2 bh = *reinterpret_cast<const uint2*>(xb + kQsBytes);
                 int cl[4] = {0, 0, 0, 0}, ch[4] = {0, 0, 0, 0};
                 mma_16832_s8(cl, lo, bl.x, bl.y);
                 mma_16832_s8(ch, hi, bh.x, bh.y);
 #pragma unroll
                 for (int c = 0; c < 2; ++c) {
-                    const uint8_t* xe = act + (8 * nt + 2 * t + c) * kActStride + 2 * grp * kBlockBytes;
-                    const ActScale a0 = act_scale(xe), a1 = act_scale(xe + kBlockBytes);
+                    // d and d sum of the token's blocks 2 grp and 2 grp + 1
+                    const float4 x = *reinterpret_cast<const float4*>(xsc + kScaleFloats * (8 * nt + 2 * t + c) + 4 * grp);
 #pragma unroll
-                    for (int h = 0; h < 2; ++h)
-                        acc[nt][2 * h + c] = __fadd_rn(acc[nt][2 * h + c],
-                                                       k_group_value(hdr[h][0], k[h], cl[2 * h + c], ch[2 * h + c],
-                                                                     a0.d, a1.d, a0.sum, a1.sum));
+                    for (int h = 0; h < 2; ++h) {
+                        float a = acc[nt][2 * h + c];
+                        a = fma_rn(mul_rn(float(cl[2 * h + c]), x.x), wsc[h][0], a);
+                        a = fma_rn(mul_rn(float(ch[2 * h + c]), x.z), wsc[h][1], a);
+                        a = fma_rn(-wm[h][0], x.y, a);
+                        acc[nt][2 * h + c] = fma_rn(-wm[h][1], x.w, a);
+                    }
                 }
             }
         }
@@ -139,13 +154,13 @@ __device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], cons
                     }
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt) {
-                    const uint8_t* xb = act + (8 * nt + g) * kActStride + j * kBlockBytes + 4 * t;
+                    const uint8_t* xb = act + (8 * nt + g) * kActStride + j * kQsBytes + 4 * t;
                     int c0[4] = {0, 0, 0, 0}, c1[4] = {0, 0, 0, 0};
                     mma_16816_s8(c0, a[0][0], a[0][1], *reinterpret_cast<const uint32_t*>(xb));
                     mma_16816_s8(c1, a[1][0], a[1][1], *reinterpret_cast<const uint32_t*>(xb + 16));
 #pragma unroll
                     for (int c = 0; c < 2; ++c) {
-                        const float xd = act_scale(act + (8 * nt + 2 * t + c) * kActStride + j * kBlockBytes).d;
+                        const float xd = xsc[kScaleFloats * (8 * nt + 2 * t + c) + 2 * j];
 #pragma unroll
                         for (int h = 0; h < 2; ++h) {
                             // Scales 2j and 2j + 1: bytes 2 (i % 2) and 2 (i % 2) + 1 of word 2 hf + i / 2.
@@ -171,13 +186,13 @@ __device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], cons
             const uint32_t a[4] = {q[0][0], q[1][0], q[0][1], q[1][1]};
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
-                const uint8_t* xb = act + (8 * nt + g) * kActStride + j * kBlockBytes + 8 * t;
+                const uint8_t* xb = act + (8 * nt + g) * kActStride + j * kQsBytes + 8 * t;
                 const uint2 b = *reinterpret_cast<const uint2*>(xb);
                 int c4[4] = {0, 0, 0, 0};
                 mma_16832_s8(c4, a, b.x, b.y);
 #pragma unroll
                 for (int c = 0; c < 2; ++c) {
-                    const float xd = act_scale(act + (8 * nt + 2 * t + c) * kActStride + j * kBlockBytes).d;
+                    const float xd = xsc[kScaleFloats * (8 * nt + 2 * t + c) + 2 * j];
 #pragma unroll
                     for (int h = 0; h < 2; ++h)
                         acc[nt][2 * h + c] = fma_rn(mul_rn(dw[h], xd), float(c4[2 * h + c]), acc[nt][2 * h + c]);
@@ -189,16 +204,18 @@ __device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], cons
 
 // Split z = blockIdx.z of `splits` takes the steps [z n / splits, (z + 1) n / splits) of the n of a row and writes its
 // sums to out + z * split_stride (the partial sums add_splits adds up, where splits > 1).
-template <int T, int NT>
+template <int T, int WN, int NT>
 __global__ void __launch_bounds__(kThreads) matmul_step_kernel(const uint8_t* w, size_t row_bytes, int64_t n_out,
-                                                               int64_t cols, const BlockQ8_1f* xq, int64_t n_act,
-                                                               float* out, int64_t out_stride, int splits,
-                                                               int64_t split_stride) {
-    constexpr int BN = kWarpsN * 8 * NT, kWeights = BM * kRowStride<T>, kPieces = kRowStride<T> / 16;
-    constexpr int kActPieces = kStepBlocks * kBlockBytes / 16;
+                                                               int64_t cols, const BlockQ8_1f* xq, const float2* xs,
+                                                               int64_t n_act, float* out, int64_t out_stride,
+                                                               int splits, int64_t split_stride) {
+    constexpr int WM = kWarps / WN, BM = cuda::BM<WN>, BN = 8 * NT * WN;
+    constexpr int kWeights = BM * kRowStride<T>, kPieces = kRowStride<T> / 16;
+    constexpr int kActs = BN * kActStride;
+    constexpr int kQsPieces = kStepBlocks * kQsBytes / 16, kScalePieces = kScaleBytes / 16;
     extern __shared__ __align__(16) uint8_t smem[];
     const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
-    const int wm = warp % kWarpsM, wn = warp / kWarpsM;
+    const int wm = warp % WM, wn = warp / WM;
     const int64_t o0 = int64_t(blockIdx.x) * BM, t0 = int64_t(blockIdx.y) * BN, nb = cols / 32;
     const int all_steps = int(nb / kStepBlocks);  // rows of whole steps (has_step_mma)
     const int first_step = int(int64_t(all_steps) * blockIdx.z / splits);
@@ -212,7 +229,7 @@ __global__ void __launch_bounds__(kThreads) matmul_step_kernel(const uint8_t* w,
     };
     const auto ask_weights = [&](int step) {
         if (step >= n_steps) return;
-        uint8_t* dst = smem + (step % kPipeline) * kStageBytes<T, NT>;
+        uint8_t* dst = smem + (step % kPipeline) * kStageBytes<T, WN, NT>;
         const int m = step_offset(step), end = m + kStepBytes<T>;
         const int64_t first = chunks_bytes<T>(int64_t(first_step + step) * kStepBlocks) - m;
         for (int i = tid; i < BM * kPieces; i += kThreads) {
@@ -223,19 +240,27 @@ __global__ void __launch_bounds__(kThreads) matmul_step_kernel(const uint8_t* w,
     };
     const auto ask_acts = [&](int step) {
         if (step >= n_steps) return;
-        uint8_t* dst = smem + (step % kPipeline) * kStageBytes<T, NT> + kWeights;
-        const BlockQ8_1f* src = xq + t0 * nb + int64_t(first_step + step) * kStepBlocks;
-        for (int i = tid; i < n_tokens * kActPieces; i += kThreads) {
-            const int tok = i / kActPieces, c = i % kActPieces;
-            copy_16_async(dst + tok * kActStride + 16 * c, reinterpret_cast<const uint8_t*>(src + tok * nb) + 16 * c);
+        uint8_t* dst = smem + (step % kPipeline) * kStageBytes<T, WN, NT> + kWeights;
+        const int64_t first = t0 * nb + int64_t(first_step + step) * kStepBlocks;  // the tile's first token's block
+        for (int i = tid; i < n_tokens * kQsPieces; i += kThreads) {
+            const int tok = i / kQsPieces, c = i % kQsPieces;  // piece c % 2 of block c / 2
+            copy_16_async(dst + tok * kActStride + 16 * c,
+                          reinterpret_cast<const uint8_t*>(xq + first + tok * nb + c / 2) + 16 * (c % 2));
+        }
+        for (int i = tid; i < n_tokens * kScalePieces; i += kThreads) {
+            const int tok = i / kScalePieces, c = i % kScalePieces;
+            copy_16_async(dst + kActs + tok * kScaleStride + 16 * c,
+                          reinterpret_cast<const uint8_t*>(xs + first + tok * nb) + 16 * c);
         }
     };
 
-    // The tokens past the last have zeros, so their (unstored) products stay finite.
-    for (int i = tid; i < kPipeline * (BN - n_tokens) * kActStride / 16; i += kThreads) {
-        const int per = (BN - n_tokens) * kActStride / 16, buf = i / per, k = i % per;
-        reinterpret_cast<uint4*>(smem + buf * kStageBytes<T, NT> + kWeights + n_tokens * kActStride)[k] =
-            make_uint4(0, 0, 0, 0);
+    // The tokens past the last have zero quants and scales, so their (unstored) products stay finite.
+    for (int buf = 0; buf < kPipeline; ++buf) {
+        uint8_t* stage = smem + buf * kStageBytes<T, WN, NT> + kWeights;
+        for (int i = tid; i < (BN - n_tokens) * kActStride / 16; i += kThreads)
+            reinterpret_cast<uint4*>(stage + n_tokens * kActStride)[i] = make_uint4(0, 0, 0, 0);
+        for (int i = tid; i < (BN - n_tokens) * kScaleStride / 16; i += kThreads)
+            reinterpret_cast<uint4*>(stage + kActs + n_tokens * kScaleStride)[i] = make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int s = 0; s < kPipeline - 1; ++s) ask_weights(s);
@@ -258,10 +283,12 @@ __global__ void __launch_bounds__(kThreads) matmul_step_kernel(const uint8_t* w,
         ask_weights(step + kPipeline - 1);
         ask_acts(step + kPipeline - 1);
         copies_commit();
-        const uint8_t* stage = smem + (step % kPipeline) * kStageBytes<T, NT>;
+        const uint8_t* stage = smem + (step % kPipeline) * kStageBytes<T, WN, NT>;
         const int m = step_offset(step);
         const uint8_t* const p[2] = {stage + r0 * kRowStride<T> + m, stage + (r0 + 8) * kRowStride<T> + m};
-        step_products<T, NT>(p, stage + kWeights + 8 * NT * wn * kActStride, g, t, acc);
+        step_products<T, NT>(p, stage + kWeights + 8 * NT * wn * kActStride,
+                             reinterpret_cast<const float*>(stage + kWeights + kActs + 8 * NT * wn * kScaleStride), g,
+                             t, acc);
     }
 
 #pragma unroll
@@ -286,22 +313,22 @@ __global__ void add_splits_kernel(const float* part, int splits, int64_t n_out, 
     }
 }
 
-constexpr int tokens_per_tile(int64_t n_act) { return n_act <= 16 ? 16 : n_act <= 32 ? 32 : 64; }
+constexpr int tokens_per_tile(int64_t n_act) { return n_act <= 8 ? 8 : n_act <= 16 ? 16 : n_act <= 32 ? 32 : 64; }
 
-template <int T, int NT>
+template <int T, int WN, int NT>
 cudaError_t launch_step(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
-                        int64_t n_act, float* out, int64_t out_stride, int splits, float* part, cudaStream_t s) {
-    constexpr int BN = kWarpsN * 8 * NT;
+                        const float2* xs, int64_t n_act, float* out, int64_t out_stride, int splits, float* part, cudaStream_t s) {
+    constexpr int BN = 8 * NT * WN, BM = cuda::BM<WN>;
     const int64_t tiles = (n_act + BN - 1) / BN;
     if (tiles > 65535) return cudaErrorInvalidValue;
-    constexpr size_t smem = size_t(kPipeline) * kStageBytes<T, NT>;
-    if (cudaError_t e = allow_shared_memory<matmul_step_kernel<T, NT>>(smem); e != cudaSuccess) return e;
+    constexpr size_t smem = size_t(kPipeline) * kStageBytes<T, WN, NT>;
+    if (cudaError_t e = allow_shared_memory<matmul_step_kernel<T, WN, NT>>(smem); e != cudaSuccess) return e;
     const dim3 grid(unsigned((n_out + BM - 1) / BM), unsigned(tiles), unsigned(splits));
     if (splits == 1)
-        return launch(matmul_step_kernel<T, NT>, grid, kThreads, smem, s, w, row_bytes, n_out, cols, xq, n_act, out,
-                      out_stride, 1, int64_t{0});
-    if (cudaError_t e = launch(matmul_step_kernel<T, NT>, grid, kThreads, smem, s, w, row_bytes, n_out, cols, xq,
-                               n_act, part, n_out, splits, n_out * n_act);
+        return launch(matmul_step_kernel<T, WN, NT>, grid, kThreads, smem, s, w, row_bytes, n_out, cols, xq, xs, n_act,
+                      out, out_stride, 1, int64_t{0});
+    if (cudaError_t e = launch(matmul_step_kernel<T, WN, NT>, grid, kThreads, smem, s, w, row_bytes, n_out, cols, xq,
+                               xs, n_act, part, n_out, splits, n_out * n_act);
         e != cudaSuccess)
         return e;
     const int64_t n = n_out * n_act, blocks = (n + 255) / 256;
@@ -311,11 +338,13 @@ cudaError_t launch_step(const uint8_t* w, size_t row_bytes, int64_t n_out, int64
 
 template <int T>
 cudaError_t launch_type(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
-                        int64_t n_act, float* out, int64_t out_stride, int splits, float* part, cudaStream_t s) {
+                        const float2* xs, int64_t n_act, float* out, int64_t out_stride, int splits, float* part,
+                        cudaStream_t s) {
     switch (tokens_per_tile(n_act)) {
-    case 16: return launch_step<T, 1>(w, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
-    case 32: return launch_step<T, 2>(w, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
-    default: return launch_step<T, 4>(w, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
+    case 8: return launch_step<T, 1, 1>(w, row_bytes, n_out, cols, xq, xs, n_act, out, out_stride, splits, part, s);
+    case 16: return launch_step<T, 2, 1>(w, row_bytes, n_out, cols, xq, xs, n_act, out, out_stride, splits, part, s);
+    case 32: return launch_step<T, 2, 2>(w, row_bytes, n_out, cols, xq, xs, n_act, out, out_stride, splits, part, s);
+    default: return launch_step<T, 2, 4>(w, row_bytes, n_out, cols, xq, xs, n_act, out, out_stride, splits, part, s);
     }
 }
 
@@ -327,23 +356,24 @@ bool has_step_mma(int type, const void* w, size_t row_bytes, int64_t cols) {
 }
 
 int step_mma_splits(int64_t n_out, int64_t cols, int64_t n_act, int64_t target_blocks) {
-    const int64_t blocks = (n_out + BM - 1) / BM * ((n_act + tokens_per_tile(n_act) - 1) / tokens_per_tile(n_act));
+    const int64_t bn = tokens_per_tile(n_act), bm = bn == 8 ? BM<1> : BM<2>;
+    const int64_t blocks = (n_out + bm - 1) / bm * ((n_act + bn - 1) / bn);
     const int64_t most = cols / (32 * kStepBlocks) / kMinSplitSteps;
     const int64_t want = (target_blocks + blocks - 1) / blocks;
     return int(want < 1 || most < 1 ? 1 : want < most ? want : most);
 }
 
 cudaError_t matmul_step_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols,
-                            const BlockQ8_1f* xq, int64_t n_act, float* out, int64_t out_stride, int splits,
-                            float* part, cudaStream_t s) {
-    if (!has_step_mma(type, w, row_bytes, cols) || splits < 1 || splits > 65535 || (splits > 1 && !part))
+                            const BlockQ8_1f* xq, const float2* xs, int64_t n_act, float* out, int64_t out_stride,
+                            int splits, float* part, cudaStream_t s) {
+    if (!has_step_mma(type, w, row_bytes, cols) || !xs || splits < 1 || splits > 65535 || (splits > 1 && !part))
         return cudaErrorInvalidValue;
     if (n_out <= 0 || n_act <= 0) return cudaGetLastError();
     const auto* wb = static_cast<const uint8_t*>(w);
     switch (type) {
-    case kQ4_K: return launch_type<kQ4_K>(wb, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
-    case kQ6_K: return launch_type<kQ6_K>(wb, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
-    default: return launch_type<kQ8_0>(wb, row_bytes, n_out, cols, xq, n_act, out, out_stride, splits, part, s);
+    case kQ4_K: return launch_type<kQ4_K>(wb, row_bytes, n_out, cols, xq, xs, n_act, out, out_stride, splits, part, s);
+    case kQ6_K: return launch_type<kQ6_K>(wb, row_bytes, n_out, cols, xq, xs, n_act, out, out_stride, splits, part, s);
+    default: return launch_type<kQ8_0>(wb, row_bytes, n_out, cols, xq, xs, n_act, out, out_stride, splits, part, s);
     }
 }
 

@@ -30,12 +30,14 @@ namespace {
 constexpr int kRowsPerBlock = kStageWarps;  // warps per block, one output row each
 
 // ---- activation quantization: one warp per 32-value block ----
-__global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1f* dst) {
+__global__ void quantize_q8_1_kernel(const float* x, int64_t n_blocks, BlockQ8_1f* dst, float2* scales) {
     begin_kernel();
     const int64_t b = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     if (b >= n_blocks) return;  // whole warps leave together
     quantize_q8_1_warp(x[b * 32 + lane], dst[b], lane);
+    if (scales && lane == 0)  // lane 0 wrote the block's header
+        scales[b] = make_float2(dst[b].d, __fmul_rn(dst[b].d, float(int(dst[b].sum_lo) + int(dst[b].sum_hi))));
 }
 
 // One warp per kRows consecutive output rows o, o + 1, ... of the weights (kRows = 2 where paired_rows allows it:
@@ -141,11 +143,12 @@ cudaError_t launch_matvec(int type, const void* w, size_t row_bytes, size_t expe
 
 }  // namespace
 
-cudaError_t quantize_q8_1(const float* x, int64_t rows, int64_t cols, BlockQ8_1f* dst, cudaStream_t s) {
+cudaError_t quantize_q8_1(const float* x, int64_t rows, int64_t cols, BlockQ8_1f* dst, cudaStream_t s,
+                          float2* scales) {
     const int64_t n_blocks = rows * (cols / 32);
     if (n_blocks > 0) {
         const int64_t threads = n_blocks * 32;
-        launch(quantize_q8_1_kernel, unsigned((threads + 255) / 256), 256, 0, s, x, n_blocks, dst);
+        launch(quantize_q8_1_kernel, unsigned((threads + 255) / 256), 256, 0, s, x, n_blocks, dst, scales);
     }
     return cudaGetLastError();
 }
