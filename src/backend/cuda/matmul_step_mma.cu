@@ -9,10 +9,10 @@
 //
 // Tiles: a block of 8 warps, WM x WN, takes 16 WM weight rows and 8 NT WN tokens, warp w the 16 rows 16 (w % WM)
 // against the 8 NT tokens 8 NT (w / WM). A tile of 8 tokens has WN = 1, so that its 128 rows' bytes are unpacked and
-// their scales made once; larger tiles have WN = 2, more warps of shorter work for as many rows. A row's values go through in
-// steps of 256 (a K-quant super-block, eight 32-value blocks): each step's weights, the activations' quants and their
-// scales are copied into shared memory with cp.async, kPipeline - 1 steps ahead of the products. The weights are asked
-// for before the kernel waits for the one before it (no kernel writes weights).
+// their scales made once; larger tiles have WN = 2, more warps of shorter work for as many rows. A row's values go
+// through in steps of 256 (a K-quant super-block, eight 32-value blocks): each step's weights, the activations'
+// quants and their scales are copied into shared memory with cp.async, kPipeline - 1 steps ahead of the products. The
+// weights are asked for before the kernel waits for the one before it (no kernel writes weights).
 //
 // The k order inside an mma is free, as long as A and B share it: k = 4t .. 4t + 3 of a fragment hold a block's
 // values 8t .. 8t + 3, k = 16 + 4t .. its values 8t + 4 .. 8t + 7, so a lane loads 8 contiguous bytes of each.
@@ -99,7 +99,8 @@ __device__ __forceinline__ void step_products(const uint8_t* const (&p)[2], cons
 #pragma unroll
                 for (int c = 0; c < 2; ++c) {
                     // d and d sum of the token's blocks 2 grp and 2 grp + 1
-                    const float4 x = *reinterpret_cast<const float4*>(xsc + kScaleFloats * (8 * nt + 2 * t + c) + 4 * grp);
+                    const float4 x =
+                        *reinterpret_cast<const float4*>(xsc + kScaleFloats * (8 * nt + 2 * t + c) + 4 * grp);
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                         float a = acc[nt][2 * h + c];
@@ -317,7 +318,8 @@ constexpr int tokens_per_tile(int64_t n_act) { return n_act <= 8 ? 8 : n_act <= 
 
 template <int T, int WN, int NT>
 cudaError_t launch_step(const uint8_t* w, size_t row_bytes, int64_t n_out, int64_t cols, const BlockQ8_1f* xq,
-                        const float2* xs, int64_t n_act, float* out, int64_t out_stride, int splits, float* part, cudaStream_t s) {
+                        const float2* xs, int64_t n_act, float* out, int64_t out_stride, int splits, float* part,
+                        cudaStream_t s) {
     constexpr int BN = 8 * NT * WN, BM = cuda::BM<WN>;
     const int64_t tiles = (n_act + BN - 1) / BN;
     if (tiles > 65535) return cudaErrorInvalidValue;
