@@ -22,7 +22,11 @@ struct OpCase {
     //   depth + 7 s positions (sequence s), heads n_head / n_head_kv of head_dim;
     // delta_net_step: one token of each of `rows` sequences through a gated delta-net layer of n_k key and n_v value
     //   heads of head_dim, each on its own states;
-    // moe_ffn: `rows` rows through n_expert experts of n_out x cols (gate, up) and cols x n_out (down), k per row.
+    // moe_ffn: `rows` rows through n_expert experts of n_out x cols (gate, up) and cols x n_out (down), k per row;
+    // attend_prompt: a prompt of `rows` tokens of one sequence, rope_kv_write of all then their causal attention (a
+    //   sliding window where window > 0);
+    // delta_net_prompt: a prompt of `rows` tokens through the chunked delta-net recurrence (chunks of 64);
+    // rms_norm: `rows` rows of cols values.
     std::string op, model, tensor;
     gguf::TensorType type = gguf::TensorType::F32;
     backend::KvType cache = backend::KvType::f16;
@@ -30,13 +34,17 @@ struct OpCase {
     int64_t cols = 0, n_out = 0;
     int n_head = 0, n_head_kv = 0, head_dim = 0, depth = 0;
     int n_expert = 0, k = 0;
+    int64_t window = 0;
 
     // "matmul qwen3-8b ffn_up q4_K rows 16", ...
     std::string name() const;
     // The name as a test's name: "matmul_qwen3_8b_ffn_up_q4_K_rows_16".
     std::string id() const;
-    // Bytes of weights (and of the caches' keys and values) the op must read: for GB/s.
+    // Bytes of weights (and of the caches' keys and values, the recurrent states) the op must read: for GB/s.
     double bytes() const;
+    // The products' floating-point operations, for the ops whose products bound them (a prompt's rows): for TFLOP/s.
+    // 0 where the bytes bound the op.
+    double flops() const;
 };
 
 // The cases: `full` every model shape, weight type and row count (GPU runs, --perf); otherwise a subset that a
@@ -54,7 +62,13 @@ struct CaseResult {
 CaseResult run_case(const OpCase& c, backend::Backend& test, backend::Backend& ref, bool ref_alone);
 
 // Microseconds per op of c on `be` (its rows in one op): the median over rounds of `reps` calls, each round one step
-// that the backend may record and replay (Backend::run_step), so that a GPU's launch gaps do not count.
-double time_case(const OpCase& c, backend::Backend& be, int reps);
+// that the backend may record and replay (Backend::run_step), so that a GPU's launch gaps do not count. With
+// cold_bytes > 0, the case is set up as many times as its bytes() take to exceed cold_bytes (at most kMostCopies), and
+// call i runs copy i % copies, so that its weights, caches or states come from memory, not from a cache that the
+// call before it filled, as in a model's step.
+constexpr int kMostCopies = 512;
+double time_case(const OpCase& c, backend::Backend& be, int reps, double cold_bytes = 0);
+// The copies time_case makes of c for cold_bytes.
+int copies_for(const OpCase& c, double cold_bytes);
 
 }  // namespace zinc::test

@@ -110,7 +110,7 @@ struct PairGroups {
     int64_t max_groups = 0;
 };
 // Which way a MoE batch of quantized experts takes (moe_ops.cpp), by its (token, expert) pairs per expert, measured on
-// the H200 with the kernel benchmark's MoE layers: from `mma` on, products on tensor cores reading the quantized
+// the H200 on the MoE models' layers: from `mma` on, products on tensor cores reading the quantized
 // experts (moe_kernels.h' moe_mma), in groups of 64 pairs of an expert from `wide` on, else 32; below, the dp4a
 // matvecs (once a batch has as many pairs as experts, per group of kPairsPerGroup pairs of one expert). The 35B-A3B's
 // layer at 64 tokens (2 pairs an expert): 760 us on the matvecs, 531 on the tensor cores; at 512 tokens, 4798 and 701
