@@ -152,13 +152,9 @@ std::vector<tokenizer::ChatMessage> load_conversation(const std::string& path) {
 void run(const Options& o) {
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
-    chat::PromptOptions po;
-    po.enable_thinking = !o.no_think && o.reply.reasoning_budget != 0;
-    po.template_source = template_source(o.reply);
-    po.tools = tools_of(o.reply);
+    const chat::PromptOptions po = turn_options(o.reply, o.no_think);
     const bool completion = chat::plain_completion(s.tokenizer(), po);
     const std::string arch = om.model->get("general.architecture").get_string();
-    const std::string& chat_template = po.template_source.empty() ? s.tokenizer().chat_template() : po.template_source;
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
     if (o.model.verbose) {
         std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
@@ -187,16 +183,15 @@ void run(const Options& o) {
     auto answer = [&] {
         // The oldest turns go until the prompt leaves room for a reply; the conversation still starts with a user
         // message after the system prompt, as templates that check the roles' alternation want.
-        chat::Prompt p = chat::render_prompt(s.tokenizer(), history, po);
-        std::vector<int32_t> ids = p.tokens(s.tokenizer());
+        chat::Turn turn = chat::prepare_turn(s.tokenizer(), arch, history, po);
+        const std::vector<int32_t>& ids = turn.tokens;
         size_t dropped = 0;
         while (static_cast<int64_t>(ids.size()) >= s.n_ctx() && history.size() > base() + 1) {
             do {
                 history.erase(history.begin() + static_cast<std::ptrdiff_t>(base()));
                 ++dropped;
             } while (history.size() > base() + 1 && history[base()].role != "user");
-            p = chat::render_prompt(s.tokenizer(), history, po);
-            ids = p.tokens(s.tokenizer());
+            turn = chat::prepare_turn(s.tokenizer(), arch, history, po);
         }
         if (static_cast<int64_t>(ids.size()) >= s.n_ctx()) {
             history.pop_back();
@@ -207,13 +202,14 @@ void run(const Options& o) {
         if (dropped > 0)
             write_out("(the " + std::to_string(dropped) + " oldest message" + (dropped == 1 ? "" : "s") +
                       " dropped to fit the " + std::to_string(s.n_ctx()) + "-token context)\n");
-        const std::string& prompt = p.text;
-        if (o.model.verbose) std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", gguf::terminal_text(p.how).c_str(), ids.size());
+        if (o.model.verbose)
+            std::fprintf(stderr, "zinc: prompt from %s, %zu tokens\n", gguf::terminal_text(turn.prompt.how).c_str(),
+                         ids.size());
         g_interrupted = false;
         engine::GenerateOptions go;
         go.max_tokens = o.max_tokens;
-        go.render_special = !completion;  // the chat output parser reads the format's markers
-        ReplyWriter reply = reply_writer(o.reply, !completion, chat_template, arch, prompt);
+        go.render_special = turn.render_special;  // the chat output parser reads the format's markers
+        ReplyWriter reply = reply_writer(o.reply, turn);
         go.force = [&] { return reply.forced_tokens(s.tokenizer()); };
         bool started = false;  // a completion reply has written text (not only line breaks)
         const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {

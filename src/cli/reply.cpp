@@ -116,14 +116,17 @@ nlohmann::ordered_json tools_of(const ReplyFlags& f) {
     return j;
 }
 
-ReplyWriter reply_writer(const ReplyFlags& f, bool chat, const std::string& chat_template,
-                         const std::string& architecture, const std::string& prompt) {
-    const chat::OutputFormat format =
-        chat ? chat::detect_output_format(chat_template, architecture) : chat::OutputFormat::plain;
-    chat::ParserOptions po;
-    po.start_in_reasoning = chat::prompt_opens_reasoning(format, prompt);
-    return ReplyWriter(format, po, f.stops, f.reasoning == "hide" ? ReasoningDisplay::hide : ReasoningDisplay::show,
-                       f.reasoning_budget);
+chat::PromptOptions turn_options(const ReplyFlags& f, bool no_think) {
+    chat::PromptOptions po;
+    po.enable_thinking = !no_think && f.reasoning_budget != 0;
+    po.template_source = template_source(f);
+    po.tools = tools_of(f);
+    return po;
+}
+
+ReplyWriter reply_writer(const ReplyFlags& f, const chat::Turn& turn) {
+    return ReplyWriter(turn.format, turn.parser, f.stops,
+                       f.reasoning == "hide" ? ReasoningDisplay::hide : ReasoningDisplay::show, f.reasoning_budget);
 }
 
 }  // namespace zinc::cli

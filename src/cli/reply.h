@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/output_parser.h"
+#include "chat/prompt.h"
+#include "chat/turn.h"
 #include "tokenizer/tokenizer.h"
 
 namespace zinc::cli {
@@ -70,9 +72,10 @@ std::string template_source(const ReplyFlags& f);
 // The tools of --tools (a list of OpenAI-style tool objects, or an object with "tools"), or null without it.
 nlohmann::ordered_json tools_of(const ReplyFlags& f);
 
-// A writer for a reply of a model whose chat template and architecture are given, after `prompt` (which may open
-// the reasoning block); `chat` false: plain text with stop strings only.
-ReplyWriter reply_writer(const ReplyFlags& f, bool chat, const std::string& chat_template,
-                         const std::string& architecture, const std::string& prompt);
+// The prompt options of the flags: --chat-template-file, --tools, and thinking unless no_think or a reasoning budget
+// of 0.
+chat::PromptOptions turn_options(const ReplyFlags& f, bool no_think);
+// A writer for the reply to `turn` (a plain prompt's turn: plain text with stop strings only).
+ReplyWriter reply_writer(const ReplyFlags& f, const chat::Turn& turn);
 
 }  // namespace zinc::cli

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/reply.h"
-#include "chat/prompt.h"
+#include "chat/turn.h"
 #include "gguf/printable.h"
 
 namespace zinc::cli {
@@ -27,31 +27,25 @@ void run(const Options& o) {
     std::string text = read_prompt(o.prompt);  // a missing prompt is refused before the model is read
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
-    const std::string given_template = template_source(o.reply);
-    std::string how;
-    std::vector<int32_t> ids;
+    const std::string arch = om.model->get("general.architecture").get_string();
+    chat::Turn turn;  // a plain prompt's: its text continued, as it is
     if (o.chat) {
         std::vector<tokenizer::ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", text});
-        chat::PromptOptions po;
-        po.enable_thinking = !o.no_think && o.reply.reasoning_budget != 0;
-        po.template_source = given_template;
-        po.tools = tools_of(o.reply);
-        const chat::Prompt p = chat::render_prompt(s.tokenizer(), msgs, po);
-        text = p.text;
-        how = p.how;
-        ids = p.tokens(s.tokenizer());
+        turn = chat::prepare_turn(s.tokenizer(), arch, msgs, turn_options(o.reply, o.no_think));
+        text = turn.prompt.text;
     } else {
-        ids = s.tokenizer().encode(text, true, true);  // a plain prompt is the user's own text, control tokens and all
+        turn.tokens = s.tokenizer().encode(text, true, true);  // the user's own text, control tokens and all
     }
+    const std::vector<int32_t>& ids = turn.tokens;
     const engine::SamplerParams sp = sampler_params(o.sampling, s.n_ctx());
     if (o.model.verbose) {
         std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
         std::fprintf(stderr, "zinc: seed %llu, prompt %zu tokens\n", static_cast<unsigned long long>(sp.seed),
                      ids.size());
         // As llama.cpp's --verbose-prompt: the exact text the model is given.
-        if (o.chat) std::fprintf(stderr, "zinc: prompt from %s:\n%s\n", gguf::terminal_text(how).c_str(),
+        if (o.chat) std::fprintf(stderr, "zinc: prompt from %s:\n%s\n", gguf::terminal_text(turn.prompt.how).c_str(),
                                 gguf::terminal_text(text).c_str());
     }
     if (ids.empty()) throw std::invalid_argument("the prompt has no tokens");
@@ -63,10 +57,8 @@ void run(const Options& o) {
     engine::Sampler sampler(sp);
     engine::GenerateOptions go;
     go.max_tokens = o.max_tokens;
-    go.render_special = o.chat;  // the chat output parser reads the format's markers
-    const std::string arch = om.model->get("general.architecture").get_string();
-    ReplyWriter reply = reply_writer(o.reply, o.chat, given_template.empty() ? s.tokenizer().chat_template()
-                                                                             : given_template, arch, text);
+    go.render_special = turn.render_special;  // the chat output parser reads the format's markers
+    ReplyWriter reply = reply_writer(o.reply, turn);
     go.force = [&] { return reply.forced_tokens(s.tokenizer()); };
     bool stopped = false;
     const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "chat/turn.h"
 #include "cli/options.h"
 #include "server/server.h"  // the options only; the server itself is built where Boost.Beast is
 
@@ -21,18 +22,36 @@ struct Options {
     ModelFlags model;
     server::ServerOptions server;
     std::string alias;
+    SamplingFlags sampling;     // the defaults of requests that leave sampling out
+    std::string template_file;  // --chat-template-file
 };
 
 #ifdef ZINC_HAVE_SERVER
+// The given template must render a conversation for this model: a broken file is refused at the start, not on
+// every request.
+void check_template(const engine::OpenedModel& om, const std::string& source, const std::string& path) {
+    chat::PromptOptions po;
+    po.template_source = source;
+    try {
+        chat::prepare_turn(om.session->tokenizer(), om.model->get("general.architecture").get_string(),
+                           {{"system", "s"}, {"user", "u"}}, po);
+    } catch (const std::exception& e) {
+        throw std::runtime_error("--chat-template-file " + path + ": " + e.what());
+    }
+}
+
 // Set by SIGINT and SIGTERM; the main thread stops the server (nothing else is safe in a signal handler).
 std::atomic<bool> g_stop{false};
 
 void on_signal(int) { g_stop = true; }
 
 void run(const Options& o) {
-    server::Server srv(o.server);
+    server::ServerOptions so = o.server;
+    so.sampling = {o.sampling.params, o.sampling.seed};
+    if (!o.template_file.empty()) so.chat_template = read_file(o.template_file);
+    server::Server srv(so);
     const int port = srv.bind();
-    std::fprintf(stderr, "zinc: listening on http://%s:%d (loading %s)\n", o.server.host.c_str(), port,
+    std::fprintf(stderr, "zinc: listening on http://%s:%d (loading %s)\n", so.host.c_str(), port,
                  o.model.open.path.c_str());
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
@@ -50,6 +69,7 @@ void run(const Options& o) {
     try {
         engine::OpenedModel om = open_model(o.model);
         if (o.model.verbose) std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
+        if (!so.chat_template.empty()) check_template(om, so.chat_template, o.template_file);
         const std::string name =
             o.alias.empty() ? std::filesystem::path(o.model.open.path).filename().string() : o.alias;
         srv.set_model(std::move(om), name);
@@ -107,6 +127,12 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--cors-origin", so.cors_origins,
                     "an origin (http://host:port) whose pages may call the API, \"*\" for any; may be repeated "
                     "(default: only the server's own page)");
+    cmd->add_option("--chat-template-file", o->template_file,
+                    "a Jinja2 chat template to render every conversation with, instead of the model's")
+        ->check(CLI::ExistingFile);
+    // The request fields' defaults where a request leaves them out (the OpenAI API's, as the server had them).
+    o->sampling.params = o->server.sampling.params;
+    add_sampling_options(cmd, o->sampling);
     cmd->callback([o] { run(*o); });
 }
 

@@ -101,16 +101,19 @@ void check_prompt_length(size_t n, int n_ctx, const char* param) {
                      param, "context_length_exceeded");
 }
 
-engine::SamplerParams sampling(const json& body) {
-    engine::SamplerParams sp;
-    sp.temperature = float(number(body, "temperature", 0.0, 2.0, 0.8));
-    sp.top_p = float(number(body, "top_p", 0.0, 1.0, 0.95));
-    sp.top_k = int(integer(body, "top_k", 0, INT32_MAX, 40));
-    sp.min_p = float(number(body, "min_p", 0.0, 1.0, 0.05));
-    sp.presence_penalty = float(number(body, "presence_penalty", -2.0, 2.0, 0.0));
-    sp.frequency_penalty = float(number(body, "frequency_penalty", -2.0, 2.0, 0.0));
-    sp.repeat_penalty = float(number(body, "repeat_penalty", 0.01, 10.0, 1.0));
-    sp.seed = uint64_t(integer(body, "seed", INT64_MIN, INT64_MAX, int64_t(std::random_device{}())));
+engine::SamplerParams sampling(const json& body, const SamplingDefaults& defaults, int n_ctx) {
+    const engine::SamplerParams& d = defaults.params;
+    engine::SamplerParams sp = d;
+    sp.temperature = float(number(body, "temperature", 0.0, 2.0, d.temperature));
+    sp.top_p = float(number(body, "top_p", 0.0, 1.0, d.top_p));
+    sp.top_k = int(integer(body, "top_k", 0, INT32_MAX, d.top_k));
+    sp.min_p = float(number(body, "min_p", 0.0, 1.0, d.min_p));
+    sp.presence_penalty = float(number(body, "presence_penalty", -2.0, 2.0, d.presence_penalty));
+    sp.frequency_penalty = float(number(body, "frequency_penalty", -2.0, 2.0, d.frequency_penalty));
+    sp.repeat_penalty = float(number(body, "repeat_penalty", 0.01, 10.0, d.repeat_penalty));
+    if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;  // --repeat-last-n -1: the whole context
+    const int64_t seed = defaults.seed >= 0 ? defaults.seed : int64_t(std::random_device{}());
+    sp.seed = uint64_t(integer(body, "seed", INT64_MIN, INT64_MAX, seed));
     if (has(body, "logit_bias") && !(body["logit_bias"].is_object() && body["logit_bias"].empty()))
         throw BadRequest("logit_bias is not supported", "logit_bias");
     return sp;

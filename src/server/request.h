@@ -44,9 +44,16 @@ bool stream_usage(const json& body);
 // A prompt of n tokens must leave room for one generated token in the context; throws BadRequest naming `param`.
 void check_prompt_length(size_t n, int n_ctx, const char* param);
 
-// The sampling fields that chat and completions share (temperature, top_p, top_k, min_p, the penalties, seed),
-// with the defaults of zinc run (a random seed when none is given).
-engine::SamplerParams sampling(const json& body);
+// The sampling of a request that leaves it out: serve's --temp, --top-k, ... as zinc run takes them; seed < 0 draws
+// one for each request.
+struct SamplingDefaults {
+    engine::SamplerParams params{0.8f, 40, 0.95f, 0.05f};
+    int64_t seed = -1;
+};
+
+// The sampling fields that chat and completions share (temperature, top_p, top_k, min_p, the penalties, seed), the
+// defaults' where a field is left out; a penalty window of -1 is the whole context of n_ctx.
+engine::SamplerParams sampling(const json& body, const SamplingDefaults& defaults, int n_ctx);
 
 // The limits every generating request is held to.
 struct Limits {

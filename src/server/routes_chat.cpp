@@ -5,6 +5,7 @@
 
 #include "chat/output_parser.h"
 #include "chat/prompt.h"
+#include "chat/turn.h"
 #include "server/api.h"
 #include "server/openai.h"
 #include "server/request.h"
@@ -79,30 +80,25 @@ json tools_of(const json& body) {
     return named;
 }
 
-// The prompt a chat request gives the model.
-struct ChatPrompt {
+// The turn a chat request gives the model. `deadline`: when the template's render must have ended (the request's
+// time limit).
+chat::Turn render(const Api& api, const json& body, Clock::time_point deadline) {
     chat::PromptOptions options;
-    chat::Prompt prompt;
-};
-
-// `deadline`: when the template's render must have ended (the request's time limit).
-ChatPrompt render(const Api& api, const json& body, Clock::time_point deadline) {
-    ChatPrompt c;
-    c.options.deadline = deadline;
+    options.deadline = deadline;
+    options.template_source = api.opt.chat_template;
     const std::vector<tokenizer::ChatMessage> messages = messages_of(body);
-    c.options.tools = tools_of(body);
-    c.options.add_generation_prompt = boolean(body, "add_generation_prompt", true);
+    options.tools = tools_of(body);
+    options.add_generation_prompt = boolean(body, "add_generation_prompt", true);
     if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
         const json& kw = body["chat_template_kwargs"];
         if (!kw.is_object()) throw BadRequest("chat_template_kwargs must be an object", "chat_template_kwargs");
-        c.options.enable_thinking = boolean(kw, "enable_thinking", true);
+        options.enable_thinking = boolean(kw, "enable_thinking", true);
     }
     try {
-        c.prompt = chat::render_prompt(api.tokenizer(), messages, c.options);
+        return chat::prepare_turn(api.tokenizer(), api.architecture, messages, options);
     } catch (const std::exception& e) {
         throw BadRequest(std::string("the chat template cannot render these messages: ") + e.what(), "messages");
     }
-    return c;
 }
 
 class ChatReply : public Reply {
@@ -207,16 +203,15 @@ void chat_routes(http::Server& http, Api& api) {
             const Api::Preparing turn(api);
             job.deadline = Clock::now() + std::chrono::seconds(api.opt.timeout_seconds);
             const json body = parse_object(req.body);
-            const ChatPrompt c = render(api, body, job.deadline);
-            const tokenizer::Tokenizer& tok = api.tokenizer();
-            job.prompts.push_back(c.prompt.tokens(tok));
+            chat::Turn c = render(api, body, job.deadline);
+            job.prompts.push_back(std::move(c.tokens));
             check_prompt_length(job.prompts[0].size(), api.n_ctx(), "messages");
             if (body.contains("response_format") && !body["response_format"].is_null() &&
                 text(body["response_format"], "type") != "text")
                 throw BadRequest("only the text response format is served", "response_format");
             job.n = int(integer(body, "n", 1, api.opt.limits.max_n, 1));
             job.max_tokens = max_tokens(body, api.opt.limits);
-            job.sampling = sampling(body);
+            job.sampling = sampling(body, api.opt.sampling, api.n_ctx());
             job.stops = stop_strings(body);
             if (boolean(body, "logprobs", false))
                 job.top_logprobs = int(integer(body, "top_logprobs", 0, api.opt.limits.max_logprobs, 0));
@@ -224,12 +219,9 @@ void chat_routes(http::Server& http, Api& api) {
                 throw BadRequest("top_logprobs needs logprobs: true", "top_logprobs");
             stream = boolean(body, "stream", false);
             include_usage = stream_usage(body);
-            // A model without a template writes plain text: no format's markers to read in it.
-            const bool plain = chat::plain_completion(tok, c.options);
-            job.render_special = !plain;
-            job.format = plain ? chat::OutputFormat::plain
-                               : chat::detect_output_format(tok.chat_template(), api.architecture);
-            job.parser.start_in_reasoning = chat::prompt_opens_reasoning(job.format, c.prompt.text);
+            job.render_special = c.render_special;
+            job.format = c.format;
+            job.parser = c.parser;
         } catch (const BadRequest& e) {
             return error(res, e.status, e.what(), e.param, e.code);
         }
@@ -241,7 +233,7 @@ void chat_routes(http::Server& http, Api& api) {
     http.post("/apply-template", [&api](const http::Request& req, http::Response& res) {
         try {
             const Api::Preparing turn(api);
-            const ChatPrompt c =
+            const chat::Turn c =
                 render(api, parse_object(req.body), Clock::now() + std::chrono::seconds(api.opt.timeout_seconds));
             res.set_content(text_of(json{{"prompt", c.prompt.text}}), "application/json");
         } catch (const BadRequest& e) {

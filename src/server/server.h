@@ -44,6 +44,8 @@ struct ServerOptions {
     // Host names (besides IP addresses, localhost and --host) requests may name in their Host header, "*" for any.
     std::vector<std::string> allowed_hosts;
     int max_connections = 512;  // open connections; more are closed as they come
+    SamplingDefaults sampling;
+    std::string chat_template;  // --chat-template-file's text, rendered instead of the model's; empty: the model's
 };
 
 struct Api;

@@ -1,9 +1,11 @@
 // `zinc serve` as a client sees it: a real server process on the Qwen3 fixture (its own chat template), started on a
 // free port, and HTTP requests from a plain client (http_client.h): health, the model list, chat completions streamed and not,
 // stop strings, seed determinism, the API key, malformed requests answered with OpenAI's errors while the server
-// keeps serving, and a client that goes away in the middle of a stream.
+// keeps serving, a client that goes away in the middle of a stream, and the flags of a chat template file and of the
+// sampling defaults.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -189,6 +191,60 @@ TEST(Serve, ClientThatLeavesMidStream) {
     auto r = c.Post("/v1/chat/completions", chat_body("hi", 2).dump(), "application/json");
     ASSERT_TRUE(r) << srv.log();
     EXPECT_EQ(r->status, 200) << r->body;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+}
+
+json user_message(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
+
+// --chat-template-file renders every conversation, in place of the model's template; --temp and --seed are the
+// sampling of requests that leave it out.
+TEST(Serve, ChatTemplateFileAndSamplingDefaults) {
+    const std::string tmpl = write_file("serve_template.jinja",
+                                        "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+                                        "{% if add_generation_prompt %}[assistant] {% endif %}");
+    ServeProcess srv({"--chat-template-file", tmpl, "--temp", "0"});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    auto r = c.Post("/apply-template", json{{"messages", user_message("Hello")}}.dump(), "application/json");
+    ASSERT_TRUE(r) << srv.log();
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)["prompt"], "[user] Hello\n[assistant] ");
+    // No temperature in the request: --temp 0's greedy reply, the same as a request that asks for greedy.
+    const json asked = {{"messages", user_message("Tell me a story")}, {"max_tokens", 16}};
+    json greedy = asked;
+    greedy["temperature"] = 0;
+    auto a = c.Post("/v1/chat/completions", asked.dump(), "application/json");
+    auto g = c.Post("/v1/chat/completions", greedy.dump(), "application/json");
+    ASSERT_TRUE(a && g);
+    ASSERT_EQ(a->status, 200) << a->body;
+    EXPECT_EQ(json::parse(a->body)["choices"][0]["message"], json::parse(g->body)["choices"][0]["message"]);
+
+    // --seed: sampled replies of requests without a seed repeat; a request's own seed still counts.
+    ServeProcess seeded({"--temp", "1", "--seed", "7"});
+    ASSERT_GT(seeded.port(), 0) << seeded.log();
+    auto sc = seeded.client();
+    auto s1 = sc.Post("/v1/chat/completions", asked.dump(), "application/json");
+    auto s2 = sc.Post("/v1/chat/completions", asked.dump(), "application/json");
+    json own = asked;
+    own["seed"] = 7;
+    auto s3 = sc.Post("/v1/chat/completions", own.dump(), "application/json");
+    ASSERT_TRUE(s1 && s2 && s3);
+    const json m1 = json::parse(s1->body)["choices"][0]["message"];
+    EXPECT_EQ(m1, json::parse(s2->body)["choices"][0]["message"]);
+    EXPECT_EQ(m1, json::parse(s3->body)["choices"][0]["message"]);
+}
+
+// A template file that does not render is refused when the server starts, naming the flag.
+TEST(Serve, BrokenChatTemplateFileIsRefused) {
+    const std::string tmpl = write_file("serve_broken.jinja", "{% for m in messages %}{{ m.content ");
+    ServeProcess srv({"--chat-template-file", tmpl});
+    EXPECT_NE(srv.log().find("--chat-template-file"), std::string::npos) << srv.log();
+    EXPECT_EQ(srv.log().find("zinc: ready"), std::string::npos) << srv.log();
 }
 
 }  // namespace
