@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "cli/commands.h"
 #include "chat/turn.h"
+#include "cli/commands.h"
 #include "cli/options.h"
 #include "server/server.h"  // the options only; the server itself is built where Boost.Beast is
 
