@@ -127,6 +127,8 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--cors-origin", so.cors_origins,
                     "an origin (http://host:port) whose pages may call the API, \"*\" for any; may be repeated "
                     "(default: only the server's own page)");
+    cmd->add_flag("--log-disable", [o](int64_t) { o->server.log_requests = false; },
+                  "no line on standard error for each request");
     cmd->add_option("--chat-template-file", o->template_file,
                     "a Jinja2 chat template to render every conversation with, instead of the model's")
         ->check(CLI::ExistingFile);

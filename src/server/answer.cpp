@@ -18,6 +18,7 @@ struct Progress {
     std::shared_ptr<Reply> reply;
     int ended = 0;      // choices that have ended
     std::string error;  // the generation failed
+    TokenCounts tokens;  // of the choices that have ended
 };
 
 enum class Pumped { done, failed, gone };
@@ -45,7 +46,11 @@ Pumped pump(Progress& p, const std::function<bool(const std::vector<json>&)>& wr
         }
         std::vector<json> chunks;
         p.reply->add(*u, write ? &chunks : nullptr);
-        if (u->final) ++p.ended;
+        if (u->final) {
+            ++p.ended;
+            p.tokens.generated += u->completion_tokens;
+            if (u->choice % p.task->job().n == 0) p.tokens.prompt += u->prompt_tokens;  // a prompt's first choice
+        }
         if (write && !chunks.empty() && !write(chunks)) {
             p.task->cancel();
             return Pumped::gone;
@@ -77,12 +82,25 @@ void answer(Api& api, const http::Request& req, http::Response& res, Job job, st
 
     if (stream) {
         res.set_header("Cache-Control", "no-cache");
-        res.set_stream("text/event-stream", [p, include_usage](http::Stream& sink) {
-            // However the stream ends (written, the client gone, the server stopping), the task ends with it.
+        // What the log says of the request, kept for the stream, which outlives the route's call.
+        http::Request logged;
+        logged.method = req.method;
+        logged.path = req.path;
+        logged.received = req.received;
+        res.set_stream("text/event-stream", [&api, logged, p, include_usage](http::Stream& sink) {
+            // However the stream ends (written, the client gone, the server stopping), the task ends with it, and
+            // the request's line goes to the log.
             struct Release {
                 Task& t;
-                ~Release() { t.cancel(); }
-            } release{*p->task};
+                const Api& api;
+                const http::Request& req;
+                const Progress& p;
+                std::string outcome = "the client has gone";
+                ~Release() {
+                    t.cancel();
+                    log_request(api, req, 200, &p.tokens, outcome);
+                }
+            } release{*p->task, api, logged, *p};
             for (const json& c : p->reply->opening())
                 if (!send_event(sink, c)) return;
             const Pumped r = pump(
@@ -96,18 +114,22 @@ void answer(Api& api, const http::Request& req, http::Response& res, Job job, st
             if (r == Pumped::gone) return;
             if (r == Pumped::failed) {
                 // The status is sent already: the error goes in the stream, as OpenAI's does.
+                release.outcome = "failed: " + p->error;
                 send_event(sink, error_body(p->error, "server_error"));
                 return;
             }
             if (include_usage && !send_event(sink, p->reply->usage_event())) return;
-            sink.write("data: [DONE]\n\n");
+            if (sink.write("data: [DONE]\n\n")) release.outcome.clear();
         });
         return;
     }
 
     const Pumped r = pump(*p, nullptr, req.connected);
     task->cancel();
-    if (r == Pumped::done) return res.set_content(text_of(p->reply->whole()), "application/json");
+    if (r == Pumped::done) {
+        log_request(api, req, 200, &p->tokens);
+        return res.set_content(text_of(p->reply->whole()), "application/json");
+    }
     // A client that has gone gets nothing: its connection fails the write.
     error(res, 500, r == Pumped::gone ? "the client has gone" : p->error);
 }

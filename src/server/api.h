@@ -67,6 +67,17 @@ public:
 void answer(Api& api, const http::Request& req, http::Response& res, Job job, std::shared_ptr<Reply> reply,
             bool stream, bool include_usage);
 
+// A generating request's tokens, for its line in the log: its prompts', of them found in a cache, and generated.
+struct TokenCounts {
+    int prompt = 0, cached = 0, generated = 0;
+};
+// One line on standard error for a request, unless --log-disable: method, path, status, a generating request's
+// tokens, the seconds since its headers were read, and how it ended where it did not end with its answer.
+void log_request(const Api& api, const http::Request& req, int status, const TokenCounts* tokens = nullptr,
+                 const std::string& outcome = {});
+// The routes that answer through answer(), which logs their requests when their answers end.
+bool generating_route(const http::Request& req);
+
 // The routes, one file each.
 void info_routes(http::Server& http, Api& api);        // /health, /v1/models, /metrics
 void chat_routes(http::Server& http, Api& api);        // /v1/chat/completions, /apply-template

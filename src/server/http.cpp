@@ -307,6 +307,7 @@ private:
     void on_header(beast::error_code ec) {
         if (!read_ok(ec, buffer_.size() > 0 || parser_->got_some())) return;
         const auto& h = parser_->get();
+        req_.received = std::chrono::steady_clock::now();
         req_.method = std::string(h.method_string());
         const std::string_view target(h.target().data(), h.target().size());
         req_.path = std::string(target.substr(0, target.find('?')));

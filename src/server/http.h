@@ -12,6 +12,7 @@
 // and may answer it before its body is read (origin, Host, API key).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -28,6 +29,7 @@ struct Request {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
     bool http10 = false;  // an HTTP/1.0 client (no chunked answers)
+    std::chrono::steady_clock::time_point received;  // when its headers were read
     // Whether the client is still connected: a route that waits long asks, so that a client that has gone ends its
     // work. Set for POST routes.
     std::function<bool()> connected;

@@ -78,7 +78,11 @@ Server::Server(ServerOptions options) : api_(std::make_unique<Api>()) {
     http_->set_error_writer([](http::Response& res, int status, const std::string& message) {
         error(res, status, message);
     });
-    http_->set_logger([this](const http::Request& req, int status) { api_->metrics.request(req.path, status); });
+    http_->set_logger([this](const http::Request& req, int status) {
+        api_->metrics.request(req.path, status);
+        // A generating request that is answered is logged when its answer has ended (answer()).
+        if (!(generating_route(req) && status == 200)) log_request(*api_, req, status);
+    });
     info_routes(*http_, *api_);
     chat_routes(*http_, *api_);
     completion_routes(*http_, *api_);

@@ -45,6 +45,7 @@ struct ServerOptions {
     std::vector<std::string> allowed_hosts;
     int max_connections = 512;  // open connections; more are closed as they come
     SamplingDefaults sampling;
+    bool log_requests = true;   // a line on standard error for each request (--log-disable: none)
     std::string chat_template;  // --chat-template-file's text, rendered instead of the model's; empty: the model's
 };
 

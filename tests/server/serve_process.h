@@ -1,5 +1,6 @@
 // A real `zinc serve` for the C++ tests: a child process on the Qwen3 fixture (its own chat template) or another
-// model, started on a free port with the given extra flags; its standard error is read until it says it is ready.
+// model, started on a free port with the given extra flags; its standard error is read until it says it is ready, and
+// after that by a thread of its own, as it comes.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,8 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "http_client.h"
@@ -44,33 +48,60 @@ public:
             if (at != std::string::npos) port_ = std::stoi(l.substr(at + 30));
             if (l.find("zinc: ready") != std::string::npos) break;
         }
+        ready_at_ = log_.size();
+        // From here on a thread reads standard error as it comes (the request log), so that the server never waits
+        // on a full pipe.
+        if (err_)
+            reader_ = std::thread([this] {
+                char l[4096];
+                while (fgets(l, sizeof l, err_)) {
+                    std::lock_guard<std::mutex> lk(mu_);
+                    log_ += l;
+                }
+            });
     }
     // Stops the server; a crash, or a report of the sanitizers (the sanitizer build: leaks, undefined behaviour), fails
     // the test that ran it.
     ~ServeProcess() {
         if (pid_ > 0) {
             kill(pid_, SIGTERM);
-            std::string rest;
-            char line[1024];
-            while (err_ && fgets(line, sizeof line, err_)) rest += line;
+            if (reader_.joinable()) reader_.join();  // the pipe ends with the process
             int status = 0;
             waitpid(pid_, &status, 0);
+            const std::string rest = log().substr(ready_at_);
             if (!WIFEXITED(status) || rest.find("Sanitizer") != std::string::npos ||
                 rest.find("runtime error:") != std::string::npos)
                 ADD_FAILURE() << "zinc serve ended badly (status " << status << "):\n" << rest.substr(0, 8000);
         }
+        if (reader_.joinable()) reader_.join();
         if (err_) fclose(err_);
+    }
+    // Waits until the log holds `needle`, at most `seconds`; whether it does.
+    bool wait_for_log(const std::string& needle, int seconds = 10) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+        while (log().find(needle) == std::string::npos) {
+            if (std::chrono::steady_clock::now() >= end) return false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return true;
     }
     int port() const { return port_; }
     pid_t pid() const { return pid_; }
-    const std::string& log() const { return log_; }
+    // Standard error so far.
+    std::string log() const {
+        std::lock_guard<std::mutex> lk(mu_);
+        return log_;
+    }
     Client client() const { return Client(port_); }
 
 private:
     pid_t pid_ = -1;
     FILE* err_ = nullptr;
     int port_ = -1;
+    size_t ready_at_ = 0;  // where the log was when the server said it was ready
+    mutable std::mutex mu_;
     std::string log_;
+    std::thread reader_;
 };
 
 }  // namespace zinc::test

@@ -247,4 +247,37 @@ TEST(Serve, BrokenChatTemplateFileIsRefused) {
     EXPECT_EQ(srv.log().find("zinc: ready"), std::string::npos) << srv.log();
 }
 
+// A line on standard error for each request: method, path, status, a generating request's tokens and its time, also
+// for a streamed answer and one refused; none with --log-disable.
+TEST(Serve, RequestLog) {
+    ServeProcess srv({});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    auto r = c.Post("/v1/chat/completions", chat_body("Hello there", 3).dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const int prompt = json::parse(r->body)["usage"]["prompt_tokens"];
+    EXPECT_TRUE(srv.wait_for_log("zinc: POST /v1/chat/completions 200, prompt " + std::to_string(prompt) +
+                                 " tokens (0 cached), generated 3, "))
+        << srv.log();
+    json streamed = chat_body("Hello there", 4);
+    streamed["stream"] = true;
+    c.Post("/v1/chat/completions", streamed.dump(), "application/json", [](const std::string&) { return true; });
+    EXPECT_TRUE(srv.wait_for_log("tokens (0 cached), generated 4, ")) << srv.log();
+    ASSERT_TRUE(c.Get("/health"));
+    EXPECT_TRUE(srv.wait_for_log("zinc: GET /health 200, ")) << srv.log();
+    json bad = chat_body("hi", 2);
+    bad["temperature"] = 9;
+    ASSERT_TRUE(c.Post("/v1/chat/completions", bad.dump(), "application/json"));
+    EXPECT_TRUE(srv.wait_for_log("zinc: POST /v1/chat/completions 400, ")) << srv.log();
+
+    ServeProcess quiet({"--log-disable"});
+    ASSERT_GT(quiet.port(), 0) << quiet.log();
+    auto q = quiet.client();
+    ASSERT_TRUE(q.Get("/health"));
+    ASSERT_TRUE(q.Post("/v1/chat/completions", chat_body("Hello there", 2).dump(), "application/json"));
+    EXPECT_FALSE(quiet.wait_for_log("/health", 1)) << quiet.log();
+    EXPECT_EQ(quiet.log().find("/v1/chat/completions"), std::string::npos) << quiet.log();
+}
+
 }  // namespace
