@@ -49,7 +49,10 @@ Pumped pump(Progress& p, const std::function<bool(const std::vector<json>&)>& wr
         if (u->final) {
             ++p.ended;
             p.tokens.generated += u->completion_tokens;
-            if (u->choice % p.task->job().n == 0) p.tokens.prompt += u->prompt_tokens;  // a prompt's first choice
+            if (u->choice % p.task->job().n == 0) {  // a prompt's first choice, which evaluated it
+                p.tokens.prompt += u->prompt_tokens;
+                p.tokens.cached += u->cached_tokens;
+            }
         }
         if (write && !chunks.empty() && !write(chunks)) {
             p.task->cancel();

@@ -39,10 +39,11 @@ int64_t unix_time() {
         .count();
 }
 
-json usage(int prompt_tokens, int completion_tokens) {
+json usage(int prompt_tokens, int completion_tokens, int cached_tokens) {
     return {{"prompt_tokens", prompt_tokens},
             {"completion_tokens", completion_tokens},
-            {"total_tokens", prompt_tokens + completion_tokens}};
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 json chat_logprobs(const std::vector<TokenLogprob>& tokens, const tokenizer::Tokenizer& tok) {

@@ -28,7 +28,7 @@ const char* error_type(int status);
 // Seconds since 1970: OpenAI's "created".
 int64_t unix_time();
 
-json usage(int prompt_tokens, int completion_tokens);
+json usage(int prompt_tokens, int completion_tokens, int cached_tokens);
 
 // Chat's form: {"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]} per token.
 json chat_logprobs(const std::vector<TokenLogprob>& tokens, const tokenizer::Tokenizer& tok);

@@ -122,6 +122,7 @@ public:
         if (u.final) {
             c.finish = u.finish_reason == "stop" && c.calls ? "tool_calls" : u.finish_reason;
             prompt_tokens_ = u.prompt_tokens;
+            if (u.choice == 0) cached_tokens_ = u.cached_tokens;  // the prompt's evaluation (the others reuse it)
             completion_tokens_ += u.completion_tokens;
         }
         if (!chunks) return;
@@ -147,13 +148,13 @@ public:
                 {"created", created_},
                 {"model", api_.name},
                 {"choices", choices},
-                {"usage", usage(prompt_tokens_, completion_tokens_)}};
+                {"usage", usage(prompt_tokens_, completion_tokens_, cached_tokens_)}};
     }
 
     json usage_event() override {
         json u = chunk(0, nullptr, nullptr, nullptr);
         u["choices"] = json::array();
-        u["usage"] = usage(prompt_tokens_, completion_tokens_);
+        u["usage"] = usage(prompt_tokens_, completion_tokens_, cached_tokens_);
         return u;
     }
 
@@ -190,7 +191,7 @@ private:
     int64_t created_;
     bool logprobs_;
     std::vector<Choice> choices_;
-    int prompt_tokens_ = 0, completion_tokens_ = 0;
+    int prompt_tokens_ = 0, completion_tokens_ = 0, cached_tokens_ = 0;
 };
 
 }  // namespace

@@ -52,7 +52,7 @@ public:
     CompletionReply(const Api& api, uint64_t request, const std::vector<Prompt>& prompts, int n, bool echo,
                     bool logprobs)
         : api_(api), id_("cmpl-" + std::to_string(request)), created_(unix_time()), logprobs_(logprobs),
-          echo_(echo) {
+          echo_(echo), n_(n) {
         for (const Prompt& p : prompts)
             for (int i = 0; i < n; ++i) {
                 Choice c;
@@ -84,6 +84,7 @@ public:
         if (u.final) {
             c.finish = u.finish_reason;
             completion_tokens_ += u.completion_tokens;
+            if (u.choice % n_ == 0) cached_tokens_ += u.cached_tokens;  // a prompt's evaluation (the others reuse it)
         }
         if (chunks && (!text.empty() || u.final || !u.logprobs.empty()))
             chunks->push_back(chunk(u.choice, text, lp, u.final ? json(c.finish) : json(nullptr)));
@@ -101,13 +102,13 @@ public:
                 {"created", created_},
                 {"model", api_.name},
                 {"choices", choices},
-                {"usage", usage(prompt_tokens_, completion_tokens_)}};
+                {"usage", usage(prompt_tokens_, completion_tokens_, cached_tokens_)}};
     }
 
     json usage_event() override {
         json u = chunk(0, "", nullptr, nullptr);
         u["choices"] = json::array();
-        u["usage"] = usage(prompt_tokens_, completion_tokens_);
+        u["usage"] = usage(prompt_tokens_, completion_tokens_, cached_tokens_);
         return u;
     }
 
@@ -133,8 +134,9 @@ private:
     std::string id_;
     int64_t created_;
     bool logprobs_, echo_;
+    int n_;  // choices of each prompt
     std::vector<Choice> choices_;
-    int prompt_tokens_ = 0, completion_tokens_ = 0;
+    int prompt_tokens_ = 0, completion_tokens_ = 0, cached_tokens_ = 0;
 };
 
 }  // namespace

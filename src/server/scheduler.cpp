@@ -184,6 +184,7 @@ bool Scheduler::run_choice(Task& task, int choice, bool& timed_out) {
                         r.stop == engine::GenerateResult::Stop::ContextFull;
     pending.finish_reason = length ? "length" : "stop";
     pending.prompt_tokens = int(prompt.size());
+    pending.cached_tokens = std::max(0, int(prompt.size()) - r.prompt_tokens);
     pending.completion_tokens = r.generated;
     task.put(std::move(pending));
     return true;

@@ -61,6 +61,7 @@ struct Update {
     bool final = false;                  // the choice has ended; the fields below are set
     std::string finish_reason;           // stop or length (a reply with tool calls is the connection's to say)
     int prompt_tokens = 0, completion_tokens = 0;
+    int cached_tokens = 0;  // of prompt_tokens, those the model still held from the request before (not evaluated)
     std::string error;  // the generation failed: the task ends with this update
 };
 

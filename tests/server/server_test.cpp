@@ -263,7 +263,8 @@ TEST(Serve, RequestLog) {
     json streamed = chat_body("Hello there", 4);
     streamed["stream"] = true;
     c.Post("/v1/chat/completions", streamed.dump(), "application/json", [](const std::string&) { return true; });
-    EXPECT_TRUE(srv.wait_for_log("tokens (0 cached), generated 4, ")) << srv.log();
+    // The same prompt again: all of it but its last token is still in the model's cache.
+    EXPECT_TRUE(srv.wait_for_log("tokens (" + std::to_string(prompt - 1) + " cached), generated 4, ")) << srv.log();
     ASSERT_TRUE(c.Get("/health"));
     EXPECT_TRUE(srv.wait_for_log("zinc: GET /health 200, ")) << srv.log();
     json bad = chat_body("hi", 2);
@@ -278,6 +279,28 @@ TEST(Serve, RequestLog) {
     ASSERT_TRUE(q.Post("/v1/chat/completions", chat_body("Hello there", 2).dump(), "application/json"));
     EXPECT_FALSE(quiet.wait_for_log("/health", 1)) << quiet.log();
     EXPECT_EQ(quiet.log().find("/v1/chat/completions"), std::string::npos) << quiet.log();
+}
+
+// usage.prompt_tokens_details.cached_tokens: the tokens of the prompt that the model did not evaluate again, a
+// prefix it still held from the request before; 0 for the first request.
+TEST(Serve, CachedTokensOfACommonPrefix) {
+    ServeProcess srv({});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    const auto usage = [&](const json& body) {
+        auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+        return r ? json::parse(r->body)["usage"] : json();
+    };
+    const json first = usage(chat_body("Tell me about the jury", 3));
+    EXPECT_EQ(first["prompt_tokens_details"]["cached_tokens"], 0) << first;
+    const json again = usage(chat_body("Tell me about the jury", 3));
+    EXPECT_EQ(again["prompt_tokens_details"]["cached_tokens"], again["prompt_tokens"].get<int>() - 1) << again;
+    // Another question shares the template's opening only.
+    const json other = usage(chat_body("What did the clerk file?", 3));
+    const int cached = other["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_GT(cached, 0) << other;
+    EXPECT_LT(cached, other["prompt_tokens"].get<int>() - 1) << other;
 }
 
 }  // namespace
