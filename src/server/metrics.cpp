@@ -31,9 +31,11 @@ void Metrics::request(const std::string& endpoint, int status) {
     ++requests_[{e, status}];
 }
 
-void Metrics::generation(int prompt_tokens, double prompt_seconds, int generated, double generate_seconds) {
+void Metrics::generation(int prompt_tokens, int cached_tokens, double prompt_seconds, int generated,
+                         double generate_seconds) {
     std::lock_guard<std::mutex> lk(mu_);
     prompt_tokens_ += uint64_t(prompt_tokens);
+    cached_tokens_ += uint64_t(cached_tokens);
     generated_tokens_ += uint64_t(generated);
     prompt_seconds_ += prompt_seconds;
     generate_seconds_ += generate_seconds;
@@ -55,6 +57,9 @@ std::string Metrics::text(int waiting, int running, bool ready) const {
                std::to_string(count) + "\n";
     header(out, "zinc_prompt_tokens_total", "counter", "Prompt tokens evaluated (reused prefixes excluded).");
     out += "zinc_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+    header(out, "zinc_prompt_tokens_cached_total", "counter",
+           "Prompt tokens not evaluated: a prefix the model still held from the request before.");
+    out += "zinc_prompt_tokens_cached_total " + std::to_string(cached_tokens_) + "\n";
     header(out, "zinc_generated_tokens_total", "counter", "Tokens generated.");
     out += "zinc_generated_tokens_total " + std::to_string(generated_tokens_) + "\n";
     header(out, "zinc_prompt_seconds_total", "counter", "Seconds spent evaluating prompts.");

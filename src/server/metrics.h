@@ -16,8 +16,10 @@ public:
     // A response was written. Endpoints the server does not have are counted as "other", so that no client can grow
     // the table.
     void request(const std::string& endpoint, int status);
-    // One choice was generated: prompt tokens evaluated (a reused prefix excluded) and tokens generated, with times.
-    void generation(int prompt_tokens, double prompt_seconds, int generated, double generate_seconds);
+    // One choice was generated: prompt tokens evaluated (a reused prefix excluded), those reused, and tokens generated,
+    // with times.
+    void generation(int prompt_tokens, int cached_tokens, double prompt_seconds, int generated,
+                    double generate_seconds);
     // A choice ended early: "client_gone" or "timeout".
     void cancelled(const std::string& reason);
 
@@ -27,7 +29,7 @@ private:
     mutable std::mutex mu_;
     std::map<std::pair<std::string, int>, uint64_t> requests_;
     std::map<std::string, uint64_t> cancelled_;
-    uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+    uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
     double prompt_seconds_ = 0, generate_seconds_ = 0;
     double last_prompt_tps_ = 0, last_generate_tps_ = 0;
 };

@@ -172,7 +172,8 @@ bool Scheduler::run_choice(Task& task, int choice, bool& timed_out) {
         task.end(e.what());
         return false;
     }
-    metrics_.generation(r.prompt_tokens, r.prompt_seconds, r.generated, r.generate_seconds);
+    const int cached = std::max(0, int(prompt.size()) - r.prompt_tokens);  // the prefix the session still held
+    metrics_.generation(r.prompt_tokens, cached, r.prompt_seconds, r.generated, r.generate_seconds);
     if (task.cancelled()) {
         metrics_.cancelled("client_gone");
         task.end("the request was cancelled");
@@ -184,7 +185,7 @@ bool Scheduler::run_choice(Task& task, int choice, bool& timed_out) {
                         r.stop == engine::GenerateResult::Stop::ContextFull;
     pending.finish_reason = length ? "length" : "stop";
     pending.prompt_tokens = int(prompt.size());
-    pending.cached_tokens = std::max(0, int(prompt.size()) - r.prompt_tokens);
+    pending.cached_tokens = cached;
     pending.completion_tokens = r.generated;
     task.put(std::move(pending));
     return true;

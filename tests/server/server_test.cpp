@@ -301,6 +301,11 @@ TEST(Serve, CachedTokensOfACommonPrefix) {
     const int cached = other["prompt_tokens_details"]["cached_tokens"];
     EXPECT_GT(cached, 0) << other;
     EXPECT_LT(cached, other["prompt_tokens"].get<int>() - 1) << other;
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    const int reused = again["prompt_tokens"].get<int>() - 1 + cached;
+    EXPECT_NE(m->body.find("zinc_prompt_tokens_cached_total " + std::to_string(reused) + "\n"), std::string::npos)
+        << m->body;
 }
 
 }  // namespace
