@@ -1,0 +1,145 @@
+#include "engine/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+namespace zinc::engine {
+
+struct Generator::Slot {
+    int id = 0, seq = 0;
+    Request r;
+    Sampler sampler;
+    tokenizer::StreamDecoder decoder;
+    size_t fed = 0;       // prompt tokens run so far
+    int32_t next = -1;    // the token chosen last, to run in the next step
+    int64_t pos = 0;      // the position of the next row
+    GenerateResult result;
+    std::chrono::steady_clock::time_point t0, t_generate;
+    Slot(Request req, const tokenizer::Tokenizer& tok)
+        : r(std::move(req)), sampler(r.sampling), decoder(tok, r.render_special) {}
+};
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Generator::Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget)
+    : family_(family), be_(be), tok_(tok), budget_(std::max(1, prompt_budget)), slots_(size_t(family.n_seq())) {}
+
+Generator::~Generator() = default;
+
+int Generator::running() const {
+    return int(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s != nullptr; }));
+}
+
+int Generator::free_sequences() const { return int(slots_.size()) - running(); }
+
+int Generator::add(Request r) {
+    if (r.prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
+    if (int64_t(r.prompt.size()) > family_.n_ctx())
+        throw std::length_error("the prompt has " + std::to_string(r.prompt.size()) + " tokens but the context holds " +
+                                std::to_string(family_.n_ctx()));
+    const auto free = std::find(slots_.begin(), slots_.end(), nullptr);
+    if (free == slots_.end()) throw std::runtime_error("every sequence is taken");
+    auto s = std::make_unique<Slot>(std::move(r), tok_);
+    s->id = next_id_++;
+    s->seq = int(free - slots_.begin());
+    s->sampler.reset();
+    for (int32_t t : s->r.prompt) s->sampler.accept(t);
+    s->t0 = std::chrono::steady_clock::now();
+    family_.release(s->seq);  // a fresh state: the sequence's rows start at 0
+    *free = std::move(s);
+    return (*free)->id;
+}
+
+void Generator::finish(Slot& s, GenerateResult::Stop stop) {
+    s.result.stop = stop;
+    if (const std::string rest = s.decoder.flush(); !rest.empty() && s.r.on_text) s.r.on_text(-1, rest);
+    if (s.result.generated > 0 || s.fed == s.r.prompt.size()) s.result.generate_seconds = seconds_since(s.t_generate);
+    const int seq = s.seq;
+    std::unique_ptr<Slot> done = std::move(slots_[size_t(seq)]);
+    family_.release(seq);
+    if (done->r.on_done) done->r.on_done(done->result);
+}
+
+void Generator::cancel(int id) {
+    for (auto& s : slots_)
+        if (s && s->id == id) return finish(*s, GenerateResult::Stop::Interrupted);
+}
+
+bool Generator::step() {
+    // The rows: each decoding request's token, then the prompts' chunks in sequence order, as the budget and the
+    // micro-batch allow; each request's rows together and in order, as Batch wants them.
+    Batch b;
+    std::vector<Slot*> wanted;  // the requests whose rows ask for logits, in the batch's order
+    int room = family_.n_ubatch();
+    for (auto& s : slots_)
+        if (s && s->fed == s->r.prompt.size() && room > 0) {
+            b.add(s->next, s->seq, int32_t(s->pos), true);
+            wanted.push_back(s.get());
+            --room;
+        }
+    int budget = std::min(budget_, room);
+    for (auto& s : slots_) {
+        if (!s || s->fed == s->r.prompt.size() || budget == 0) continue;
+        const size_t n = std::min(s->r.prompt.size() - s->fed, size_t(budget));
+        for (size_t i = 0; i < n; ++i) {
+            const bool last = s->fed + i + 1 == s->r.prompt.size();
+            b.add(s->r.prompt[s->fed + i], s->seq, int32_t(s->pos + int64_t(i)), last);
+            if (last) wanted.push_back(s.get());
+        }
+        budget -= int(n);
+    }
+    if (b.size() == 0) return false;
+    const backend::Act lo = family_.step(b);
+    logits_.resize(size_t(lo.rows * lo.cols));
+    if (lo.rows > 0) be_.download(lo, logits_);
+    // The rows are in the state now; a prompt's last row ends its prompt's time.
+    for (size_t i = 0; i < b.size(); ++i) {
+        Slot& s = *slots_[size_t(b.seq[i])];
+        ++s.pos;
+        if (s.fed < s.r.prompt.size()) {
+            ++s.fed;
+            ++s.result.prompt_tokens;
+            if (s.fed == s.r.prompt.size()) {
+                s.result.prompt_seconds = seconds_since(s.t0);
+                s.t_generate = std::chrono::steady_clock::now();
+            }
+        }
+    }
+    for (size_t w = 0; w < wanted.size(); ++w) {
+        Slot& s = *wanted[w];
+        std::span<float> row(logits_.data() + w * size_t(lo.cols), size_t(lo.cols));
+        if (!std::all_of(row.begin(), row.end(), [](float v) { return std::isfinite(v); }))
+            throw std::runtime_error("the logits of a step were not finite");
+        if (s.r.max_tokens >= 0 && s.result.generated >= s.r.max_tokens) {
+            finish(s, GenerateResult::Stop::MaxTokens);
+            continue;
+        }
+        const int32_t t = s.sampler.sample(row);
+        if (tok_.is_eog(t)) {
+            finish(s, GenerateResult::Stop::EndOfGeneration);
+            continue;
+        }
+        s.sampler.accept(t);
+        ++s.result.generated;
+        if (s.r.on_text && !s.r.on_text(t, s.decoder.push(t))) {
+            finish(s, GenerateResult::Stop::Interrupted);
+            continue;
+        }
+        if (s.pos + 1 > family_.n_ctx()) {
+            finish(s, GenerateResult::Stop::ContextFull);
+            continue;
+        }
+        s.next = t;
+    }
+    return true;
+}
+
+}  // namespace zinc::engine

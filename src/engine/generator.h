@@ -1,0 +1,66 @@
+// Many generations at once on one state of several sequences, the engine's side of continuous batching: a request
+// takes a free sequence, and each step() is one forward pass over the rows of every running request, a chunk of a
+// prompt still being read or the token its last step chose. Requests join and leave between steps, and a long prompt
+// is read a chunk a step beside the others' decoding, so no stream waits for another's whole prompt. A request's
+// tokens are chosen from its row's logits on the host by its own sampler, and its text, stops and result are those of
+// Session::generate for the same prompt (a fresh sequence: no prefix is reused).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/family.h"
+#include "engine/sampler.h"
+#include "engine/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace zinc::engine {
+
+class Generator {
+public:
+    struct Request {
+        std::vector<int32_t> prompt;
+        int max_tokens = 256;          // < 0: until the end of generation or a full context
+        bool render_special = false;   // as GenerateOptions::render_special
+        SamplerParams sampling;
+        // Each generated token's text, as Session::generate's on_text (id -1: text held back to the end); false
+        // stops the request.
+        std::function<bool(int32_t id, const std::string& text)> on_text;
+        // Called once, when the request has ended, after its last text; its sequence is free again.
+        std::function<void(const GenerateResult&)> on_done;
+    };
+
+    // `prompt_budget`: the prompt rows a step reads at most, over all requests; a step also holds one row for each
+    // decoding request, and at most the family's micro-batch in all.
+    Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget = 256);
+    ~Generator();
+
+    // Starts a request on a free sequence and returns its number. Throws std::runtime_error when every sequence is
+    // taken, std::invalid_argument for an empty prompt and std::length_error for one the context cannot hold.
+    int add(Request r);
+    // Requests running, sequences free.
+    int running() const;
+    int free_sequences() const;
+    // One forward step over every running request; false when none was running.
+    bool step();
+    // Ends request `id` (its on_done with Stop::Interrupted) where it is.
+    void cancel(int id);
+
+private:
+    struct Slot;
+    void finish(Slot& s, GenerateResult::Stop stop);
+
+    Family& family_;
+    backend::Backend& be_;
+    const tokenizer::Tokenizer& tok_;
+    int budget_;
+    int next_id_ = 0;
+    std::vector<std::unique_ptr<Slot>> slots_;  // one per sequence, null where free
+    std::vector<float> logits_;                 // the step's logits, brought back
+};
+
+}  // namespace zinc::engine

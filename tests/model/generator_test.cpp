@@ -1,0 +1,159 @@
+// Many generations at once (engine::Generator): requests that run together, join when a sequence is free, read their
+// prompts a chunk a step beside the others' decoding and leave at different lengths give each the tokens and text
+// that Session::generate gives the same prompt alone, greedy and sampled with the same seeds, in every family (F32
+// fixtures, CPU).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/family.h"
+#include "engine/generator.h"
+#include "engine/session.h"
+#include "fixture_model.h"
+#include "gguf/split.h"
+
+namespace {
+
+using namespace zinc::test;
+
+struct Output {
+    std::vector<int32_t> ids;
+    std::string text;
+    zinc::engine::GenerateResult result;
+};
+
+class Generator : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Generator, RequestsTogetherAsEachAlone) {
+    const zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
+    auto be = zinc::backend::make_cpu_backend(2);
+    const auto f32 = zinc::backend::KvType::f32;
+    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/" + GetParam() +
+                                                        "/meta.json").prompt;
+    ASSERT_GE(base.size(), 12u);
+    // Six requests on four sequences: prompts of 3 to 12 tokens, 4 to 14 tokens generated at most.
+    struct Ask {
+        std::vector<int32_t> prompt;
+        int max_tokens;
+        zinc::engine::SamplerParams sampling;  // greedy for even requests, sampled with a seed of its own for odd
+    };
+    std::vector<Ask> asks;
+    for (int i = 0; i < 6; ++i) {
+        const size_t n = 3 + size_t(i) * 9 / 5;
+        zinc::engine::SamplerParams sp;
+        if (i % 2) {
+            sp.temperature = 0.9f;
+            sp.seed = uint64_t(100 + i);
+        }
+        asks.push_back({std::vector<int32_t>(base.begin() + i % 3, base.begin() + i % 3 + std::ptrdiff_t(n)),
+                        4 + 2 * ((i * 5) % 6), sp});
+    }
+    zinc::engine::Session alone_session(model, *be, {64, 64, f32, f32});
+    const zinc::tokenizer::Tokenizer& tok = alone_session.tokenizer();
+    std::vector<Output> alone;
+    for (const Ask& a : asks) {
+        zinc::engine::Session s(model, *be, {64, 64, f32, f32});
+        zinc::engine::Sampler sampler(a.sampling);
+        zinc::engine::GenerateOptions go;
+        go.max_tokens = a.max_tokens;
+        Output o;
+        o.result = s.generate(a.prompt, go, sampler, [&](int32_t id, const std::string& text) {
+            if (id >= 0) o.ids.push_back(id);
+            o.text += text;
+            return true;
+        });
+        alone.push_back(std::move(o));
+    }
+
+    auto family = zinc::engine::make_family(model, *be, {64, 64, f32, f32, 4, 16});
+    zinc::engine::Generator gen(*family, *be, tok, 5);  // prompts read 5 rows a step at most, over all
+    std::vector<Output> together(asks.size());
+    std::vector<bool> done(asks.size(), false);
+    size_t next = 0, steps = 0;
+    int most_running = 0;
+    const auto join = [&] {
+        while (next < asks.size() && gen.free_sequences() > 0) {
+            const size_t i = next++;
+            zinc::engine::Generator::Request r;
+            r.prompt = asks[i].prompt;
+            r.max_tokens = asks[i].max_tokens;
+            r.sampling = asks[i].sampling;
+            r.on_text = [&together, i](int32_t id, const std::string& text) {
+                if (id >= 0) together[i].ids.push_back(id);
+                together[i].text += text;
+                return true;
+            };
+            r.on_done = [&together, &done, i](const zinc::engine::GenerateResult& res) {
+                together[i].result = res;
+                done[i] = true;
+            };
+            gen.add(std::move(r));
+        }
+    };
+    join();
+    while (gen.running() > 0) {
+        most_running = std::max(most_running, gen.running());
+        ASSERT_TRUE(gen.step());
+        ++steps;
+        join();  // the requests waiting take the sequences freed by those that ended
+        ASSERT_LT(steps, 1000u);
+    }
+    EXPECT_EQ(most_running, 4);
+    EXPECT_EQ(gen.free_sequences(), 4);
+    for (size_t i = 0; i < asks.size(); ++i) {
+        SCOPED_TRACE("request " + std::to_string(i));
+        ASSERT_TRUE(done[i]);
+        EXPECT_EQ(together[i].ids, alone[i].ids);
+        EXPECT_EQ(together[i].text, alone[i].text);
+        EXPECT_EQ(together[i].result.stop, alone[i].result.stop);
+        EXPECT_EQ(together[i].result.generated, alone[i].result.generated);
+        EXPECT_EQ(together[i].result.prompt_tokens, int(asks[i].prompt.size()));
+    }
+    ASSERT_NE(family->pages(), nullptr);
+    EXPECT_EQ(family->pages()->free_pages(), family->pages()->n_pages());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Generator, ::testing::ValuesIn(kFixtureFamilies),
+                         [](const auto& info) { return test_name(info.param); });
+
+// A request that is cancelled, or whose text callback says stop, ends at once with Stop::Interrupted and gives its
+// sequence back; the others go on.
+TEST(GeneratorRequests, CancelAndStop) {
+    const zinc::gguf::Model model(fixture_gguf("qwen3", "f32"));
+    auto be = zinc::backend::make_cpu_backend(1);
+    const auto f32 = zinc::backend::KvType::f32;
+    zinc::engine::Session session(model, *be, {64, 64, f32, f32});
+    auto family = zinc::engine::make_family(model, *be, {64, 64, f32, f32, 2, 16});
+    zinc::engine::Generator gen(*family, *be, session.tokenizer());
+    const std::vector<int32_t> prompt = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/qwen3/meta.json").prompt;
+    std::vector<zinc::engine::GenerateResult> results(2);
+    int texts = 0;
+    zinc::engine::Generator::Request a, b;
+    a.prompt = b.prompt = std::vector<int32_t>(prompt.begin(), prompt.begin() + 6);
+    a.max_tokens = b.max_tokens = 20;
+    a.on_done = [&](const zinc::engine::GenerateResult& r) { results[0] = r; };
+    b.on_text = [&](int32_t, const std::string&) { return ++texts < 3; };
+    b.on_done = [&](const zinc::engine::GenerateResult& r) { results[1] = r; };
+    const auto request = [](std::vector<int32_t> p) {
+        zinc::engine::Generator::Request r;
+        r.prompt = std::move(p);
+        return r;
+    };
+    const int ida = gen.add(std::move(a));
+    gen.add(std::move(b));
+    EXPECT_THROW(gen.add(request(prompt)), std::runtime_error);  // both sequences taken
+    for (int i = 0; i < 4; ++i) gen.step();
+    EXPECT_EQ(results[1].stop, zinc::engine::GenerateResult::Stop::Interrupted);
+    EXPECT_EQ(results[1].generated, 3);
+    EXPECT_EQ(gen.running(), 1);
+    gen.cancel(ida);
+    EXPECT_EQ(results[0].stop, zinc::engine::GenerateResult::Stop::Interrupted);
+    EXPECT_EQ(gen.running(), 0);
+    EXPECT_EQ(family->pages()->free_pages(), family->pages()->n_pages());
+    EXPECT_THROW(gen.add(request({})), std::invalid_argument);
+    EXPECT_THROW(gen.add(request(std::vector<int32_t>(65, prompt[0]))), std::length_error);
+}
+
+}  // namespace
