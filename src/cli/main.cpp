@@ -19,7 +19,8 @@ constexpr int kFailed = 1, kUsage = 2;
 // llama.cpp's multi-letter single-dash spellings, read as wholes: CLI11 takes "-ngl 99" for "-n gl 99".
 const std::map<std::string, std::string> kSpellings = {
     {"-ngl", "--n-gpu-layers"}, {"-npl", "--npl"},         {"-pg", "--pg"},           {"-sys", "--system-prompt"},
-    {"-ub", "--ubatch-size"},   {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-pps", "--pps"}};
+    {"-ub", "--ubatch-size"},   {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-pps", "--pps"},
+    {"-np", "--parallel"}};
 
 bool letters_only(const std::string& s) {
     for (char c : s)

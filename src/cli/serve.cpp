@@ -67,7 +67,9 @@ void run(const Options& o) {
         http.join();
     };
     try {
-        engine::OpenedModel om = open_model(o.model);
+        ModelFlags flags = o.model;
+        flags.open.context.n_seq = so.parallel;  // each of them with the whole context, in pages of one pool
+        engine::OpenedModel om = open_model(flags);
         if (o.model.verbose) std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
         if (!so.chat_template.empty()) check_template(om, so.chat_template, o.template_file);
         const std::string name =
@@ -102,6 +104,11 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--api-key", so.api_key, "require \"Authorization: Bearer KEY\" on every request but the page and "
                                              "/health");
     cmd->add_option("--alias", o->alias, "the model's name in the API (default: the file's name)");
+    cmd->add_option("--parallel", so.parallel,
+                    "(also -np) sequences that decode together (continuous batching); 1: one request at a time, the "
+                    "prefix of the request before kept")
+        ->capture_default_str()
+        ->transform(integer_in(1, 64));
     cmd->add_option("--max-queue", so.max_queue, "requests that may wait for the model; more get 503")
         ->capture_default_str()
         ->transform(integer_in(1, 1000));

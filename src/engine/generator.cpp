@@ -122,6 +122,7 @@ bool Generator::step() {
             finish(s, GenerateResult::Stop::MaxTokens);
             continue;
         }
+        if (s.r.on_logits) s.r.on_logits(row);
         const int32_t t = s.sampler.sample(row);
         if (tok_.is_eog(t)) {
             finish(s, GenerateResult::Stop::EndOfGeneration);

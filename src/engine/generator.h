@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ public:
         int max_tokens = 256;          // < 0: until the end of generation or a full context
         bool render_special = false;   // as GenerateOptions::render_special
         SamplerParams sampling;
+        // Each step's logits, just before the sampler picks from them (GenerateOptions::on_logits).
+        std::function<void(std::span<const float> logits)> on_logits;
         // Each generated token's text, as Session::generate's on_text (id -1: text held back to the end); false
         // stops the request.
         std::function<bool(int32_t id, const std::string& text)> on_text;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <numeric>
+#include <unordered_map>
 
 #include "server/metrics.h"
 
@@ -67,8 +68,33 @@ void Task::put(Update u) {
     cv_.notify_all();
 }
 
-Scheduler::Scheduler(engine::Session& session, int max_waiting, Metrics& metrics)
-    : session_(session), metrics_(metrics), max_waiting_(max_waiting), worker_([this] { work(); }) {}
+// A choice decoding on the generator: its task, the stream its text goes through, the update being filled.
+struct Scheduler::Choice {
+    std::shared_ptr<Task> task;
+    int choice = 0, id = -1;
+    chat::ChatStream stream;
+    Update pending;
+    StepLogprobs step;
+    bool timed_out = false;
+    Choice(std::shared_ptr<Task> t, int c)
+        : task(std::move(t)), choice(c), stream(task->job().format, task->job().parser, task->job().stops) {
+        pending.choice = c;
+    }
+};
+
+// The prompt rows a step of the generator reads at most, over all prompts: a long prompt is read in chunks of it
+// beside the others' decoding.
+constexpr int kPromptBudget = 256;
+
+Scheduler::Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel, backend::Backend* be)
+    : session_(session), metrics_(metrics), max_waiting_(max_waiting) {
+    if (parallel > 1) {
+        if (!be || session.family().n_seq() < parallel)
+            throw std::logic_error("Scheduler: several sequences need the backend and a family that holds them");
+        generator_ = std::make_unique<engine::Generator>(session.family(), *be, session.tokenizer(), kPromptBudget);
+    }
+    worker_ = std::thread([this] { generator_ ? work_together() : work(); });
+}
 
 Scheduler::~Scheduler() { stop(); }
 
@@ -122,6 +148,145 @@ void Scheduler::work() {
         current_.reset();
         --running_;
     }
+}
+
+void Scheduler::work_together() {
+    engine::Generator& gen = *generator_;
+    struct Open {
+        int left = 0;        // its choices admitted that have not ended
+        bool ended = false;  // the task has had its end (cancelled, failed): its choices say nothing more
+    };
+    std::unordered_map<const Task*, Open> open;  // the running tasks
+    std::shared_ptr<Task> admitting;             // the task whose choices take the sequences as they come free
+    int next_choice = 0;
+    // A task with no choice left to run or to admit is done.
+    const auto settle = [&](const Task* t) {
+        const auto o = open.find(t);
+        if (o == open.end() || o->second.left > 0 || admitting.get() == t) return;
+        open.erase(o);
+        --running_;
+    };
+    // Ends a task that cannot go on, once.
+    const auto end_task = [&](Task& t, const std::string& why) {
+        Open& o = open[&t];
+        if (!o.ended) t.end(why);
+        o.ended = true;
+    };
+    // A choice has ended: its final update, or for a cancelled task its end.
+    const auto ended = [&](Choice* c, const engine::GenerateResult& r) {
+        Task& task = *c->task;
+        const Job& job = task.job();
+        c->stream.finish(c->pending.events);
+        const int prompt = int(job.prompts[size_t(c->choice / job.n)].size());
+        const int cached = std::max(0, prompt - r.prompt_tokens);
+        metrics_.generation(r.prompt_tokens, cached, r.prompt_seconds, r.generated, r.generate_seconds);
+        Open& o = open[&task];
+        if (task.cancelled()) {
+            if (!o.ended) metrics_.cancelled("client_gone");
+            end_task(task, "the request was cancelled");
+        } else if (!o.ended) {
+            if (c->timed_out) metrics_.cancelled("timeout");
+            Update& u = c->pending;
+            u.final = true;
+            const bool length = c->timed_out || r.stop == engine::GenerateResult::Stop::MaxTokens ||
+                                r.stop == engine::GenerateResult::Stop::ContextFull;
+            u.finish_reason = length ? "length" : "stop";
+            u.prompt_tokens = prompt;
+            u.cached_tokens = cached;
+            u.completion_tokens = r.generated;
+            task.put(std::move(u));
+        }
+        --o.left;
+        const auto at = std::find_if(choices_.begin(), choices_.end(), [&](const auto& p) { return p.get() == c; });
+        choices_.erase(at);  // c is gone from here on
+        settle(&task);
+    };
+    const auto start = [&](const std::shared_ptr<Task>& task, int choice) {
+        const Job& job = task->job();
+        auto c = std::make_unique<Choice>(task, choice);
+        Choice* cp = c.get();
+        engine::Generator::Request r;
+        r.prompt = job.prompts[size_t(choice / job.n)];
+        r.max_tokens = job.max_tokens;
+        r.render_special = job.render_special;
+        r.sampling = job.sampling;
+        r.sampling.seed += uint64_t(choice % job.n);
+        if (job.top_logprobs >= 0)
+            r.on_logits = [cp, top = job.top_logprobs](std::span<const float> row) { cp->step.set(row, top); };
+        r.on_text = [cp](int32_t id, const std::string& piece) {
+            const Job& j = cp->task->job();
+            if (id >= 0 && j.top_logprobs >= 0) cp->pending.logprobs.push_back(cp->step.of(id));
+            cp->stream.feed(piece, cp->pending.events);
+            if (!cp->pending.events.empty() && !cp->task->cancelled()) {
+                cp->task->put(std::move(cp->pending));
+                cp->pending = Update{};
+                cp->pending.choice = cp->choice;
+            }
+            if (Clock::now() >= j.deadline) cp->timed_out = true;
+            return !cp->timed_out && !cp->task->cancelled() && !cp->stream.stopped();
+        };
+        r.on_done = [&ended, cp](const engine::GenerateResult& res) { ended(cp, res); };
+        choices_.push_back(std::move(c));
+        ++open[task.get()].left;
+        try {
+            cp->id = gen.add(std::move(r));
+        } catch (const std::exception& e) {  // the generator refused the prompt
+            choices_.pop_back();
+            --open[task.get()].left;
+            end_task(*task, e.what());
+        }
+    };
+    // Ends every running choice, their tasks with `why`.
+    const auto end_all = [&](const std::string& why) {
+        std::vector<int> ids;
+        for (const auto& c : choices_) {
+            end_task(*c->task, why);
+            ids.push_back(c->id);
+        }
+        for (int id : ids) gen.cancel(id);
+    };
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || admitting || !choices_.empty(); });
+            if (stopping_) break;
+            // The queue's choices take the free sequences in its order.
+            while (gen.free_sequences() > 0) {
+                if (!admitting) {
+                    if (queue_.empty()) break;
+                    admitting = std::move(queue_.front());
+                    queue_.pop_front();
+                    next_choice = 0;
+                    ++running_;  // before the lock goes, so that a waiting request is always counted in one of the two
+                    open[admitting.get()];
+                }
+                const std::shared_ptr<Task> task = admitting;
+                if (task->cancelled() || open[task.get()].ended || next_choice == task->job().choices()) {
+                    if (task->cancelled()) end_task(*task, "the request was cancelled");
+                    admitting.reset();
+                    settle(task.get());
+                    continue;
+                }
+                lk.unlock();
+                start(task, next_choice++);
+                lk.lock();
+            }
+        }
+        // A client that has gone, or a request whose time is up, ends its choices before the step.
+        std::vector<int> stop;
+        for (const auto& c : choices_) {
+            if (!c->task->cancelled() && Clock::now() >= c->task->job().deadline) c->timed_out = true;
+            if (c->task->cancelled() || c->timed_out) stop.push_back(c->id);
+        }
+        for (int id : stop) gen.cancel(id);
+        try {
+            gen.step();
+        } catch (const std::exception& e) {
+            end_all(e.what());  // the step failed for every request in it
+        }
+    }
+    end_all("the server is stopping");
+    if (admitting) end_task(*admitting, "the server is stopping");
 }
 
 void Scheduler::run(Task& task) {

@@ -3,8 +3,10 @@
 // alone touches the session. What a job produces comes back to the request's connection as Updates through its Task,
 // so the connection writes while the model computes, and a connection that has gone cancels the task.
 //
-// One job runs at a time, its choices one after another. Batching several requests into one forward pass will
-// replace run() with a loop over slots, one per choice in flight; jobs, tasks and updates stay as they are.
+// With one sequence (-np 1) one job runs at a time, its choices one after another, on the session, which keeps the
+// prefix of the request before. With several (-np N), the choices of the jobs in the queue's order take the free
+// sequences of an engine::Generator and decode together, one forward step for all of them, joining and leaving
+// between steps; jobs, tasks and updates are the same either way.
 #pragma once
 
 #include <atomic>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "chat/output_parser.h"
+#include "engine/generator.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 
@@ -92,8 +95,10 @@ private:
 
 class Scheduler {
 public:
-    // `max_waiting`: jobs that may wait for their turn, the running one aside.
-    Scheduler(engine::Session& session, int max_waiting, Metrics& metrics);
+    // `max_waiting`: jobs that may wait for their turn, the running ones aside. `parallel` > 1: choices decode together
+    // on that many of the session's family's sequences (it must hold them), the backend `be` its own.
+    Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel = 1,
+              backend::Backend* be = nullptr);
     ~Scheduler();
 
     // Queues the job; nullptr when max_waiting jobs are waiting already.
@@ -105,6 +110,7 @@ public:
 
 private:
     void work();
+    void work_together();
     void run(Task& task);
     // One choice of a task; false when the task has ended (cancelled, failed). `timed_out`: the job's deadline has
     // passed (set here when it passes).
@@ -116,7 +122,10 @@ private:
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Task>> queue_;
-    std::shared_ptr<Task> current_;  // the running task
+    std::shared_ptr<Task> current_;  // the running task (one sequence)
+    struct Choice;
+    std::vector<std::unique_ptr<Choice>> choices_;  // the choices running on the generator, in no order (several)
+    std::unique_ptr<engine::Generator> generator_;  // with several sequences
     bool stopping_ = false;
     std::atomic<int> running_{0};
     std::thread worker_;

@@ -157,7 +157,8 @@ void Server::set_model(engine::OpenedModel model, std::string name) {
     api_->name = std::move(name);
     api_->architecture = api_->model.model->get("general.architecture").get_string();
     if (api_->opt.limits.max_tokens <= 0) api_->opt.limits.max_tokens = api_->n_ctx();
-    api_->scheduler = std::make_unique<Scheduler>(*api_->model.session, api_->opt.max_queue, api_->metrics);
+    api_->scheduler = std::make_unique<Scheduler>(*api_->model.session, api_->opt.max_queue, api_->metrics,
+                                                  api_->opt.parallel, api_->model.backend.get());
     api_->ready = true;
 }
 

@@ -45,6 +45,9 @@ struct ServerOptions {
     std::vector<std::string> allowed_hosts;
     int max_connections = 512;  // open connections; more are closed as they come
     SamplingDefaults sampling;
+    // Sequences decoding together (-np): 1, one request at a time on the session (which keeps the prefix of the
+    // request before); more, the model opened with as many sequences, continuous batching (scheduler.h).
+    int parallel = 1;
     bool log_requests = true;   // a line on standard error for each request (--log-disable: none)
     std::string chat_template;  // --chat-template-file's text, rendered instead of the model's; empty: the model's
 };

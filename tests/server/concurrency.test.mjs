@@ -1,68 +1,87 @@
-// 16 clients at once, 20 requests each, against one zinc serve: every request a greedy completion of its own prompt,
-// checked against the same request made alone, so that a lost, mixed-up or cut answer shows; the server must not
-// crash, must count every request, and must not grow in memory as the requests go by.
+// 16 clients at once, 20 requests each, against one zinc serve running one request at a time and one decoding four
+// sequences together (-np 4): every request a greedy completion of its own prompt, checked against the same request
+// made alone, one at a time, so that a lost, mixed-up or cut answer shows; the server must not crash, must count every
+// request, and must not grow in memory as the requests go by.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startServer, rssKiB, metric, settledMetric } from './js/serve.mjs';
 
 const CLIENTS = 16, REQUESTS = 20, TOKENS = 6;
-let server, client;
+// One server that runs one request at a time on its session, one that decodes four sequences together.
+const servers = {}, clients = {};
 
 before(async () => {
   // A queue that holds every client, so that none is turned away with 503 (that is tested apart).
-  server = await startServer(['--max-queue', String(CLIENTS)]);
-  client = new OpenAI({ baseURL: server.url + '/v1', apiKey: 'none', maxRetries: 0, timeout: 120000 });
+  for (const np of [1, 4]) {
+    servers[np] = await startServer(['--max-queue', String(CLIENTS), '-np', String(np)]);
+    clients[np] = new OpenAI({ baseURL: servers[np].url + '/v1', apiKey: 'none', maxRetries: 0, timeout: 120000 });
+  }
 });
 after(async () => {
-  const { code } = await server.stop();
-  assert.equal(code, 0, server.log());
+  for (const server of Object.values(servers)) {
+    const { code } = await server.stop();
+    assert.equal(code, 0, server.log());
+  }
 });
 
 const prompt = (c, r) => `Client ${c} asks question ${r}: what comes after ${c * 100 + r}?`;
-const ask = (c, r, stream) => stream
+const ask = (client, c, r, stream) => stream
   ? client.completions.create({ model: 'any', prompt: prompt(c, r), max_tokens: TOKENS, temperature: 0, stream: true })
   : client.completions.create({ model: 'any', prompt: prompt(c, r), max_tokens: TOKENS, temperature: 0 });
 
-async function answer(c, r) {
+async function answer(client, c, r) {
   // Half the requests stream, so both paths run side by side.
-  if ((c + r) % 2 === 0) return (await ask(c, r, false)).choices[0].text;
+  if ((c + r) % 2 === 0) return (await ask(client, c, r, false)).choices[0].text;
   let text = '';
-  for await (const chunk of await ask(c, r, true)) for (const ch of chunk.choices) text += ch.text;
+  for await (const chunk of await ask(client, c, r, true)) for (const ch of chunk.choices) text += ch.text;
   return text;
 }
 
-test(`${CLIENTS} clients x ${REQUESTS} requests at once: every answer is its own, memory stays bounded`, async () => {
-  // Each answer alone first: what the concurrent run must give back.
-  const alone = [];
+// Each answer alone first, one request at a time: what the concurrent runs must give back.
+let alone = null;
+async function answersAlone() {
+  if (alone) return alone;
+  alone = [];
   for (let c = 0; c < CLIENTS; c++) {
     alone.push([]);
-    for (let r = 0; r < REQUESTS; r++) alone[c].push((await ask(c, r, false)).choices[0].text);
+    for (let r = 0; r < REQUESTS; r++) alone[c].push((await ask(clients[1], c, r, false)).choices[0].text);
   }
   const distinct = new Set(alone.flat());
   assert.ok(distinct.size > CLIENTS, 'distinct prompts give distinct answers, so a mix-up would show');
-  const rssBefore = rssKiB(server.pid);
-  const requestsBefore = await metric(server.url, 'zinc_requests_total{endpoint="/v1/completions",status="200"}');
+  return alone;
+}
 
-  const t0 = Date.now();
-  const results = await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
-    const got = [];
-    for (let r = 0; r < REQUESTS; r++) got.push(await answer(c, r));
-    return got;
-  }));
-  const seconds = (Date.now() - t0) / 1000;
-  for (let c = 0; c < CLIENTS; c++)
-    for (let r = 0; r < REQUESTS; r++)
-      assert.equal(results[c][r], alone[c][r], `client ${c}, request ${r}`);
+for (const np of [1, 4]) {
+  test(`-np ${np}: ${CLIENTS} clients x ${REQUESTS} requests at once: every answer is its own, memory stays bounded`,
+       async () => {
+    const want = await answersAlone();
+    const server = servers[np], client = clients[np];
+    const rssBefore = rssKiB(server.pid);
+    // None yet on the server that has not answered a completion (NaN: no such line).
+    const requestsBefore =
+      (await metric(server.url, 'zinc_requests_total{endpoint="/v1/completions",status="200"}')) || 0;
 
-  const rssAfter = rssKiB(server.pid);
-  console.log(`${CLIENTS * REQUESTS} concurrent requests in ${seconds.toFixed(1)} s; ` +
-              `RSS ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rssAfter / 1024).toFixed(1)} MiB after`);
-  assert.ok(rssAfter - rssBefore < 64 * 1024, `RSS grew by ${rssAfter - rssBefore} KiB`);
-  const counted = await settledMetric(server.url, 'zinc_requests_total{endpoint="/v1/completions",status="200"}',
-                                      requestsBefore + CLIENTS * REQUESTS);
-  assert.equal(counted, requestsBefore + CLIENTS * REQUESTS);
-  assert.equal(await settledMetric(server.url, 'zinc_requests_in_flight', 0), 0);
-  assert.equal(await settledMetric(server.url, 'zinc_requests_waiting', 0), 0);
-  assert.equal((await fetch(server.url + '/health')).status, 200);
-});
+    const t0 = Date.now();
+    const results = await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
+      const got = [];
+      for (let r = 0; r < REQUESTS; r++) got.push(await answer(client, c, r));
+      return got;
+    }));
+    const seconds = (Date.now() - t0) / 1000;
+    for (let c = 0; c < CLIENTS; c++)
+      for (let r = 0; r < REQUESTS; r++)
+        assert.equal(results[c][r], want[c][r], `client ${c}, request ${r}`);
+
+    const rssAfter = rssKiB(server.pid);
+    console.log(`-np ${np}: ${CLIENTS * REQUESTS} concurrent requests in ${seconds.toFixed(1)} s; ` +
+                `RSS ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rssAfter / 1024).toFixed(1)} MiB after`);
+    assert.ok(rssAfter - rssBefore < 64 * 1024, `RSS grew by ${rssAfter - rssBefore} KiB`);
+    const counted = await settledMetric(server.url, 'zinc_requests_total{endpoint="/v1/completions",status="200"}',
+                                        requestsBefore + CLIENTS * REQUESTS);
+    assert.equal(counted, requestsBefore + CLIENTS * REQUESTS);
+    assert.equal(await settledMetric(server.url, 'zinc_requests_in_flight', 0), 0);
+    assert.equal(await settledMetric(server.url, 'zinc_requests_waiting', 0), 0);
+    assert.equal((await fetch(server.url + '/health')).status, 200);
+  });
+}

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -306,6 +307,50 @@ TEST(Serve, CachedTokensOfACommonPrefix) {
     const int reused = again["prompt_tokens"].get<int>() - 1 + cached;
     EXPECT_NE(m->body.find("zinc_prompt_tokens_cached_total " + std::to_string(reused) + "\n"), std::string::npos)
         << m->body;
+}
+
+// Continuous batching (-np): n choices of a request on fewer sequences than choices take them as they come free and
+// are the choices one sequence gives (choice i with seed + i); a client that leaves in the middle of its stream ends
+// only its own request, and the next requests are served.
+TEST(ServeParallel, ChoicesAndAClientThatLeaves) {
+    json body = chat_body("Tell me a story", 8);
+    body["temperature"] = 1.0;
+    body["seed"] = 5;
+    body["n"] = 3;
+    std::string one;
+    {
+        ServeProcess srv({});
+        ASSERT_GT(srv.port(), 0) << srv.log();
+        auto r = srv.client().Post("/v1/chat/completions", body.dump(), "application/json");
+        ASSERT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+        one = json::parse(r->body)["choices"].dump();
+    }
+    ServeProcess srv({"-np", "2"});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+    EXPECT_EQ(json::parse(r->body)["choices"].dump(), one);
+
+    std::thread leaver([&] {
+        auto l = srv.client();
+        json long_body = chat_body("Write a long story", 2000);
+        long_body["stream"] = true;
+        int pieces = 0;
+        l.Post("/v1/chat/completions", long_body.dump(), "application/json",
+               [&](const std::string&) { return ++pieces < 3; });  // hangs up
+    });
+    auto other = c.Post("/v1/chat/completions", chat_body("hi", 4).dump(), "application/json");
+    leaver.join();
+    ASSERT_TRUE(other) << srv.log();
+    EXPECT_EQ(other->status, 200) << other->body;
+    EXPECT_TRUE(srv.wait_for_log("(the client has gone)")) << srv.log();
+    auto after = c.Post("/v1/chat/completions", chat_body("hi", 4).dump(), "application/json");
+    ASSERT_TRUE(after) << srv.log();
+    EXPECT_EQ(after->status, 200) << after->body;
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("zinc_requests_in_flight 0\n"), std::string::npos) << m->body;
 }
 
 }  // namespace
