@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/page_pool.h"
+
 namespace zinc::engine {
 
 struct Generator::Slot {
@@ -12,7 +14,8 @@ struct Generator::Slot {
     Request r;
     Sampler sampler;
     tokenizer::StreamDecoder decoder;
-    size_t fed = 0;       // prompt tokens run so far
+    size_t fed = 0;       // prompt tokens in the state (kept from the request before, or run)
+    std::vector<int32_t> state;  // the tokens in the sequence's state
     int32_t next = -1;    // the token chosen last, to run in the next step
     int64_t pos = 0;      // the position of the next row
     GenerateResult result;
@@ -30,7 +33,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 Generator::Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget)
-    : family_(family), be_(be), tok_(tok), budget_(std::max(1, prompt_budget)), slots_(size_t(family.n_seq())) {}
+    : family_(family), be_(be), tok_(tok), budget_(std::max(1, prompt_budget)), slots_(size_t(family.n_seq())),
+      kept_(size_t(family.n_seq())), last_used_(size_t(family.n_seq()), 0) {}
 
 Generator::~Generator() = default;
 
@@ -45,17 +49,43 @@ int Generator::add(Request r) {
     if (int64_t(r.prompt.size()) > family_.n_ctx())
         throw std::length_error("the prompt has " + std::to_string(r.prompt.size()) + " tokens but the context holds " +
                                 std::to_string(family_.n_ctx()));
-    const auto free = std::find(slots_.begin(), slots_.end(), nullptr);
-    if (free == slots_.end()) throw std::runtime_error("every sequence is taken");
+    // The free sequence whose kept state shares the longest prefix with the prompt, always leaving its last token to
+    // run for its logits; without one, the least recently used.
+    int seq = -1;
+    size_t keep = 0;
+    for (int q = 0; q < int(slots_.size()); ++q) {
+        if (slots_[size_t(q)]) continue;
+        const std::vector<int32_t>& k = kept_[size_t(q)];
+        size_t n = 0;
+        while (n < k.size() && n + 1 < r.prompt.size() && k[n] == r.prompt[n]) ++n;
+        if (n > 0 && !family_.can_restart_at(int64_t(n), q)) n = 0;
+        if (seq < 0 || n > keep || (n == keep && last_used_[size_t(q)] < last_used_[size_t(seq)])) {
+            seq = q;
+            keep = n;
+        }
+    }
+    if (seq < 0) throw std::runtime_error("every sequence is taken");
     auto s = std::make_unique<Slot>(std::move(r), tok_);
     s->id = next_id_++;
-    s->seq = int(free - slots_.begin());
+    s->seq = seq;
     s->sampler.reset();
     for (int32_t t : s->r.prompt) s->sampler.accept(t);
     s->t0 = std::chrono::steady_clock::now();
-    family_.release(s->seq);  // a fresh state: the sequence's rows start at 0
-    *free = std::move(s);
-    return (*free)->id;
+    if (keep == 0) family_.release(seq);  // a fresh state: the sequence's rows start at 0
+    s->fed = keep;
+    s->pos = int64_t(keep);
+    s->state.assign(s->r.prompt.begin(), s->r.prompt.begin() + std::ptrdiff_t(keep));
+    kept_[size_t(seq)].clear();
+    slots_[size_t(seq)] = std::move(s);
+    return slots_[size_t(seq)]->id;
+}
+
+void Generator::drop_kept() {
+    for (int q = 0; q < int(slots_.size()); ++q)
+        if (!slots_[size_t(q)] && !kept_[size_t(q)].empty()) {
+            family_.release(q);
+            kept_[size_t(q)].clear();
+        }
 }
 
 void Generator::finish(Slot& s, GenerateResult::Stop stop) {
@@ -64,7 +94,8 @@ void Generator::finish(Slot& s, GenerateResult::Stop stop) {
     if (s.result.generated > 0 || s.fed == s.r.prompt.size()) s.result.generate_seconds = seconds_since(s.t_generate);
     const int seq = s.seq;
     std::unique_ptr<Slot> done = std::move(slots_[size_t(seq)]);
-    family_.release(seq);
+    kept_[size_t(seq)] = std::move(done->state);  // for a request that starts as this one did
+    last_used_[size_t(seq)] = ++clock_;
     if (done->r.on_done) done->r.on_done(done->result);
 }
 
@@ -97,13 +128,35 @@ bool Generator::step() {
         budget -= int(n);
     }
     if (b.size() == 0) return false;
-    const backend::Act lo = family_.step(b);
+    backend::Act lo;
+    try {
+        lo = family_.step(b);
+    } catch (const PoolFull&) {
+        // The pool has no page for the step (refused before it changed anything): the free sequences' kept states
+        // give theirs back, the least recently used first, until the step fits or none is left.
+        for (;;) {
+            int lru = -1;
+            for (int q = 0; q < int(slots_.size()); ++q)
+                if (!slots_[size_t(q)] && !kept_[size_t(q)].empty() &&
+                    (lru < 0 || last_used_[size_t(q)] < last_used_[size_t(lru)]))
+                    lru = q;
+            if (lru < 0) throw;
+            family_.release(lru);
+            kept_[size_t(lru)].clear();
+            try {
+                lo = family_.step(b);
+                break;
+            } catch (const PoolFull&) {
+            }
+        }
+    }
     logits_.resize(size_t(lo.rows * lo.cols));
     if (lo.rows > 0) be_.download(lo, logits_);
     // The rows are in the state now; a prompt's last row ends its prompt's time.
     for (size_t i = 0; i < b.size(); ++i) {
         Slot& s = *slots_[size_t(b.seq[i])];
         ++s.pos;
+        s.state.push_back(b.ids[i]);
         if (s.fed < s.r.prompt.size()) {
             ++s.fed;
             ++s.result.prompt_tokens;

@@ -3,7 +3,13 @@
 // prompt still being read or the token its last step chose. Requests join and leave between steps, and a long prompt
 // is read a chunk a step beside the others' decoding, so no stream waits for another's whole prompt. A request's
 // tokens are chosen from its row's logits on the host by its own sampler, and its text, stops and result are those of
-// Session::generate for the same prompt (a fresh sequence: no prefix is reused).
+// Session::generate for the same prompt.
+//
+// A sequence whose request has ended keeps its state, and a new request takes the free sequence whose state shares the
+// longest prefix with its prompt (where the family can restart there: anywhere in attention-only state, only at its
+// end in recurrent state), reading only the rest, as Session reuses its one sequence's prefix; GenerateResult's
+// prompt_tokens counts what was read. Kept states give their pages back when a step finds the pool full, the least
+// recently used first.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +58,8 @@ public:
     bool step();
     // Ends request `id` (its on_done with Stop::Interrupted) where it is.
     void cancel(int id);
+    // Empties the states the free sequences keep, giving their pages back.
+    void drop_kept();
 
 private:
     struct Slot;
@@ -63,6 +71,9 @@ private:
     int budget_;
     int next_id_ = 0;
     std::vector<std::unique_ptr<Slot>> slots_;  // one per sequence, null where free
+    std::vector<std::vector<int32_t>> kept_;    // the tokens in the state of each free sequence
+    std::vector<uint64_t> last_used_;           // when each sequence's request ended, for the least recently used
+    uint64_t clock_ = 0;
     std::vector<float> logits_;                 // the step's logits, brought back
 };
 

@@ -109,14 +109,56 @@ TEST_P(Generator, RequestsTogetherAsEachAlone) {
         EXPECT_EQ(together[i].text, alone[i].text);
         EXPECT_EQ(together[i].result.stop, alone[i].result.stop);
         EXPECT_EQ(together[i].result.generated, alone[i].result.generated);
-        EXPECT_EQ(together[i].result.prompt_tokens, int(asks[i].prompt.size()));
+        // The prompt's tokens run: all, or those after a prefix that a free sequence kept from a request before.
+        EXPECT_GE(together[i].result.prompt_tokens, 1);
+        EXPECT_LE(together[i].result.prompt_tokens, int(asks[i].prompt.size()));
     }
     ASSERT_NE(family->pages(), nullptr);
+    gen.drop_kept();
     EXPECT_EQ(family->pages()->free_pages(), family->pages()->n_pages());
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Generator, ::testing::ValuesIn(kFixtureFamilies),
                          [](const auto& info) { return test_name(info.param); });
+
+// A free sequence keeps its state: a request that starts as an ended one did reads only the rest of its prompt (here
+// its last token) and gets the same greedy tokens; one that starts otherwise reads all of it, on the sequence that
+// was used least recently; a pool too small for a new request's pages takes those of the kept states.
+TEST(GeneratorRequests, KeptPrefixes) {
+    const zinc::gguf::Model model(fixture_gguf("qwen3", "f32"));
+    auto be = zinc::backend::make_cpu_backend(1);
+    const auto f32 = zinc::backend::KvType::f32;
+    zinc::engine::Session session(model, *be, {64, 64, f32, f32});
+    auto family = zinc::engine::make_family(model, *be, {64, 64, f32, f32, 2, 16, 48});  // 3 pages of 16
+    zinc::engine::Generator gen(*family, *be, session.tokenizer());
+    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/qwen3/meta.json").prompt;
+    ASSERT_GE(base.size(), 20u);
+    const auto run = [&](std::vector<int32_t> prompt) {
+        zinc::engine::Generator::Request r;
+        r.prompt = std::move(prompt);
+        r.max_tokens = 4;
+        auto out = std::make_shared<Output>();
+        r.on_text = [out](int32_t id, const std::string&) {
+            if (id >= 0) out->ids.push_back(id);
+            return true;
+        };
+        r.on_done = [out](const zinc::engine::GenerateResult& res) { out->result = res; };
+        gen.add(std::move(r));
+        while (gen.running() > 0) gen.step();
+        return *out;
+    };
+    const std::vector<int32_t> p(base.begin(), base.begin() + 6);
+    const Output a = run(p);
+    EXPECT_EQ(a.result.prompt_tokens, 6);
+    const Output again = run(p);
+    EXPECT_EQ(again.result.prompt_tokens, 1);
+    EXPECT_EQ(again.ids, a.ids);
+    const Output other = run(std::vector<int32_t>(base.begin() + 1, base.begin() + 7));
+    EXPECT_EQ(other.result.prompt_tokens, 6);
+    // A prompt of 40 tokens and 4 more need all 3 pages: the other kept state gives its page back.
+    const Output long_one = run(std::vector<int32_t>(base.begin(), base.begin() + std::min<size_t>(40, base.size())));
+    EXPECT_EQ(long_one.result.generated, 4);
+}
 
 // A request that is cancelled, or whose text callback says stop, ends at once with Stop::Interrupted and gives its
 // sequence back; the others go on.
@@ -151,6 +193,7 @@ TEST(GeneratorRequests, CancelAndStop) {
     gen.cancel(ida);
     EXPECT_EQ(results[0].stop, zinc::engine::GenerateResult::Stop::Interrupted);
     EXPECT_EQ(gen.running(), 0);
+    gen.drop_kept();
     EXPECT_EQ(family->pages()->free_pages(), family->pages()->n_pages());
     EXPECT_THROW(gen.add(request({})), std::invalid_argument);
     EXPECT_THROW(gen.add(request(std::vector<int32_t>(65, prompt[0]))), std::length_error);

@@ -283,9 +283,12 @@ TEST(Serve, RequestLog) {
 }
 
 // usage.prompt_tokens_details.cached_tokens: the tokens of the prompt that the model did not evaluate again, a
-// prefix it still held from the request before; 0 for the first request.
-TEST(Serve, CachedTokensOfACommonPrefix) {
-    ServeProcess srv({});
+// prefix it still held from a request before; 0 for the first request. One sequence, and several (-np 2), whose free
+// sequences keep their states for the requests that start the same way.
+class ServeCached : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ServeCached, CachedTokensOfACommonPrefix) {
+    ServeProcess srv({"-np", GetParam()});
     ASSERT_GT(srv.port(), 0) << srv.log();
     auto c = srv.client();
     const auto usage = [&](const json& body) {
@@ -308,6 +311,8 @@ TEST(Serve, CachedTokensOfACommonPrefix) {
     EXPECT_NE(m->body.find("zinc_prompt_tokens_cached_total " + std::to_string(reused) + "\n"), std::string::npos)
         << m->body;
 }
+
+INSTANTIATE_TEST_SUITE_P(Sequences, ServeCached, ::testing::Values("1", "2"));
 
 // Continuous batching (-np): n choices of a request on fewer sequences than choices take them as they come free and
 // are the choices one sequence gives (choice i with seed + i); a client that leaves in the middle of its stream ends
