@@ -83,15 +83,18 @@ struct Scheduler::Choice {
 };
 
 // The prompt rows a step of the generator reads at most, over all prompts: a long prompt is read in chunks of it
-// beside the others' decoding.
-constexpr int kPromptBudget = 256;
+// beside the others' decoding, and every stream's next token waits for the step. A GPU reads 256 rows in about the
+// time of a decode step; a CPU's cost grows with the rows, so there a step reads fewer (two cores took most of a
+// second for 256, bench/results/2026-12-07-cpu-serve-parallel.md).
+constexpr int kPromptBudget = 256, kCpuPromptBudget = 32;
 
 Scheduler::Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel, backend::Backend* be)
     : session_(session), metrics_(metrics), max_waiting_(max_waiting) {
     if (parallel > 1) {
         if (!be || session.family().n_seq() < parallel)
             throw std::logic_error("Scheduler: several sequences need the backend and a family that holds them");
-        generator_ = std::make_unique<engine::Generator>(session.family(), *be, session.tokenizer(), kPromptBudget);
+        const int budget = be->name() == "cpu" ? kCpuPromptBudget : kPromptBudget;
+        generator_ = std::make_unique<engine::Generator>(session.family(), *be, session.tokenizer(), budget);
     }
     worker_ = std::thread([this] { generator_ ? work_together() : work(); });
 }
