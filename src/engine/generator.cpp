@@ -80,6 +80,23 @@ int Generator::add(Request r) {
     return slots_[size_t(seq)]->id;
 }
 
+std::vector<Generator::SequenceState> Generator::sequences() const {
+    std::vector<SequenceState> out(slots_.size());
+    for (size_t q = 0; q < slots_.size(); ++q) {
+        SequenceState& o = out[q];
+        if (const Slot* s = slots_[q].get()) {
+            o.request = s->id;
+            o.prompt = int(s->r.prompt.size());
+            o.prompt_read = int(s->fed);
+            o.generated = s->result.generated;
+            o.tokens = int(s->state.size());
+        } else {
+            o.tokens = int(kept_[q].size());
+        }
+    }
+    return out;
+}
+
 void Generator::drop_kept() {
     for (int q = 0; q < int(slots_.size()); ++q)
         if (!slots_[size_t(q)] && !kept_[size_t(q)].empty()) {

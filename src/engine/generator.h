@@ -61,6 +61,14 @@ public:
     // Empties the states the free sequences keep, giving their pages back.
     void drop_kept();
 
+    // What a sequence is doing: its request (-1: free), that request's prompt, the part of it in the state, the tokens
+    // generated, and the tokens in its state (a free sequence's kept state).
+    struct SequenceState {
+        int request = -1;
+        int prompt = 0, prompt_read = 0, generated = 0, tokens = 0;
+    };
+    std::vector<SequenceState> sequences() const;
+
 private:
     struct Slot;
     void finish(Slot& s, GenerateResult::Stop stop);

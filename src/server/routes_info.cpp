@@ -1,4 +1,5 @@
-// GET /health (503 while the model loads), GET /v1/models (the one model) and GET /metrics (Prometheus' text).
+// GET /health (503 while the model loads), GET /v1/models (the one model), GET /metrics (Prometheus' text) and GET
+// /slots (what each sequence is doing).
 #include "server/api.h"
 #include "server/openai.h"
 
@@ -21,6 +22,28 @@ void info_routes(http::Server& http, Api& api) {
                         {"owned_by", "zinc"},
                         {"meta", {{"n_ctx", api.n_ctx()}, {"n_vocab", api.tokenizer().n_vocab()}}}};
         res.set_content(text_of(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+    });
+
+    http.get("/slots", [&api](const http::Request&, http::Response& res) {
+        if (!api.ready) {
+            res.status = 503;
+            res.set_content(R"({"status": "loading"})", "application/json");
+            return;
+        }
+        json slots = json::array();
+        int id = 0;
+        for (const auto& s : api.scheduler->sequences()) {
+            const char* state = s.request < 0                ? "idle"
+                                : s.prompt_read < s.prompt ? "reading its prompt"
+                                                             : "generating";
+            slots.push_back({{"id", id++},
+                             {"state", state},
+                             {"prompt_tokens", s.prompt},
+                             {"prompt_read", s.prompt_read},
+                             {"generated", s.generated},
+                             {"tokens_in_state", s.tokens}});
+        }
+        res.set_content(text_of(json{{"slots", slots}}), "application/json");
     });
 
     http.get("/metrics", [&api](const http::Request&, http::Response& res) {

@@ -95,6 +95,7 @@ Scheduler::Scheduler(engine::Session& session, int max_waiting, Metrics& metrics
             throw std::logic_error("Scheduler: several sequences need the backend and a family that holds them");
         const int budget = be->name() == "cpu" ? kCpuPromptBudget : kPromptBudget;
         generator_ = std::make_unique<engine::Generator>(session.family(), *be, session.tokenizer(), budget);
+        sequences_ = generator_->sequences();
     }
     worker_ = std::thread([this] { generator_ ? work_together() : work(); });
 }
@@ -123,6 +124,16 @@ std::shared_ptr<Task> Scheduler::submit(Job job) {
     }
     cv_.notify_all();
     return task;
+}
+
+std::vector<engine::Generator::SequenceState> Scheduler::sequences() const {
+    if (!generator_) {
+        engine::Generator::SequenceState one;
+        if (running_ > 0) one.request = 0;  // busy; the session's progress is not followed
+        return {one};
+    }
+    std::lock_guard<std::mutex> lk(sequences_mu_);
+    return sequences_;
 }
 
 int Scheduler::waiting() const {
@@ -287,6 +298,8 @@ void Scheduler::work_together() {
         } catch (const std::exception& e) {
             end_all(e.what());  // the step failed for every request in it
         }
+        std::lock_guard<std::mutex> lk(sequences_mu_);
+        sequences_ = gen.sequences();
     }
     end_all("the server is stopping");
     if (admitting) end_task(*admitting, "the server is stopping");

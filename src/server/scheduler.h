@@ -105,6 +105,8 @@ public:
     std::shared_ptr<Task> submit(Job job);
     int waiting() const;
     int running() const { return running_; }
+    // What each sequence is doing, as of the worker's last step (GET /slots); with one sequence, whether it runs a job.
+    std::vector<engine::Generator::SequenceState> sequences() const;
     // Ends every task (the queued ones at once, the running one at its next token) and the worker.
     void stop();
 
@@ -126,6 +128,8 @@ private:
     struct Choice;
     std::vector<std::unique_ptr<Choice>> choices_;  // the choices running on the generator, in no order (several)
     std::unique_ptr<engine::Generator> generator_;  // with several sequences
+    mutable std::mutex sequences_mu_;
+    std::vector<engine::Generator::SequenceState> sequences_;  // the generator's, after the worker's last step
     bool stopping_ = false;
     std::atomic<int> running_{0};
     std::thread worker_;

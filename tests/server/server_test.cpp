@@ -5,6 +5,7 @@
 // sampling defaults.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -337,13 +338,19 @@ TEST(ServeParallel, ChoicesAndAClientThatLeaves) {
     ASSERT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
     EXPECT_EQ(json::parse(r->body)["choices"].dump(), one);
 
+    json slots_while;  // GET /slots while the long story streams
     std::thread leaver([&] {
         auto l = srv.client();
         json long_body = chat_body("Write a long story", 2000);
         long_body["stream"] = true;
         int pieces = 0;
-        l.Post("/v1/chat/completions", long_body.dump(), "application/json",
-               [&](const std::string&) { return ++pieces < 3; });  // hangs up
+        l.Post("/v1/chat/completions", long_body.dump(), "application/json", [&](const std::string&) {
+            if (++pieces == 3) {
+                auto s = srv.client().Get("/slots");
+                if (s && s->status == 200) slots_while = json::parse(s->body);
+            }
+            return pieces < 4;  // hangs up
+        });
     });
     auto other = c.Post("/v1/chat/completions", chat_body("hi", 4).dump(), "application/json");
     leaver.join();
@@ -356,6 +363,32 @@ TEST(ServeParallel, ChoicesAndAClientThatLeaves) {
     auto m = c.Get("/metrics");
     ASSERT_TRUE(m);
     EXPECT_NE(m->body.find("zinc_requests_in_flight 0\n"), std::string::npos) << m->body;
+
+    // GET /slots: while the story streamed, one of the two sequences generated it; now both are idle, keeping the
+    // states of their last requests.
+    ASSERT_EQ(slots_while["slots"].size(), 2u) << slots_while;
+    int generating = 0;
+    for (const json& sl : slots_while["slots"])
+        if (sl["state"] == "generating") {
+            ++generating;
+            EXPECT_GT(sl["generated"].get<int>(), 0) << sl;
+            EXPECT_EQ(sl["prompt_read"], sl["prompt_tokens"]) << sl;
+        }
+    EXPECT_GE(generating, 1) << slots_while;
+    // The worker takes its snapshot after the step that ended the last request, which may be just after its answer.
+    json now;
+    for (int tries = 0; tries < 100; ++tries) {
+        auto idle = c.Get("/slots");
+        ASSERT_TRUE(idle && idle->status == 200);
+        now = json::parse(idle->body);
+        if (now["slots"].size() == 2 && now["slots"][0]["state"] == "idle" && now["slots"][1]["state"] == "idle") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_EQ(now["slots"].size(), 2u) << now;
+    for (const json& sl : now["slots"]) {
+        EXPECT_EQ(sl["state"], "idle") << now;
+        EXPECT_GT(sl["tokens_in_state"].get<int>(), 0) << now;
+    }
 }
 
 }  // namespace
