@@ -3,13 +3,15 @@
 //   GET  /                      the chat page (page/, built into the binary)
 //   GET  /health                200 {"status": "ok"} once the model is loaded, 503 before
 //   GET  /metrics               Prometheus' text: requests, tokens, speeds, queue
+//   GET  /slots                 what each sequence is doing
 //   GET  /v1/models             the one model
 //   POST /v1/chat/completions   OpenAI's chat completions, streamed as server-sent events with "stream": true
 //   POST /v1/completions        OpenAI's (legacy) completions of a prompt
 //   POST /tokenize, /detokenize, /apply-template   as llama.cpp's server has them
 //
 // A request is checked and tokenized on its connection's thread and becomes a job for the scheduler
-// (scheduler.h), which runs jobs in arrival order on the model's one session. Errors are OpenAI's error bodies with
+// (scheduler.h), which runs jobs in arrival order, on the model's session one at a time or several together on its
+// sequences (--parallel). Errors are OpenAI's error bodies with
 // the right 4xx code. With an API key, every request but the page and /health needs "Authorization: Bearer KEY"
 // (compared in constant time). Pages of other origins may call the API only when --cors-origin allows them, and a
 // request must name this server in its Host header (an IP address, localhost, or a name --allowed-host allows), so
