@@ -378,17 +378,18 @@ Inputs make_inputs(const OpCase& c) {
         in.tensors.push_back(random_tensor(c.type, c.cols, c.n_out, "blk.0.ffn_gate.weight"));
         in.tensors.push_back(random_tensor(c.type, c.cols, c.n_out, "blk.0.ffn_up.weight"));
         floats(c.rows * c.cols);
-    } else if (c.op == "attend") {
+    } else if (c.op == "attend" || c.op == "attend_prompt") {
         const int64_t width = int64_t{c.n_head_kv} * c.head_dim;
         in.tensors.push_back(random_tensor(TensorType::F32, c.head_dim, 1, "blk.0.attn_q_norm.weight"));
         in.tensors.push_back(random_tensor(TensorType::F32, c.head_dim, 1, "blk.0.attn_k_norm.weight"));
         floats(int64_t{c.rows} * c.n_head * c.head_dim);
         floats(c.rows * width);
         floats(c.rows * width);
-        for (int d : seq_depths(c)) {
-            floats(d * width);
-            floats(d * width);
-        }
+        if (c.op == "attend")  // the keys and values each decode row's sequence holds before it
+            for (int d : seq_depths(c)) {
+                floats(d * width);
+                floats(d * width);
+            }
     } else if (c.op == "delta_net_step") {
         const int64_t key = int64_t{c.n_head_kv} * c.head_dim, value = int64_t{c.n_head} * c.head_dim;
         const int64_t conv_dim = 2 * key + value;
@@ -411,13 +412,6 @@ Inputs make_inputs(const OpCase& c) {
             floats((kConvKernel - 1) * conv_dim);
             floats(int64_t{c.n_head} * c.head_dim * c.head_dim, -0.05f, 0.05f);
         }
-    } else if (c.op == "attend_prompt") {
-        const int64_t width = int64_t{c.n_head_kv} * c.head_dim;
-        in.tensors.push_back(random_tensor(TensorType::F32, c.head_dim, 1, "blk.0.attn_q_norm.weight"));
-        in.tensors.push_back(random_tensor(TensorType::F32, c.head_dim, 1, "blk.0.attn_k_norm.weight"));
-        floats(int64_t{c.rows} * c.n_head * c.head_dim);
-        floats(c.rows * width);
-        floats(c.rows * width);
     } else if (c.op == "delta_net_prompt") {
         // Keys and queries of about unit length, decays exp(g) near 0.9, as a model's are.
         const int64_t key = int64_t{c.n_head_kv} * c.head_dim, value = int64_t{c.n_head} * c.head_dim;
@@ -507,6 +501,8 @@ double OpCase::bytes() const {
     if (op == "delta_net_prompt") return state + 4.0 * double(rows) * (2.0 * n_head_kv + 2.0 * n_head) * head_dim;
     return double(rows) * state;
 }
+
+bool OpCase::prompt() const { return op == "attend_prompt" || op == "delta_net_prompt" || rows > 64; }
 
 double OpCase::flops() const {
     if (op == "matmul") return 2.0 * rows * double(cols) * double(n_out);
@@ -711,8 +707,7 @@ double time_case(const OpCase& c, Backend& be, int reps, double cold_bytes) {
     // The calls as one step that a backend may record and replay (a CUDA graph), so that launch gaps do not count:
     // the first round runs eagerly, the second records, the others replay; the median of five of them. A prompt's
     // ops run eagerly, as a model's prefill does (a MoE layer's reads back how its rows fall to experts).
-    const bool prompt = c.op == "attend_prompt" || c.op == "delta_net_prompt" || c.rows > 64;
-    const uint64_t shape = prompt ? Backend::kEagerStep : 1;
+    const uint64_t shape = c.prompt() ? Backend::kEagerStep : 1;
     const int32_t id = 0;
     const auto round = [&] {
         be.run_step(held.front().get(), shape, {&id, 1}, {&id, 1}, [&] {

@@ -42,8 +42,9 @@ struct OpCase {
     std::string id() const;
     // Bytes of weights (and of the caches' keys and values, the recurrent states) the op must read: for GB/s.
     double bytes() const;
-    // The products' floating-point operations, for the ops whose products bound them (a prompt's rows): for TFLOP/s.
-    // 0 where the bytes bound the op.
+    // Whether the case is a prompt's (more rows than a decode step, or a prompt op), which runs as prefill does.
+    bool prompt() const;
+    // The products' floating-point operations, for TFLOP/s where they bound the op (a prompt's).
     double flops() const;
 };
 

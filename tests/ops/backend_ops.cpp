@@ -77,10 +77,9 @@ int main(int argc, char** argv) {
         if (perf) {
             const double us = zinc::test::time_case(c, *test, reps, cold_bytes);
             std::printf("%-64s %10.1f us %8.1f GB/s", name.c_str(), us, c.bytes() / us / 1e3);
-            const bool prompt = c.rows > 64 || c.op == "attend_prompt" || c.op == "delta_net_prompt";
-            if (prompt && c.flops() > 0) std::printf(" %8.2f TFLOP/s", c.flops() / us / 1e6);
+            if (c.prompt() && c.flops() > 0) std::printf(" %8.2f TFLOP/s", c.flops() / us / 1e6);
 #ifdef ZINC_OPS_READ_KERNEL
-            if (backend == "cuda" && !prompt) {
+            if (backend == "cuda" && !c.prompt()) {
                 const int copies = cold_bytes > 0 ? zinc::test::copies_for(c, cold_bytes) : 1;
                 const double read = zinc::ops::read_us(size_t(c.bytes()), copies, reps);
                 if (read > 0) std::printf("   read %8.1f us, %5.1f %% of its speed", read, 100.0 * read / us);
