@@ -68,10 +68,11 @@ void Task::put(Update u) {
     cv_.notify_all();
 }
 
-// A choice decoding on the generator: its task, the stream its text goes through, the update being filled.
+// One choice of a task as it generates, on the session or the generator: the stream its text goes through, the
+// update being filled, and its end.
 struct Scheduler::Choice {
     std::shared_ptr<Task> task;
-    int choice = 0, id = -1;
+    int choice = 0, id = -1;  // id: the generator's number for it
     chat::ChatStream stream;
     Update pending;
     StepLogprobs step;
@@ -79,6 +80,41 @@ struct Scheduler::Choice {
     Choice(std::shared_ptr<Task> t, int c)
         : task(std::move(t)), choice(c), stream(task->job().format, task->job().parser, task->job().stops) {
         pending.choice = c;
+    }
+    const std::vector<int32_t>& prompt() const { return task->job().prompts[size_t(choice / task->job().n)]; }
+    // Choice i of a prompt samples with seed + i.
+    engine::SamplerParams sampling() const {
+        engine::SamplerParams sp = task->job().sampling;
+        sp.seed += uint64_t(choice % task->job().n);
+        return sp;
+    }
+    // A generated token's text (id -1: text held back to the end): its logprob, the events it decides, which go to
+    // the task as they come. Whether generating goes on.
+    bool text(int32_t id, const std::string& piece) {
+        const Job& j = task->job();
+        if (id >= 0 && j.top_logprobs >= 0) pending.logprobs.push_back(step.of(id));
+        stream.feed(piece, pending.events);
+        if (!pending.events.empty()) {
+            task->put(std::move(pending));
+            pending = Update{};
+            pending.choice = choice;
+        }
+        if (Clock::now() >= j.deadline) timed_out = true;
+        return !timed_out && !task->cancelled() && !stream.stopped();
+    }
+    // The tokens of the prompt the model did not read again after r: a prefix its state still held.
+    int cached(const engine::GenerateResult& r) const { return std::max(0, int(prompt().size()) - r.prompt_tokens); }
+    // The choice's last update after r (its text has ended).
+    Update final_update(const engine::GenerateResult& r) {
+        Update u = std::move(pending);
+        u.final = true;
+        const bool length = timed_out || r.stop == engine::GenerateResult::Stop::MaxTokens ||
+                            r.stop == engine::GenerateResult::Stop::ContextFull;
+        u.finish_reason = length ? "length" : "stop";
+        u.prompt_tokens = int(prompt().size());
+        u.cached_tokens = cached(r);
+        u.completion_tokens = r.generated;
+        return u;
     }
 };
 
@@ -156,7 +192,7 @@ void Scheduler::work() {
         if (task->cancelled()) {
             task->end("the request was cancelled");
         } else {
-            run(*task);
+            run(task);
         }
         std::lock_guard<std::mutex> lk(mu_);
         current_.reset();
@@ -189,26 +225,15 @@ void Scheduler::work_together() {
     // A choice has ended: its final update, or for a cancelled task its end.
     const auto ended = [&](Choice* c, const engine::GenerateResult& r) {
         Task& task = *c->task;
-        const Job& job = task.job();
         c->stream.finish(c->pending.events);
-        const int prompt = int(job.prompts[size_t(c->choice / job.n)].size());
-        const int cached = std::max(0, prompt - r.prompt_tokens);
-        metrics_.generation(r.prompt_tokens, cached, r.prompt_seconds, r.generated, r.generate_seconds);
+        metrics_.generation(r.prompt_tokens, c->cached(r), r.prompt_seconds, r.generated, r.generate_seconds);
         Open& o = open[&task];
         if (task.cancelled()) {
             if (!o.ended) metrics_.cancelled("client_gone");
             end_task(task, "the request was cancelled");
         } else if (!o.ended) {
             if (c->timed_out) metrics_.cancelled("timeout");
-            Update& u = c->pending;
-            u.final = true;
-            const bool length = c->timed_out || r.stop == engine::GenerateResult::Stop::MaxTokens ||
-                                r.stop == engine::GenerateResult::Stop::ContextFull;
-            u.finish_reason = length ? "length" : "stop";
-            u.prompt_tokens = prompt;
-            u.cached_tokens = cached;
-            u.completion_tokens = r.generated;
-            task.put(std::move(u));
+            task.put(c->final_update(r));
         }
         --o.left;
         const auto at = std::find_if(choices_.begin(), choices_.end(), [&](const auto& p) { return p.get() == c; });
@@ -220,25 +245,13 @@ void Scheduler::work_together() {
         auto c = std::make_unique<Choice>(task, choice);
         Choice* cp = c.get();
         engine::Generator::Request r;
-        r.prompt = job.prompts[size_t(choice / job.n)];
+        r.prompt = cp->prompt();
         r.max_tokens = job.max_tokens;
         r.render_special = job.render_special;
-        r.sampling = job.sampling;
-        r.sampling.seed += uint64_t(choice % job.n);
+        r.sampling = cp->sampling();
         if (job.top_logprobs >= 0)
             r.on_logits = [cp, top = job.top_logprobs](std::span<const float> row) { cp->step.set(row, top); };
-        r.on_text = [cp](int32_t id, const std::string& piece) {
-            const Job& j = cp->task->job();
-            if (id >= 0 && j.top_logprobs >= 0) cp->pending.logprobs.push_back(cp->step.of(id));
-            cp->stream.feed(piece, cp->pending.events);
-            if (!cp->pending.events.empty() && !cp->task->cancelled()) {
-                cp->task->put(std::move(cp->pending));
-                cp->pending = Update{};
-                cp->pending.choice = cp->choice;
-            }
-            if (Clock::now() >= j.deadline) cp->timed_out = true;
-            return !cp->timed_out && !cp->task->cancelled() && !cp->stream.stopped();
-        };
+        r.on_text = [cp](int32_t id, const std::string& piece) { return cp->text(id, piece); };
         r.on_done = [&ended, cp](const engine::GenerateResult& res) { ended(cp, res); };
         choices_.push_back(std::move(c));
         ++open[task.get()].left;
@@ -305,13 +318,14 @@ void Scheduler::work_together() {
     if (admitting) end_task(*admitting, "the server is stopping");
 }
 
-void Scheduler::run(Task& task) {
+void Scheduler::run(const std::shared_ptr<Task>& task) {
     bool timed_out = false;
-    for (int c = 0; c < task.job().choices(); ++c)
+    for (int c = 0; c < task->job().choices(); ++c)
         if (!run_choice(task, c, timed_out)) return;
 }
 
-bool Scheduler::run_choice(Task& task, int choice, bool& timed_out) {
+bool Scheduler::run_choice(const std::shared_ptr<Task>& t, int choice, bool& timed_out) {
+    Task& task = *t;
     const Job& job = task.job();
     if (timed_out) {  // the request's time is up: the choices after the one it ended in get nothing
         Update u;
@@ -322,53 +336,30 @@ bool Scheduler::run_choice(Task& task, int choice, bool& timed_out) {
         task.put(std::move(u));
         return true;
     }
-    const std::vector<int32_t>& prompt = job.prompts[size_t(choice / job.n)];
-    chat::ChatStream stream(job.format, job.parser, job.stops);
-    engine::SamplerParams sp = job.sampling;
-    sp.seed += uint64_t(choice % job.n);
-    engine::Sampler sampler(sp);
+    Choice c(t, choice);
+    engine::Sampler sampler(c.sampling());
     engine::GenerateOptions go;
     go.max_tokens = job.max_tokens;
     go.render_special = job.render_special;
-    StepLogprobs step;
-    if (job.top_logprobs >= 0) go.on_logits = [&](std::span<const float> row) { step.set(row, job.top_logprobs); };
-
-    Update pending;
-    pending.choice = choice;
+    if (job.top_logprobs >= 0) go.on_logits = [&](std::span<const float> row) { c.step.set(row, job.top_logprobs); };
     engine::GenerateResult r;
     try {
-        r = session_.generate(prompt, go, sampler, [&](int32_t id, const std::string& piece) {
-            if (id >= 0 && job.top_logprobs >= 0) pending.logprobs.push_back(step.of(id));
-            stream.feed(piece, pending.events);
-            if (!pending.events.empty()) {
-                task.put(std::move(pending));
-                pending = Update{};
-                pending.choice = choice;
-            }
-            if (Clock::now() >= job.deadline) timed_out = true;
-            return !timed_out && !task.cancelled() && !stream.stopped();
-        });
-        stream.finish(pending.events);
+        r = session_.generate(c.prompt(), go, sampler,
+                              [&](int32_t id, const std::string& piece) { return c.text(id, piece); });
+        c.stream.finish(c.pending.events);
     } catch (const std::exception& e) {
         task.end(e.what());
         return false;
     }
-    const int cached = std::max(0, int(prompt.size()) - r.prompt_tokens);  // the prefix the session still held
-    metrics_.generation(r.prompt_tokens, cached, r.prompt_seconds, r.generated, r.generate_seconds);
+    timed_out = c.timed_out;
+    metrics_.generation(r.prompt_tokens, c.cached(r), r.prompt_seconds, r.generated, r.generate_seconds);
     if (task.cancelled()) {
         metrics_.cancelled("client_gone");
         task.end("the request was cancelled");
         return false;
     }
     if (timed_out) metrics_.cancelled("timeout");  // counted before the client can see the answer
-    pending.final = true;
-    const bool length = timed_out || r.stop == engine::GenerateResult::Stop::MaxTokens ||
-                        r.stop == engine::GenerateResult::Stop::ContextFull;
-    pending.finish_reason = length ? "length" : "stop";
-    pending.prompt_tokens = int(prompt.size());
-    pending.cached_tokens = cached;
-    pending.completion_tokens = r.generated;
-    task.put(std::move(pending));
+    task.put(c.final_update(r));
     return true;
 }
 

@@ -113,10 +113,10 @@ public:
 private:
     void work();
     void work_together();
-    void run(Task& task);
+    void run(const std::shared_ptr<Task>& task);
     // One choice of a task; false when the task has ended (cancelled, failed). `timed_out`: the job's deadline has
     // passed (set here when it passes).
-    bool run_choice(Task& task, int choice, bool& timed_out);
+    bool run_choice(const std::shared_ptr<Task>& task, int choice, bool& timed_out);
 
     engine::Session& session_;
     Metrics& metrics_;
