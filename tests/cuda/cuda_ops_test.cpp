@@ -230,14 +230,15 @@ TogetherAndAlone rows_together_and_alone(Backends& be, const Weight& w, int64_t 
 
 // The matvec of several rows (here up to kStepMaxRows) reads each weight row once for all its rows: every row's
 // values are those of that row alone, bit for bit, in every order the one-row matvec reads rows in (groups in place,
-// Q6_K's staged groups, chunks where the width rules groups out: 512 values, gpt-oss's 2880).
+// Q6_K's staged groups, chunks where the width rules groups out: 512 values, gpt-oss's 2880), with a warp over one
+// weight row or, where there are rows enough, over two (8195: the last warp has one).
 TEST_P(CudaMatmul, SeveralRowsEqualEachRowAlone) {
     ZINC_REQUIRE_GPU();
     const TensorType type = GetParam();
     if (type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16) GTEST_SKIP() << "float weights";
     Backends be;
     dynamic_cast<zinc::backend::CudaBackend&>(*be.gpu).set_matmul_ways(zinc::backend::cuda::kStepMaxRows);
-    for (auto [cols, n_out] : {std::pair<int64_t, int64_t>{512, 203}, {4096, 1024}, {2880, 517}}) {
+    for (auto [cols, n_out] : {std::pair<int64_t, int64_t>{512, 203}, {4096, 1024}, {2880, 517}, {2048, 8195}}) {
         if (cols % zinc::gguf::traits(type).block_elems != 0) continue;
         const auto t = random_tensor(type, cols, n_out, "blk.0.ffn_up.weight");
         const Weight w = be.gpu->load_weight(t->info);
