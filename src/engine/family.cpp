@@ -41,10 +41,10 @@ ContextSize settle_context(const gguf::Model& m, ContextSize asked) {
     int64_t positions = int64_t{s.n_ctx} * asked.n_seq;
     if (s.page_size > 0) {
         s.page_size = std::min(s.page_size, s.n_ctx);  // a page at most a context
-        // Whole pages: as many as the positions asked for need, or by default every sequence's whole context.
+        // Whole pages: as many as the positions asked for need, or by default the whole contexts of kv_seqs sequences.
         const int64_t per_seq = (int64_t{s.n_ctx} + s.page_size - 1) / s.page_size;
-        const int64_t n_pages =
-            asked.kv_size > 0 ? (asked.kv_size + s.page_size - 1) / s.page_size : per_seq * asked.n_seq;
+        const int full = asked.kv_seqs > 0 ? std::min(asked.kv_seqs, asked.n_seq) : asked.n_seq;
+        const int64_t n_pages = asked.kv_size > 0 ? (asked.kv_size + s.page_size - 1) / s.page_size : per_seq * full;
         if (n_pages > INT32_MAX)
             throw std::invalid_argument("a KV cache of " + std::to_string(n_pages) + " pages is too large");
         s.kv_size = positions = n_pages * s.page_size;

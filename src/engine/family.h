@@ -41,6 +41,9 @@ struct ContextSize {
     // cache of n_ctx positions.
     int page_size = 0;
     int64_t kv_size = 0;
+    // The sequences whose whole contexts the paged pool holds when kv_size is not given (<= 0: all n_seq): a server's
+    // running sequences, where the others keep states in the pages those leave.
+    int kv_seqs = 0;
 };
 
 // The page size of a paged KV cache where the backend has one: a page of a small model's layer is tens of KiB of
@@ -86,6 +89,9 @@ public:
     // Whether the next run may start at a position before the end of the state (true for pure attention state,
     // where later cache rows are simply overwritten).
     virtual bool can_rewind() const { return true; }
+    // Whether every position before the end of a state stays one to restart at (pure attention, no rings): where not,
+    // a state that should be resumed from a position must be kept as it was there (a fork at that moment).
+    bool restarts_anywhere() const { return can_rewind() && ring_rewind_ == INT64_MAX; }
     // Whether sequence `seq`'s next rows may start at pos0: afresh, where its state ends, or before its end when the
     // family can rewind and the sliding-window rings still hold the window before pos0.
     bool can_restart_at(int64_t pos0, int seq = 0) const;

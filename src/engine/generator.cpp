@@ -18,6 +18,8 @@ struct Generator::Slot {
     std::vector<int32_t> state;  // the tokens in the sequence's state
     int32_t next = -1;    // the token chosen last, to run in the next step
     int64_t pos = 0;      // the position of the next row
+    int wait_for = -1;    // the request whose prompt this one waits for (-1: none), until it has read wait_n tokens
+    size_t wait_n = 0;
     GenerateResult result;
     std::chrono::steady_clock::time_point t0, t_generate;
     Slot(Request req, const tokenizer::Tokenizer& tok)
@@ -30,11 +32,20 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// The tokens `tokens` and `prompt` begin with alike, at most all of the prompt but its last token.
+size_t common_prefix(const std::vector<int32_t>& tokens, const std::vector<int32_t>& prompt) {
+    size_t n = 0;
+    while (n < tokens.size() && n + 1 < prompt.size() && tokens[n] == prompt[n]) ++n;
+    return n;
+}
+
 }  // namespace
 
-Generator::Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget)
-    : family_(family), be_(be), tok_(tok), budget_(std::max(1, prompt_budget)), slots_(size_t(family.n_seq())),
-      kept_(size_t(family.n_seq())), last_used_(size_t(family.n_seq()), 0) {}
+Generator::Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget,
+                     int max_running)
+    : family_(family), be_(be), tok_(tok), budget_(std::max(1, prompt_budget)),
+      max_running_(max_running <= 0 ? family.n_seq() : std::min(max_running, family.n_seq())),
+      slots_(size_t(family.n_seq())), kept_(size_t(family.n_seq())), last_used_(size_t(family.n_seq()), 0) {}
 
 Generator::~Generator() = default;
 
@@ -42,42 +53,115 @@ int Generator::running() const {
     return int(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s != nullptr; }));
 }
 
-int Generator::free_sequences() const { return int(slots_.size()) - running(); }
+int Generator::free_sequences() const { return max_running_ - running(); }
+
+const std::vector<int32_t>& Generator::tokens_of(int seq) const {
+    const Slot* s = slots_[size_t(seq)].get();
+    return s ? s->state : kept_[size_t(seq)];
+}
+
+Generator::Prefix Generator::longest_prefix(const std::vector<int32_t>& prompt, int but) const {
+    Prefix best;
+    for (int q = 0; q < int(slots_.size()); ++q) {
+        if (q == but) continue;
+        size_t n = common_prefix(tokens_of(q), prompt);
+        if (n > 0 && !family_.can_restart_at(int64_t(n), q)) n = 0;
+        if (n > best.n) best = {q, n};
+    }
+    return best;
+}
+
+int Generator::free_target(int but) const {
+    int lru = -1;
+    for (int q = 0; q < int(slots_.size()); ++q) {
+        if (slots_[size_t(q)] || q == but) continue;
+        if (kept_[size_t(q)].empty()) return q;
+        if (lru < 0 || last_used_[size_t(q)] < last_used_[size_t(lru)]) lru = q;
+    }
+    return lru;
+}
+
+void Generator::start_from(Slot& s, Prefix from) {
+    if (from.n == 0) {
+        family_.release(s.seq);  // a fresh state: the sequence's rows start at 0
+    } else if (from.seq != s.seq) {
+        family_.fork(from.seq, s.seq, int64_t(from.n));
+        if (!slots_[size_t(from.seq)]) last_used_[size_t(from.seq)] = ++clock_;
+    }
+    s.fed = from.n;
+    s.pos = int64_t(from.n);
+    s.state.assign(s.r.prompt.begin(), s.r.prompt.begin() + std::ptrdiff_t(from.n));
+}
 
 int Generator::add(Request r) {
     if (r.prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
     if (int64_t(r.prompt.size()) > family_.n_ctx())
         throw std::length_error("the prompt has " + std::to_string(r.prompt.size()) + " tokens but the context holds " +
                                 std::to_string(family_.n_ctx()));
-    // The free sequence whose kept state shares the longest prefix with the prompt, always leaving its last token to
-    // run for its logits; without one, the least recently used.
-    int seq = -1;
-    size_t keep = 0;
-    for (int q = 0; q < int(slots_.size()); ++q) {
-        if (slots_[size_t(q)]) continue;
-        const std::vector<int32_t>& k = kept_[size_t(q)];
-        size_t n = 0;
-        while (n < k.size() && n + 1 < r.prompt.size() && k[n] == r.prompt[n]) ++n;
-        if (n > 0 && !family_.can_restart_at(int64_t(n), q)) n = 0;
-        if (seq < 0 || n > keep || (n == keep && last_used_[size_t(q)] < last_used_[size_t(seq)])) {
-            seq = q;
-            keep = n;
-        }
+    if (running() >= max_running_) throw std::runtime_error("every sequence is taken");
+    const PagePool* pool = family_.pages();
+    Prefix best = longest_prefix(r.prompt, -1);
+    if (!pool && best.n > 0 && slots_[size_t(best.seq)]) best = {};  // a running state is shared by a fork only
+    // A running request still reading a prompt that agrees with this one a page further than any state does, and
+    // has not read past where they part: this one waits for that prefix rather than reading it again.
+    Prefix ahead;
+    for (int q = 0; pool && q < int(slots_.size()); ++q) {
+        const Slot* o = slots_[size_t(q)].get();
+        if (!o || o->wait_for >= 0 || o->fed == o->r.prompt.size()) continue;
+        const size_t m = common_prefix(o->r.prompt, r.prompt);
+        if (m >= best.n + size_t(pool->page_size()) && o->fed <= m && m > ahead.n) ahead = {q, m};
     }
-    if (seq < 0) throw std::runtime_error("every sequence is taken");
+    // The sequence: a kept state that holds the prefix stays kept where another free sequence can take the request
+    // (its fork); else the request runs on it.
+    int seq = pool ? free_target(best.n > 0 && !slots_[size_t(best.seq)] ? best.seq : -1) : -1;
+    if (seq < 0) seq = best.n > 0 && !slots_[size_t(best.seq)] ? best.seq : free_target(-1);
     auto s = std::make_unique<Slot>(std::move(r), tok_);
     s->id = next_id_++;
     s->seq = seq;
     s->sampler.reset();
     for (int32_t t : s->r.prompt) s->sampler.accept(t);
     s->t0 = std::chrono::steady_clock::now();
-    if (keep == 0) family_.release(seq);  // a fresh state: the sequence's rows start at 0
-    s->fed = keep;
-    s->pos = int64_t(keep);
-    s->state.assign(s->r.prompt.begin(), s->r.prompt.begin() + std::ptrdiff_t(keep));
+    if (ahead.n > 0) {
+        s->wait_for = slots_[size_t(ahead.seq)]->id;
+        s->wait_n = ahead.n;
+        start_from(*s, {});
+    } else {
+        start_from(*s, best);
+    }
     kept_[size_t(seq)].clear();
     slots_[size_t(seq)] = std::move(s);
     return slots_[size_t(seq)]->id;
+}
+
+void Generator::resolve_waits() {
+    for (auto& w : slots_) {
+        if (!w || w->wait_for < 0) continue;
+        const auto src = std::find_if(slots_.begin(), slots_.end(),
+                                      [&](const auto& o) { return o && o->id == w->wait_for; });
+        if (src == slots_.end()) {  // it has ended, its state kept or given up: the best prefix there is now
+            w->wait_for = -1;
+            start_from(*w, longest_prefix(w->r.prompt, w->seq));
+        } else if ((*src)->fed >= w->wait_n) {
+            w->wait_for = -1;
+            const Slot& o = **src;
+            start_from(*w, family_.can_restart_at(int64_t(w->wait_n), o.seq) ? Prefix{o.seq, w->wait_n}
+                                                                             : longest_prefix(w->r.prompt, w->seq));
+        }
+    }
+}
+
+void Generator::checkpoint(const Slot& s) {
+    if (family_.restarts_anywhere() || !family_.pages()) return;
+    for (int q = 0; q < int(slots_.size()); ++q)
+        if (!slots_[size_t(q)] && kept_[size_t(q)] == s.state) {  // kept already
+            last_used_[size_t(q)] = ++clock_;
+            return;
+        }
+    const int q = free_target(-1);
+    if (q < 0) return;
+    family_.fork(s.seq, q, s.pos);
+    kept_[size_t(q)] = s.state;
+    last_used_[size_t(q)] = ++clock_;
 }
 
 std::vector<Generator::SequenceState> Generator::sequences() const {
@@ -122,21 +206,26 @@ void Generator::cancel(int id) {
 }
 
 bool Generator::step() {
+    resolve_waits();
     // The rows: each decoding request's token, then the prompts' chunks in sequence order, as the budget and the
-    // micro-batch allow; each request's rows together and in order, as Batch wants them.
+    // micro-batch allow; each request's rows together and in order, as Batch wants them. A chunk stops where a
+    // request waiting for the prompt wants to fork it, so that its state can restart there.
     Batch b;
     std::vector<Slot*> wanted;  // the requests whose rows ask for logits, in the batch's order
     int room = family_.n_ubatch();
     for (auto& s : slots_)
-        if (s && s->fed == s->r.prompt.size() && room > 0) {
+        if (s && s->wait_for < 0 && s->fed == s->r.prompt.size() && room > 0) {
             b.add(s->next, s->seq, int32_t(s->pos), true);
             wanted.push_back(s.get());
             --room;
         }
     int budget = std::min(budget_, room);
     for (auto& s : slots_) {
-        if (!s || s->fed == s->r.prompt.size() || budget == 0) continue;
-        const size_t n = std::min(s->r.prompt.size() - s->fed, size_t(budget));
+        if (!s || s->wait_for >= 0 || s->fed == s->r.prompt.size() || budget == 0) continue;
+        size_t n = std::min(s->r.prompt.size() - s->fed, size_t(budget));
+        for (const auto& w : slots_)
+            if (w && w->wait_for == s->id && w->wait_n > s->fed) n = std::min(n, w->wait_n - s->fed);
+        if (s->r.keep_at > s->fed && !family_.restarts_anywhere()) n = std::min(n, s->r.keep_at - s->fed);
         for (size_t i = 0; i < n; ++i) {
             const bool last = s->fed + i + 1 == s->r.prompt.size();
             b.add(s->r.prompt[s->fed + i], s->seq, int32_t(s->pos + int64_t(i)), last);
@@ -182,6 +271,14 @@ bool Generator::step() {
                 s.t_generate = std::chrono::steady_clock::now();
             }
         }
+    }
+    // States where a later request may resume, where the family could not restart there later: each prompt's end
+    // and keep_at, kept as the step left them.
+    for (size_t i = 0; i < b.size(); ++i) {
+        const Slot& s = *slots_[size_t(b.seq[i])];
+        const bool last_row = i + 1 == b.size() || b.seq[i + 1] != b.seq[i];
+        const bool at_keep = s.r.keep_at > 0 && s.fed == s.r.keep_at;
+        if (last_row && s.result.generated == 0 && (s.fed == s.r.prompt.size() || at_keep)) checkpoint(s);
     }
     for (size_t w = 0; w < wanted.size(); ++w) {
         Slot& s = *wanted[w];

@@ -5,11 +5,16 @@
 // tokens are chosen from its row's logits on the host by its own sampler, and its text, stops and result are those of
 // Session::generate for the same prompt.
 //
-// A sequence whose request has ended keeps its state, and a new request takes the free sequence whose state shares the
-// longest prefix with its prompt (where the family can restart there: anywhere in attention-only state, only at its
-// end in recurrent state), reading only the rest, as Session reuses its one sequence's prefix; GenerateResult's
-// prompt_tokens counts what was read. Kept states give their pages back when a step finds the pool full, the least
-// recently used first.
+// The sequences beyond the running requests are a prefix cache. A sequence whose request has ended keeps its state,
+// and where the family can resume a state only at its end (recurrent state, sliding-window rings), a request's state
+// at the end of its prompt and at its keep_at is kept too, in a fork (a later turn whose template rewrites the reply
+// resumes there; a prompt's chunks stop at keep_at for it). A
+// new request starts from the longest prefix of its prompt that any sequence holds, running or kept, at a position
+// the family can restart at: a fork of that sequence, whose KV pages it shares rather than copies, so a prefix common
+// to many requests is stored once. One that starts as a running request's prompt that is still being read waits for
+// that prompt to be read as far as they agree (that request's chunks stop there), then forks it. GenerateResult's
+// prompt_tokens counts what was read. Kept states give their sequences to new requests and their pages back when a
+// step finds the pool full, the least recently used first; pages that running requests share stay theirs.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,10 @@ class Generator {
 public:
     struct Request {
         std::vector<int32_t> prompt;
+        // A position of the prompt where the state is kept too, where the family cannot restart there later: where
+        // a later request is expected to part from this one (a chat's history before the generation prompt, which
+        // the next turn renders otherwise). 0: the prompt's end only.
+        size_t keep_at = 0;
         int max_tokens = 256;          // < 0: until the end of generation or a full context
         bool render_special = false;   // as GenerateOptions::render_special
         SamplerParams sampling;
@@ -44,14 +53,16 @@ public:
     };
 
     // `prompt_budget`: the prompt rows a step reads at most, over all requests; a step also holds one row for each
-    // decoding request, and at most the family's micro-batch in all.
-    Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget = 256);
+    // decoding request, and at most the family's micro-batch in all. `max_running`: the requests that may run at
+    // once (<= 0 or more than the family's sequences: one per sequence); the other sequences keep states only.
+    Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget = 256,
+              int max_running = 0);
     ~Generator();
 
-    // Starts a request on a free sequence and returns its number. Throws std::runtime_error when every sequence is
-    // taken, std::invalid_argument for an empty prompt and std::length_error for one the context cannot hold.
+    // Starts a request on a free sequence and returns its number. Throws std::runtime_error when max_running requests
+    // run, std::invalid_argument for an empty prompt and std::length_error for one the context cannot hold.
     int add(Request r);
-    // Requests running, sequences free.
+    // Requests running (those waiting for another's prompt among them), and those that may still start.
     int running() const;
     int free_sequences() const;
     // One forward step over every running request; false when none was running.
@@ -71,16 +82,35 @@ public:
 
 private:
     struct Slot;
+    struct Prefix {
+        int seq = -1;  // the sequence that holds it
+        size_t n = 0;  // its tokens
+    };
     void finish(Slot& s, GenerateResult::Stop stop);
+    const std::vector<int32_t>& tokens_of(int seq) const;
+    // The longest prefix of `prompt` in a sequence's state (but seq `but`) that the family can restart at, leaving
+    // the prompt's last token to run for its logits.
+    Prefix longest_prefix(const std::vector<int32_t>& prompt, int but) const;
+    // A free sequence for a new state: one that keeps nothing, else the least recently used kept one but `but`; -1
+    // when there is none.
+    int free_target(int but) const;
+    // Starts slot s's state from `from` (a fork, or s's own sequence's state where from.seq is it): s reads the rest.
+    void start_from(Slot& s, Prefix from);
+    // Slots waiting for another's prompt start when it has been read as far as theirs agrees with it.
+    void resolve_waits();
+    // Keeps slot s's state as it is (its prompt's end or keep_at) in a fork, where the family cannot restart there
+    // later.
+    void checkpoint(const Slot& s);
 
     Family& family_;
     backend::Backend& be_;
     const tokenizer::Tokenizer& tok_;
     int budget_;
+    int max_running_;
     int next_id_ = 0;
     std::vector<std::unique_ptr<Slot>> slots_;  // one per sequence, null where free
     std::vector<std::vector<int32_t>> kept_;    // the tokens in the state of each free sequence
-    std::vector<uint64_t> last_used_;           // when each sequence's request ended, for the least recently used
+    std::vector<uint64_t> last_used_;           // when each free sequence's state was kept or last forked from
     uint64_t clock_ = 0;
     std::vector<float> logits_;                 // the step's logits, brought back
 };

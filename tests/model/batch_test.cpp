@@ -71,7 +71,8 @@ TEST(BatchedBrown, GreedyTokensEqualEachAlone) {
 // A paged cache too small for the sequences: the step that needs a page none has is refused with the numbers, before
 // it changes anything; a released sequence gives its pages back at once, and the others go on as if alone.
 // A context that is not a whole number of pages: the pool's last page holds positions past it, and the micro-batch
-// stays within the context, so the model opens (its memory plan runs a full micro-batch) and a prompt fills it.
+// stays within the context, so the model opens (its memory plan runs a full micro-batch) and a prompt fills it. The
+// pool holds the whole contexts of every sequence, or of kv_seqs of them.
 TEST(PagedCache, ContextOfPartPages) {
     const zinc::gguf::Model model(fixture_gguf("qwen3", "f32"));
     auto be = zinc::backend::make_cpu_backend(1);
@@ -86,6 +87,11 @@ TEST(PagedCache, ContextOfPartPages) {
         const std::vector<int32_t> prompt(10, 1);
         EXPECT_NO_THROW(fam->run(prompt, 0));
     }
+    // A pool for the whole contexts of 2 of 5 sequences (kv_seqs: the server's running ones, where the others keep
+    // states in the pages left).
+    zinc::engine::ContextSize some{10, 512, f32, f32, 5, 4};
+    some.kv_seqs = 2;
+    EXPECT_EQ(zinc::engine::settle_context(model, some).kv_size, 24);
 }
 
 TEST(PagedCache, FullPoolIsAClearErrorAndReleaseGivesPagesBack) {

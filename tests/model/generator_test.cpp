@@ -118,6 +118,111 @@ TEST_P(Generator, RequestsTogetherAsEachAlone) {
     EXPECT_EQ(family->pages()->free_pages(), family->pages()->n_pages());
 }
 
+// One request on a Session of its own: its greedy tokens and result.
+Output alone(const zinc::gguf::Model& model, zinc::backend::Backend& be, const std::vector<int32_t>& prompt,
+             int max_tokens) {
+    const auto f32 = zinc::backend::KvType::f32;
+    zinc::engine::Session s(model, be, {128, 64, f32, f32});
+    zinc::engine::Sampler sampler(zinc::engine::SamplerParams{});
+    zinc::engine::GenerateOptions go;
+    go.max_tokens = max_tokens;
+    Output o;
+    o.result = s.generate(prompt, go, sampler, [&](int32_t id, const std::string& text) {
+        if (id >= 0) o.ids.push_back(id);
+        o.text += text;
+        return true;
+    });
+    return o;
+}
+
+// A greedy request on the generator; `out` gets its tokens and result.
+zinc::engine::Generator::Request request(std::vector<int32_t> prompt, int max_tokens, Output& out) {
+    zinc::engine::Generator::Request r;
+    r.prompt = std::move(prompt);
+    r.max_tokens = max_tokens;
+    r.on_text = [&out](int32_t id, const std::string& text) {
+        if (id >= 0) out.ids.push_back(id);
+        out.text += text;
+        return true;
+    };
+    r.on_done = [&out](const zinc::engine::GenerateResult& res) { out.result = res; };
+    return r;
+}
+
+// A conversation's second turn whose template rewrote the first reply (a chat template that drops the reasoning
+// does): its prompt agrees with the first turn's state up to the end of the first prompt only. It reads only what
+// follows that prompt, in every family: attention state restarts there, and recurrent state and sliding-window rings
+// (window 16 here, 12 tokens generated past the prompt, micro-batches of 8: the rings no longer hold the window
+// before the prompt's end) resume from the prompt's end kept in a fork. Its tokens are those of the prompt alone.
+TEST_P(Generator, LaterTurnResumesAtPromptEnd) {
+    const zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
+    auto be = zinc::backend::make_cpu_backend(2);
+    const auto f32 = zinc::backend::KvType::f32;
+    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/" + GetParam() +
+                                                        "/meta.json").prompt;
+    ASSERT_GE(base.size(), 44u);
+    const std::vector<int32_t> first(base.begin(), base.begin() + 20);
+    std::vector<int32_t> second = first;
+    second.insert(second.end(), base.begin() + 30, base.begin() + 36);  // the reply as the template rewrote it
+    second.insert(second.end(), base.begin() + 40, base.begin() + 44);  // the next message
+    zinc::engine::Session session(model, *be, {128, 64, f32, f32});
+    auto family = zinc::engine::make_family(model, *be, {128, 8, f32, f32, 4, 8});
+    zinc::engine::Generator gen(*family, *be, session.tokenizer(), 8, 2);  // two sequences keep states only
+    Output a, b;
+    gen.add(request(first, 12, a));
+    while (gen.running() > 0) gen.step();
+    EXPECT_EQ(a.result.prompt_tokens, 20);
+    EXPECT_EQ(a.result.generated, 12);
+    gen.add(request(second, 6, b));
+    while (gen.running() > 0) gen.step();
+    EXPECT_EQ(b.result.prompt_tokens, int(second.size() - first.size()));
+    const Output want = alone(model, *be, second, 6);
+    EXPECT_EQ(b.ids, want.ids);
+    EXPECT_EQ(b.text, want.text);
+    gen.drop_kept();
+    EXPECT_EQ(family->pages()->free_pages(), family->pages()->n_pages());
+}
+
+// Eight requests that arrive together and share a 32-token system prompt: the first reads it and the others wait for
+// it (its chunk stops there), then fork it, so each reads only its own 3 tokens and the prompt's 4 pages are held
+// once (pages of 8: at most 4 shared and 2 of each request's own at any time, against 6 each unshared). Each gets
+// the tokens it gets alone.
+TEST_P(Generator, SharedPrefixStoredOnce) {
+    const zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
+    auto be = zinc::backend::make_cpu_backend(2);
+    const auto f32 = zinc::backend::KvType::f32;
+    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/" + GetParam() +
+                                                        "/meta.json").prompt;
+    ASSERT_GE(base.size(), 44u);
+    zinc::engine::Session session(model, *be, {128, 64, f32, f32});
+    auto family = zinc::engine::make_family(model, *be, {128, 64, f32, f32, 8, 8});
+    zinc::engine::Generator gen(*family, *be, session.tokenizer(), 64);
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<Output> out(8);
+    for (size_t i = 0; i < 8; ++i) {
+        std::vector<int32_t> p(base.begin(), base.begin() + 32);
+        p.insert(p.end(), base.begin() + 33 + std::ptrdiff_t(i), base.begin() + 36 + std::ptrdiff_t(i));
+        prompts.push_back(p);
+        gen.add(request(p, 6, out[i]));
+    }
+    const zinc::engine::PagePool& pool = *family->pages();
+    int most_used = 0;
+    while (gen.running() > 0) {
+        gen.step();
+        most_used = std::max(most_used, pool.n_pages() - pool.free_pages());
+    }
+    EXPECT_LE(most_used, 4 + 8 * 2);
+    for (size_t i = 0; i < 8; ++i) {
+        SCOPED_TRACE("request " + std::to_string(i));
+        EXPECT_EQ(out[i].result.prompt_tokens, i == 0 ? 35 : 3);
+        const Output want = alone(model, *be, prompts[i], 6);
+        EXPECT_EQ(out[i].ids, want.ids);
+        EXPECT_EQ(out[i].text, want.text);
+    }
+    gen.drop_kept();
+    EXPECT_EQ(pool.free_pages(), pool.n_pages());
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Generator, ::testing::ValuesIn(kFixtureFamilies),
                          [](const auto& info) { return test_name(info.param); });
 
