@@ -7,6 +7,16 @@ Turn prepare_turn(const tokenizer::Tokenizer& tok, const std::string& architectu
     Turn t;
     t.prompt = render_prompt(tok, messages, o);
     t.tokens = t.prompt.tokens(tok);
+    if (o.add_generation_prompt && !messages.empty()) {
+        PromptOptions bare = o;
+        bare.add_generation_prompt = false;
+        try {
+            const std::vector<int32_t> h = render_prompt(tok, messages, bare).tokens(tok);
+            while (t.history < h.size() && t.history < t.tokens.size() && h[t.history] == t.tokens[t.history])
+                ++t.history;
+        } catch (const std::exception&) {  // a template that will not end without its generation prompt: no history
+        }
+    }
     const bool plain = plain_completion(tok, o);
     t.render_special = !plain;
     t.format = plain ? OutputFormat::plain

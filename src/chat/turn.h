@@ -16,6 +16,9 @@ namespace zinc::chat {
 struct Turn {
     Prompt prompt;
     std::vector<int32_t> tokens;
+    // The tokens the prompt has in common with the messages rendered without the generation prompt: the history a
+    // later turn of the conversation repeats, before the part (the reply's opening) that it may render otherwise.
+    size_t history = 0;
     // plain for a model that writes one continuing text (plain_completion): it has no format's markers to read.
     OutputFormat format = OutputFormat::plain;
     ParserOptions parser;         // start_in_reasoning where the prompt opened the reasoning block

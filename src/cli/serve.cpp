@@ -18,6 +18,9 @@
 namespace zinc::cli {
 namespace {
 
+// Sequences that decode together by default on a GPU, where a step of 4 costs little more than a step of one.
+constexpr int kGpuParallel = 4;
+
 struct Options {
     ModelFlags model;
     server::ServerOptions server;
@@ -49,6 +52,9 @@ void run(const Options& o) {
     server::ServerOptions so = o.server;
     so.sampling = {o.sampling.params, o.sampling.seed};
     if (!o.template_file.empty()) so.chat_template = read_file(o.template_file);
+    if (so.parallel == 0) so.parallel = engine::picks_gpu(o.model.open.backend) ? kGpuParallel : 1;
+    if (so.cache_seqs < 0) so.cache_seqs = so.parallel;
+    if (so.parallel == 1) so.cache_seqs = 0;  // the session keeps the prefix of the request before
     server::Server srv(so);
     const int port = srv.bind();
     std::fprintf(stderr, "zinc: listening on http://%s:%d (loading %s)\n", so.host.c_str(), port,
@@ -68,7 +74,10 @@ void run(const Options& o) {
     };
     try {
         ModelFlags flags = o.model;
-        flags.open.context.n_seq = so.parallel;  // each of them with the whole context, in pages of one pool
+        // Each running sequence with the whole context, in pages of one pool; the kept states in the pages left.
+        engine::ContextSize& cs = flags.open.context;
+        cs.n_seq = so.parallel + so.cache_seqs;
+        cs.kv_seqs = so.parallel;
         engine::OpenedModel om = open_model(flags);
         if (o.model.verbose) std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
         if (!so.chat_template.empty()) check_template(om, so.chat_template, o.template_file);
@@ -104,11 +113,18 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--api-key", so.api_key, "require \"Authorization: Bearer KEY\" on every request but the page and "
                                              "/health");
     cmd->add_option("--alias", o->alias, "the model's name in the API (default: the file's name)");
+    so.parallel = 0;
+    so.cache_seqs = -1;
     cmd->add_option("--parallel", so.parallel,
                     "(also -np) sequences that decode together (continuous batching); 1: one request at a time, the "
-                    "prefix of the request before kept")
-        ->capture_default_str()
-        ->transform(integer_in(1, 64));
+                    "prefix of the request before kept (default: " +
+                        std::to_string(kGpuParallel) + " on a GPU, 1 on the CPU)")
+        ->transform(integer_in(1, 256));
+    cmd->add_option("--cache-seqs", so.cache_seqs,
+                    "with --parallel above 1, states kept for later requests beside the running ones, in the KV "
+                    "pages these leave: a prefix cache (default: as many as --parallel; 0: only free sequences "
+                    "keep theirs)")
+        ->transform(integer_in(0, 1024));
     cmd->add_option("--max-queue", so.max_queue, "requests that may wait for the model; more get 503")
         ->capture_default_str()
         ->transform(integer_in(1, 1000));

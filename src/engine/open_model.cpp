@@ -173,6 +173,15 @@ std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c, int devic
 
 }  // namespace
 
+bool picks_gpu(const BackendChoice& c) {
+    if (c.gpu_layers && *c.gpu_layers == 0) return false;
+    try {
+        return chosen_device(c) >= 0;
+    } catch (const std::exception&) {  // open_model says what is wrong with the choice
+        return false;
+    }
+}
+
 std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c) { return make_backend(c, chosen_device(c)); }
 
 OpenedModel open_model(const OpenOptions& o) { return open_model(std::make_unique<gguf::Model>(o.path), o); }

@@ -70,6 +70,10 @@ OpenedModel open_model(const OpenOptions& o);
 // For callers that read the file first (to tokenize a prompt that sizes the context): o.path is ignored.
 OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o);
 
+// Whether open_model places a model on a GPU with `c`: not with -ngl 0 or --backend cpu; with "auto", where a usable
+// GPU is present. False for a choice open_model would refuse.
+bool picks_gpu(const BackendChoice& c);
+
 // The backend of `c` (threads 0: physical_cores()); throws with the reason when CUDA was asked for and cannot be
 // used. gpu_layers is not looked at: it needs the model (open_model resolves it).
 std::unique_ptr<backend::Backend> make_backend(const BackendChoice& c);

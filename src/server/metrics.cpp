@@ -36,6 +36,7 @@ void Metrics::generation(int prompt_tokens, int cached_tokens, double prompt_sec
     std::lock_guard<std::mutex> lk(mu_);
     prompt_tokens_ += uint64_t(prompt_tokens);
     cached_tokens_ += uint64_t(cached_tokens);
+    if (cached_tokens > 0) ++prefix_hits_;
     generated_tokens_ += uint64_t(generated);
     prompt_seconds_ += prompt_seconds;
     generate_seconds_ += generate_seconds;
@@ -48,7 +49,7 @@ void Metrics::cancelled(const std::string& reason) {
     ++cancelled_[reason];
 }
 
-std::string Metrics::text(int waiting, int running, bool ready) const {
+std::string Metrics::text(int waiting, int running, bool ready, KvPages pages) const {
     std::lock_guard<std::mutex> lk(mu_);
     std::string out;
     header(out, "zinc_requests_total", "counter", "HTTP responses by endpoint and status.");
@@ -60,6 +61,8 @@ std::string Metrics::text(int waiting, int running, bool ready) const {
     header(out, "zinc_prompt_tokens_cached_total", "counter",
            "Prompt tokens not evaluated: a prefix the model still held from the request before.");
     out += "zinc_prompt_tokens_cached_total " + std::to_string(cached_tokens_) + "\n";
+    header(out, "zinc_prefix_cache_hits_total", "counter", "Generations that started from a prefix the model held.");
+    out += "zinc_prefix_cache_hits_total " + std::to_string(prefix_hits_) + "\n";
     header(out, "zinc_generated_tokens_total", "counter", "Tokens generated.");
     out += "zinc_generated_tokens_total " + std::to_string(generated_tokens_) + "\n";
     header(out, "zinc_prompt_seconds_total", "counter", "Seconds spent evaluating prompts.");
@@ -71,7 +74,7 @@ std::string Metrics::text(int waiting, int running, bool ready) const {
     header(out, "zinc_generation_tokens_per_second", "gauge", "Generation speed of the last generation.");
     out += "zinc_generation_tokens_per_second " + number_text(last_generate_tps_) + "\n";
     header(out, "zinc_cancelled_total", "counter", "Generations ended early, by reason.");
-    for (const char* reason : {"client_gone", "timeout"}) {
+    for (const char* reason : {"client_gone", "client_stalled", "timeout"}) {
         const auto it = cancelled_.find(reason);
         out += std::string("zinc_cancelled_total{reason=\"") + reason + "\"} " +
                std::to_string(it == cancelled_.end() ? 0 : it->second) + "\n";
@@ -80,6 +83,12 @@ std::string Metrics::text(int waiting, int running, bool ready) const {
     out += "zinc_requests_waiting " + std::to_string(waiting) + "\n";
     header(out, "zinc_requests_in_flight", "gauge", "Requests being generated.");
     out += "zinc_requests_in_flight " + std::to_string(running) + "\n";
+    if (pages.used >= 0) {
+        header(out, "zinc_kv_pages_used", "gauge", "KV cache pages held by running requests and kept states.");
+        out += "zinc_kv_pages_used " + std::to_string(pages.used) + "\n";
+        header(out, "zinc_kv_pages_free", "gauge", "KV cache pages free.");
+        out += "zinc_kv_pages_free " + std::to_string(pages.free) + "\n";
+    }
     header(out, "zinc_model_ready", "gauge", "1 once the model is loaded.");
     out += std::string("zinc_model_ready ") + (ready ? "1" : "0") + "\n";
     return out;

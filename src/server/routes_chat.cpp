@@ -206,6 +206,7 @@ void chat_routes(http::Server& http, Api& api) {
             const json body = parse_object(req.body);
             chat::Turn c = render(api, body, job.deadline);
             job.prompts.push_back(std::move(c.tokens));
+            job.keep_at.push_back(c.history);
             check_prompt_length(job.prompts[0].size(), api.n_ctx(), "messages");
             if (body.contains("response_format") && !body["response_format"].is_null() &&
                 text(body["response_format"], "type") != "text")

@@ -49,7 +49,7 @@ void info_routes(http::Server& http, Api& api) {
     http.get("/metrics", [&api](const http::Request&, http::Response& res) {
         const bool ready = api.ready;
         res.set_content(api.metrics.text(ready ? api.scheduler->waiting() : 0, ready ? api.scheduler->running() : 0,
-                                         ready),
+                                         ready, ready ? api.scheduler->pages() : KvPages{}),
                         "text/plain; version=0.0.4");
     });
 }

@@ -43,6 +43,14 @@ private:
     double lse_ = 0;
 };
 
+// The bytes an update holds for its connection: its events' text and its tokens' log-probabilities.
+size_t update_bytes(const Update& u) {
+    size_t n = u.logprobs.size() * sizeof(TokenLogprob);
+    for (const chat::Event& e : u.events) n += e.text.size() + e.raw.size();
+    for (const TokenLogprob& t : u.logprobs) n += t.top.size() * sizeof(t.top[0]);
+    return n;
+}
+
 }  // namespace
 
 std::optional<Update> Task::next(Clock::duration wait) {
@@ -50,6 +58,7 @@ std::optional<Update> Task::next(Clock::duration wait) {
     if (!cv_.wait_for(lk, wait, [&] { return !updates_.empty(); })) return std::nullopt;
     Update u = std::move(updates_.front());
     updates_.pop_front();
+    buffered_ -= update_bytes(u);
     return u;
 }
 
@@ -63,7 +72,12 @@ void Task::end(const std::string& why) {
 void Task::put(Update u) {
     {
         std::lock_guard<std::mutex> lk(mu_);
+        buffered_ += update_bytes(u);
         updates_.push_back(std::move(u));
+        if (buffered_ > max_buffered_ && !cancelled_) {
+            stalled_ = true;
+            cancelled_ = true;
+        }
     }
     cv_.notify_all();
 }
@@ -130,9 +144,10 @@ Scheduler::Scheduler(engine::Session& session, int max_waiting, Metrics& metrics
         if (!be || session.family().n_seq() < parallel)
             throw std::logic_error("Scheduler: several sequences need the backend and a family that holds them");
         const int budget = be->name() == "cpu" ? kCpuPromptBudget : kPromptBudget;
-        generator_ = std::make_unique<engine::Generator>(session.family(), *be, session.tokenizer(), budget);
+        generator_ = std::make_unique<engine::Generator>(session.family(), *be, session.tokenizer(), budget, parallel);
         sequences_ = generator_->sequences();
     }
+    note_pages();
     worker_ = std::thread([this] { generator_ ? work_together() : work(); });
 }
 
@@ -160,6 +175,17 @@ std::shared_ptr<Task> Scheduler::submit(Job job) {
     }
     cv_.notify_all();
     return task;
+}
+
+KvPages Scheduler::pages() const {
+    std::lock_guard<std::mutex> lk(sequences_mu_);
+    return pages_;
+}
+
+void Scheduler::note_pages() {
+    const engine::PagePool* pool = session_.family().pages();
+    std::lock_guard<std::mutex> lk(sequences_mu_);
+    if (pool) pages_ = {pool->n_pages() - pool->free_pages(), pool->free_pages()};
 }
 
 std::vector<engine::Generator::SequenceState> Scheduler::sequences() const {
@@ -194,6 +220,7 @@ void Scheduler::work() {
         } else {
             run(task);
         }
+        note_pages();
         std::lock_guard<std::mutex> lk(mu_);
         current_.reset();
         --running_;
@@ -229,8 +256,8 @@ void Scheduler::work_together() {
         metrics_.generation(r.prompt_tokens, c->cached(r), r.prompt_seconds, r.generated, r.generate_seconds);
         Open& o = open[&task];
         if (task.cancelled()) {
-            if (!o.ended) metrics_.cancelled("client_gone");
-            end_task(task, "the request was cancelled");
+            if (!o.ended) metrics_.cancelled(task.stalled() ? "client_stalled" : "client_gone");
+            end_task(task, task.stalled() ? "the client did not read its reply" : "the request was cancelled");
         } else if (!o.ended) {
             if (c->timed_out) metrics_.cancelled("timeout");
             task.put(c->final_update(r));
@@ -246,6 +273,7 @@ void Scheduler::work_together() {
         Choice* cp = c.get();
         engine::Generator::Request r;
         r.prompt = cp->prompt();
+        if (const size_t p = size_t(choice / job.n); p < job.keep_at.size()) r.keep_at = job.keep_at[p];
         r.max_tokens = job.max_tokens;
         r.render_special = job.render_special;
         r.sampling = cp->sampling();
@@ -311,6 +339,7 @@ void Scheduler::work_together() {
         } catch (const std::exception& e) {
             end_all(e.what());  // the step failed for every request in it
         }
+        note_pages();
         std::lock_guard<std::mutex> lk(sequences_mu_);
         sequences_ = gen.sequences();
     }
@@ -354,8 +383,8 @@ bool Scheduler::run_choice(const std::shared_ptr<Task>& t, int choice, bool& tim
     timed_out = c.timed_out;
     metrics_.generation(r.prompt_tokens, c.cached(r), r.prompt_seconds, r.generated, r.generate_seconds);
     if (task.cancelled()) {
-        metrics_.cancelled("client_gone");
-        task.end("the request was cancelled");
+        metrics_.cancelled(task.stalled() ? "client_stalled" : "client_gone");
+        task.end(task.stalled() ? "the client did not read its reply" : "the request was cancelled");
         return false;
     }
     if (timed_out) metrics_.cancelled("timeout");  // counted before the client can see the answer

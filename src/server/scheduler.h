@@ -26,16 +26,18 @@
 #include "engine/generator.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "server/metrics.h"
 
 namespace zinc::server {
-
-class Metrics;
 
 using Clock = std::chrono::steady_clock;
 
 // One request as the model takes it: n choices for each prompt.
 struct Job {
     std::vector<std::vector<int32_t>> prompts;  // choice i continues prompt i / n
+    // Per prompt (or none): where a later request is expected to part from it (chat::Turn::history), a position whose
+    // state the generator keeps for the families that cannot restart there otherwise.
+    std::vector<size_t> keep_at;
     int n = 1;
     engine::SamplerParams sampling;  // choice i samples with seed + i % n, so the n choices of a prompt differ
     int max_tokens = 256;
@@ -68,10 +70,13 @@ struct Update {
     std::string error;  // the generation failed: the task ends with this update
 };
 
-// A job in the scheduler, and the channel its updates come back through.
+// A job in the scheduler, and the channel its updates come back through. The updates wait for the connection in
+// memory, which the worker never waits for: a client that stops reading holds up no one, and once max_buffered bytes
+// of its reply wait unread, its task is cancelled (stalled()), its sequences freed at the next step.
 class Task {
 public:
-    explicit Task(Job job) : job_(std::move(job)) {}
+    static constexpr size_t kMaxBuffered = size_t(4) << 20;
+    explicit Task(Job job, size_t max_buffered = kMaxBuffered) : job_(std::move(job)), max_buffered_(max_buffered) {}
     const Job& job() const { return job_; }
 
     // The connection's side: the next update, waiting at most `wait`; none when there was none in time.
@@ -84,19 +89,24 @@ public:
     // The task has ended without its answer (failed, cancelled, the server stopping): an update with the reason.
     void end(const std::string& why);
     bool cancelled() const { return cancelled_; }
+    // Cancelled because its client left max_buffered bytes of the reply unread.
+    bool stalled() const { return stalled_; }
 
 private:
     Job job_;
+    size_t max_buffered_;
     std::mutex mu_;
     std::condition_variable cv_;
     std::deque<Update> updates_;
-    std::atomic<bool> cancelled_{false};
+    size_t buffered_ = 0;  // the bytes of text in updates_
+    std::atomic<bool> cancelled_{false}, stalled_{false};
 };
 
 class Scheduler {
 public:
     // `max_waiting`: jobs that may wait for their turn, the running ones aside. `parallel` > 1: choices decode together
-    // on that many of the session's family's sequences (it must hold them), the backend `be` its own.
+    // on that many of the session's family's sequences (it must hold them), the backend `be` its own; the family's
+    // other sequences keep states for later requests (engine::Generator's prefix cache).
     Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel = 1,
               backend::Backend* be = nullptr);
     ~Scheduler();
@@ -107,6 +117,8 @@ public:
     int running() const { return running_; }
     // What each sequence is doing, as of the worker's last step (GET /slots); with one sequence, whether it runs a job.
     std::vector<engine::Generator::SequenceState> sequences() const;
+    // The KV cache's pages in use and free as of the worker's last step or job (not paged: negative).
+    KvPages pages() const;
     // Ends every task (the queued ones at once, the running one at its next token) and the worker.
     void stop();
 
@@ -130,6 +142,8 @@ private:
     std::unique_ptr<engine::Generator> generator_;  // with several sequences
     mutable std::mutex sequences_mu_;
     std::vector<engine::Generator::SequenceState> sequences_;  // the generator's, after the worker's last step
+    KvPages pages_;                                      // the family's, after the last step or job
+    void note_pages();                                          // takes pages_ from the family (the worker)
     bool stopping_ = false;
     std::atomic<int> running_{0};
     std::thread worker_;

@@ -48,8 +48,10 @@ struct ServerOptions {
     int max_connections = 512;  // open connections; more are closed as they come
     SamplingDefaults sampling;
     // Sequences decoding together (-np): 1, one request at a time on the session (which keeps the prefix of the
-    // request before); more, the model opened with as many sequences, continuous batching (scheduler.h).
+    // request before); more, the model opened with as many sequences and cache_seqs more, continuous batching and a
+    // prefix cache (scheduler.h).
     int parallel = 1;
+    int cache_seqs = 0;
     bool log_requests = true;   // a line on standard error for each request (--log-disable: none)
     std::string chat_template;  // --chat-template-file's text, rendered instead of the model's; empty: the model's
 };

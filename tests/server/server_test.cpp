@@ -5,6 +5,7 @@
 // sampling defaults.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -315,6 +316,52 @@ TEST_P(ServeCached, CachedTokensOfACommonPrefix) {
 
 INSTANTIATE_TEST_SUITE_P(Sequences, ServeCached, ::testing::Values("1", "2"));
 
+// A conversation's next turn on the families whose state resumes only where it was kept (qwen35: recurrent state;
+// gemma4 and gpt-oss: sliding windows), with several sequences (-np 2 and the prefix cache) and the real models'
+// templates (tests/data/chat/templates): the template renders the first reply otherwise than it was generated (its
+// reasoning dropped, and for Qwen3.5 and Gemma 4 the reply's opening too: a generation prompt that opens the
+// reasoning), so the second prompt parts from the first state inside the first prompt's generation prompt. It
+// resumes from the state kept at the end of the first turn's history: it evaluates its new messages and the
+// re-rendered reply, not the first turn.
+class ServeTurns : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ServeTurns, NextTurnEvaluatesOnlyItsNewTokens) {
+    const std::string family = GetParam();
+    ServeProcess srv({"-np", "2", "--chat-template-file", std::string(ZINC_TEST_DATA_DIR) + "/chat/templates/" +
+                                                              family + ".jinja"},
+                     std::string(ZINC_FIXTURES_DIR) + "/" + family + "/" + family + "-q8_0.gguf");
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    const auto usage = [&](const json& body) {
+        auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+        return r ? json::parse(r->body)["usage"] : json();
+    };
+    json messages = json::array({{{"role", "system"}, {"content", "You answer questions about courts."}},
+                                 {{"role", "user"}, {"content", "Tell me about the jury"}}});
+    const json first = usage({{"messages", messages}, {"max_tokens", 12}, {"temperature", 0}});
+    EXPECT_EQ(first["prompt_tokens_details"]["cached_tokens"], 0) << first;
+    messages.push_back({{"role", "assistant"},
+                        {"content", "<think>\nThe user asks about juries.\n</think>\n\nA jury decides the facts."}});
+    messages.push_back({{"role", "user"}, {"content", "And the clerk?"}});
+    const json second = usage({{"messages", messages}, {"max_tokens", 4}, {"temperature", 0}});
+    const int prompt = second["prompt_tokens"], cached = second["prompt_tokens_details"]["cached_tokens"];
+    const int grown = prompt - first["prompt_tokens"].get<int>();  // the new messages less the first reply's opening
+    EXPECT_GT(cached, 0) << second;
+    EXPECT_LE(prompt - cached, grown + 8) << "evaluated " << prompt - cached << " of " << prompt;
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("zinc_prefix_cache_hits_total 1\n"), std::string::npos) << m->body;
+    EXPECT_NE(m->body.find("zinc_kv_pages_used "), std::string::npos) << m->body;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ServeTurns, ::testing::Values("qwen35", "gemma4", "gpt-oss"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             std::replace(n.begin(), n.end(), '-', '_');
+                             return n;
+                         });
+
 // Continuous batching (-np): n choices of a request on fewer sequences than choices take them as they come free and
 // are the choices one sequence gives (choice i with seed + i); a client that leaves in the middle of its stream ends
 // only its own request, and the next requests are served.
@@ -360,13 +407,20 @@ TEST(ServeParallel, ChoicesAndAClientThatLeaves) {
     auto after = c.Post("/v1/chat/completions", chat_body("hi", 4).dump(), "application/json");
     ASSERT_TRUE(after) << srv.log();
     EXPECT_EQ(after->status, 200) << after->body;
-    auto m = c.Get("/metrics");
-    ASSERT_TRUE(m);
-    EXPECT_NE(m->body.find("zinc_requests_in_flight 0\n"), std::string::npos) << m->body;
+    // The worker counts a request out after its final update, which the client may see first.
+    std::string metrics;
+    for (int tries = 0; tries < 100 && metrics.find("zinc_requests_in_flight 0\n") == std::string::npos; ++tries) {
+        if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        auto m = c.Get("/metrics");
+        ASSERT_TRUE(m);
+        metrics = m->body;
+    }
+    EXPECT_NE(metrics.find("zinc_requests_in_flight 0\n"), std::string::npos) << metrics;
 
-    // GET /slots: while the story streamed, one of the two sequences generated it; now both are idle, keeping the
-    // states of their last requests.
-    ASSERT_EQ(slots_while["slots"].size(), 2u) << slots_while;
+    // GET /slots: the sequences, two that run requests and by default two more that keep states (--cache-seqs);
+    // while the story streamed, one of them generated it; now all are idle, and those of the last requests keep
+    // their states.
+    ASSERT_EQ(slots_while["slots"].size(), 4u) << slots_while;
     int generating = 0;
     for (const json& sl : slots_while["slots"])
         if (sl["state"] == "generating") {
@@ -381,14 +435,17 @@ TEST(ServeParallel, ChoicesAndAClientThatLeaves) {
         auto idle = c.Get("/slots");
         ASSERT_TRUE(idle && idle->status == 200);
         now = json::parse(idle->body);
-        if (now["slots"].size() == 2 && now["slots"][0]["state"] == "idle" && now["slots"][1]["state"] == "idle") break;
+        if (std::all_of(now["slots"].begin(), now["slots"].end(), [](const json& sl) { return sl["state"] == "idle"; }))
+            break;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ASSERT_EQ(now["slots"].size(), 2u) << now;
+    ASSERT_EQ(now["slots"].size(), 4u) << now;
+    int keeping = 0;
     for (const json& sl : now["slots"]) {
         EXPECT_EQ(sl["state"], "idle") << now;
-        EXPECT_GT(sl["tokens_in_state"].get<int>(), 0) << now;
+        keeping += sl["tokens_in_state"].get<int>() > 0;
     }
+    EXPECT_GE(keeping, 2) << now;
 }
 
 }  // namespace
