@@ -1,5 +1,6 @@
 // `zinc serve -m M.gguf`: the OpenAI-compatible HTTP API of src/server/. The address is bound first and the model
 // loaded after, so /health answers 503 while it loads; the address it listens on goes to standard error.
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <chrono>
@@ -20,6 +21,9 @@ namespace {
 
 // Sequences that decode together by default on a GPU, where a step of 4 costs little more than a step of one.
 constexpr int kGpuParallel = 4;
+// The fewest sequences that keep states by default: a conversation's last reply and the end of its history, where a
+// recurrent model resumes its next turn.
+constexpr int kLeastCacheSeqs = 2;
 
 struct Options {
     ModelFlags model;
@@ -53,8 +57,7 @@ void run(const Options& o) {
     so.sampling = {o.sampling.params, o.sampling.seed};
     if (!o.template_file.empty()) so.chat_template = read_file(o.template_file);
     if (so.parallel == 0) so.parallel = engine::picks_gpu(o.model.open.backend) ? kGpuParallel : 1;
-    if (so.cache_seqs < 0) so.cache_seqs = so.parallel;
-    if (so.parallel == 1) so.cache_seqs = 0;  // the session keeps the prefix of the request before
+    if (so.cache_seqs < 0) so.cache_seqs = std::max(so.parallel, kLeastCacheSeqs);
     server::Server srv(so);
     const int port = srv.bind();
     std::fprintf(stderr, "zinc: listening on http://%s:%d (loading %s)\n", so.host.c_str(), port,
@@ -116,14 +119,15 @@ void register_serve(CLI::App& app) {
     so.parallel = 0;
     so.cache_seqs = -1;
     cmd->add_option("--parallel", so.parallel,
-                    "(also -np) sequences that decode together (continuous batching); 1: one request at a time, the "
-                    "prefix of the request before kept (default: " +
+                    "(also -np) requests that decode together (continuous batching); 1: one at a time (default: " +
                         std::to_string(kGpuParallel) + " on a GPU, 1 on the CPU)")
         ->transform(integer_in(1, 256));
     cmd->add_option("--cache-seqs", so.cache_seqs,
-                    "with --parallel above 1, states kept for later requests beside the running ones, in the KV "
-                    "pages these leave: a prefix cache (default: as many as --parallel; 0: only free sequences "
-                    "keep theirs)")
+                    "states kept for later requests beside the running ones, in the KV pages these leave: a prefix "
+                    "cache (default: as many as --parallel, at least " +
+                        std::to_string(kLeastCacheSeqs) +
+                        "; 0 with -np 1: one request at a time on one sequence, which keeps the prefix of the request "
+                        "before)")
         ->transform(integer_in(0, 1024));
     cmd->add_option("--max-queue", so.max_queue, "requests that may wait for the model; more get 503")
         ->capture_default_str()

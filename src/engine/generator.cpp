@@ -219,7 +219,8 @@ bool Generator::step() {
             wanted.push_back(s.get());
             --room;
         }
-    int budget = std::min(budget_, room);
+    // With no stream to keep waiting, a prompt is read a whole micro-batch at a time.
+    int budget = room == family_.n_ubatch() ? room : std::min(budget_, room);
     for (auto& s : slots_) {
         if (!s || s->wait_for >= 0 || s->fed == s->r.prompt.size() || budget == 0) continue;
         size_t n = std::min(s->r.prompt.size() - s->fed, size_t(budget));

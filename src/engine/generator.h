@@ -52,8 +52,8 @@ public:
         std::function<void(const GenerateResult&)> on_done;
     };
 
-    // `prompt_budget`: the prompt rows a step reads at most, over all requests; a step also holds one row for each
-    // decoding request, and at most the family's micro-batch in all. `max_running`: the requests that may run at
+    // `prompt_budget`: the prompt rows a step reads at most, over all requests, while any request decodes (else a
+    // micro-batch); a step also holds one row for each decoding request, and at most the family's micro-batch in all. `max_running`: the requests that may run at
     // once (<= 0 or more than the family's sequences: one per sequence); the other sequences keep states only.
     Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget = 256,
               int max_running = 0);

@@ -140,7 +140,7 @@ constexpr int kPromptBudget = 256, kCpuPromptBudget = 32;
 
 Scheduler::Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel, backend::Backend* be)
     : session_(session), metrics_(metrics), max_waiting_(max_waiting) {
-    if (parallel > 1) {
+    if (session.family().n_seq() > 1) {
         if (!be || session.family().n_seq() < parallel)
             throw std::logic_error("Scheduler: several sequences need the backend and a family that holds them");
         const int budget = be->name() == "cpu" ? kCpuPromptBudget : kPromptBudget;
@@ -230,8 +230,9 @@ void Scheduler::work() {
 void Scheduler::work_together() {
     engine::Generator& gen = *generator_;
     struct Open {
-        int left = 0;        // its choices admitted that have not ended
-        bool ended = false;  // the task has had its end (cancelled, failed): its choices say nothing more
+        int left = 0;            // its choices admitted that have not ended
+        bool ended = false;      // the task has had its end (cancelled, failed): its choices say nothing more
+        bool timed_out = false;  // its time is up (counted once): the choices not begun get nothing
     };
     std::unordered_map<const Task*, Open> open;  // the running tasks
     std::shared_ptr<Task> admitting;             // the task whose choices take the sequences as they come free
@@ -259,7 +260,8 @@ void Scheduler::work_together() {
             if (!o.ended) metrics_.cancelled(task.stalled() ? "client_stalled" : "client_gone");
             end_task(task, task.stalled() ? "the client did not read its reply" : "the request was cancelled");
         } else if (!o.ended) {
-            if (c->timed_out) metrics_.cancelled("timeout");
+            if (c->timed_out && !o.timed_out) metrics_.cancelled("timeout");
+            o.timed_out = o.timed_out || c->timed_out;
             task.put(c->final_update(r));
         }
         --o.left;
@@ -323,7 +325,19 @@ void Scheduler::work_together() {
                     continue;
                 }
                 lk.unlock();
-                start(task, next_choice++);
+                if (Open& o = open[task.get()]; o.timed_out || Clock::now() >= task->job().deadline) {
+                    if (!o.timed_out) metrics_.cancelled("timeout");
+                    o.timed_out = true;
+                    Update u;  // as the one sequence's choices after the deadline: nothing generated
+                    u.choice = next_choice;
+                    u.final = true;
+                    u.finish_reason = "length";
+                    u.prompt_tokens = int(task->job().prompts[size_t(next_choice / task->job().n)].size());
+                    task->put(std::move(u));
+                    ++next_choice;
+                } else {
+                    start(task, next_choice++);
+                }
                 lk.lock();
             }
         }

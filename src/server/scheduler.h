@@ -3,10 +3,11 @@
 // alone touches the session. What a job produces comes back to the request's connection as Updates through its Task,
 // so the connection writes while the model computes, and a connection that has gone cancels the task.
 //
-// With one sequence (-np 1) one job runs at a time, its choices one after another, on the session, which keeps the
-// prefix of the request before. With several (-np N), the choices of the jobs in the queue's order take the free
-// sequences of an engine::Generator and decode together, one forward step for all of them, joining and leaving
-// between steps; jobs, tasks and updates are the same either way.
+// With one sequence (-np 1 --cache-seqs 0) one job runs at a time, its choices one after another, on the session,
+// which keeps the prefix of the request before. With several, the choices of the jobs in the queue's order take the
+// free sequences of an engine::Generator, up to -np of them, and decode together, one forward step for all of them,
+// joining and leaving between steps, the other sequences keeping states for later requests (its prefix cache); jobs,
+// tasks and updates are the same either way.
 #pragma once
 
 #include <atomic>
@@ -104,9 +105,9 @@ private:
 
 class Scheduler {
 public:
-    // `max_waiting`: jobs that may wait for their turn, the running ones aside. `parallel` > 1: choices decode together
-    // on that many of the session's family's sequences (it must hold them), the backend `be` its own; the family's
-    // other sequences keep states for later requests (engine::Generator's prefix cache).
+    // `max_waiting`: jobs that may wait for their turn, the running ones aside. Where the session's family holds more
+    // than one sequence, choices decode together on up to `parallel` of them (it must hold them), the backend `be`
+    // its own, and its other sequences keep states for later requests (engine::Generator's prefix cache).
     Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel = 1,
               backend::Backend* be = nullptr);
     ~Scheduler();

@@ -1,5 +1,5 @@
-// 16 clients at once, 20 requests each, against one zinc serve running one request at a time and one decoding four
-// sequences together (-np 4): every request a greedy completion of its own prompt, checked against the same request
+// 16 clients at once, 20 requests each, against one zinc serve running one request at a time on one sequence (-np 1
+// --cache-seqs 0) and one decoding four sequences together (-np 4): every request a greedy completion of its own prompt, checked against the same request
 // made alone, one at a time, so that a lost, mixed-up or cut answer shows; the server must not crash, must count every
 // request, and must not grow in memory as the requests go by.
 import { test, before, after } from 'node:test';
@@ -14,7 +14,8 @@ const servers = {}, clients = {};
 before(async () => {
   // A queue that holds every client, so that none is turned away with 503 (that is tested apart).
   for (const np of [1, 4]) {
-    servers[np] = await startServer(['--max-queue', String(CLIENTS), '-np', String(np)]);
+    const session = np === 1 ? ['--cache-seqs', '0'] : [];  // one sequence: the session, not the generator
+    servers[np] = await startServer(['--max-queue', String(CLIENTS), '-np', String(np), ...session]);
     clients[np] = new OpenAI({ baseURL: servers[np].url + '/v1', apiKey: 'none', maxRetries: 0, timeout: 120000 });
   }
 });

@@ -285,12 +285,12 @@ TEST(Serve, RequestLog) {
 }
 
 // usage.prompt_tokens_details.cached_tokens: the tokens of the prompt that the model did not evaluate again, a
-// prefix it still held from a request before; 0 for the first request. One sequence, and several (-np 2), whose free
-// sequences keep their states for the requests that start the same way.
-class ServeCached : public ::testing::TestWithParam<std::string> {};
+// prefix it still held from a request before; 0 for the first request. One sequence alone (-np 1 --cache-seqs 0: the
+// session), and the generator with its prefix cache for one request at a time and for two.
+class ServeCached : public ::testing::TestWithParam<std::vector<std::string>> {};
 
 TEST_P(ServeCached, CachedTokensOfACommonPrefix) {
-    ServeProcess srv({"-np", GetParam()});
+    ServeProcess srv(GetParam());
     ASSERT_GT(srv.port(), 0) << srv.log();
     auto c = srv.client();
     const auto usage = [&](const json& body) {
@@ -314,7 +314,9 @@ TEST_P(ServeCached, CachedTokensOfACommonPrefix) {
         << m->body;
 }
 
-INSTANTIATE_TEST_SUITE_P(Sequences, ServeCached, ::testing::Values("1", "2"));
+INSTANTIATE_TEST_SUITE_P(Sequences, ServeCached,
+                         ::testing::Values(std::vector<std::string>{"-np", "1", "--cache-seqs", "0"},
+                                           std::vector<std::string>{"-np", "1"}, std::vector<std::string>{"-np", "2"}));
 
 // A conversation's next turn on the families whose state resumes only where it was kept (qwen35: recurrent state;
 // gemma4 and gpt-oss: sliding windows), with several sequences (-np 2 and the prefix cache) and the real models'
