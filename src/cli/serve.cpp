@@ -21,9 +21,11 @@ namespace {
 
 // Sequences that decode together by default on a GPU, where a step of 4 costs little more than a step of one.
 constexpr int kGpuParallel = 4;
-// The fewest sequences that keep states by default: a conversation's last reply and the end of its history, where a
-// recurrent model resumes its next turn.
-constexpr int kLeastCacheSeqs = 2;
+// The fewest sequences that keep states by default. A turn of a conversation on a recurrent model keeps up to three
+// (the end of its history, of its prompt and of its reply), and a template that drops the reasoning at each user
+// message makes the turn after one resume two turns back: with 2, every other turn of an agent's conversation was
+// read whole.
+constexpr int kLeastCacheSeqs = 8;
 
 struct Options {
     ModelFlags model;

@@ -43,6 +43,16 @@ private:
     double lse_ = 0;
 };
 
+// The end of a choice that never began: its request's time was up before its turn.
+Update unbegun(const Job& job, int choice) {
+    Update u;
+    u.choice = choice;
+    u.final = true;
+    u.finish_reason = "length";
+    u.prompt_tokens = int(job.prompts[size_t(choice / job.n)].size());
+    return u;
+}
+
 // The bytes an update holds for its connection: its events' text and its tokens' log-probabilities.
 size_t update_bytes(const Update& u) {
     size_t n = u.logprobs.size() * sizeof(TokenLogprob);
@@ -328,13 +338,7 @@ void Scheduler::work_together() {
                 if (Open& o = open[task.get()]; o.timed_out || Clock::now() >= task->job().deadline) {
                     if (!o.timed_out) metrics_.cancelled("timeout");
                     o.timed_out = true;
-                    Update u;  // as the one sequence's choices after the deadline: nothing generated
-                    u.choice = next_choice;
-                    u.final = true;
-                    u.finish_reason = "length";
-                    u.prompt_tokens = int(task->job().prompts[size_t(next_choice / task->job().n)].size());
-                    task->put(std::move(u));
-                    ++next_choice;
+                    task->put(unbegun(task->job(), next_choice++));
                 } else {
                     start(task, next_choice++);
                 }
@@ -371,12 +375,7 @@ bool Scheduler::run_choice(const std::shared_ptr<Task>& t, int choice, bool& tim
     Task& task = *t;
     const Job& job = task.job();
     if (timed_out) {  // the request's time is up: the choices after the one it ended in get nothing
-        Update u;
-        u.choice = choice;
-        u.final = true;
-        u.finish_reason = "length";
-        u.prompt_tokens = int(job.prompts[size_t(choice / job.n)].size());
-        task.put(std::move(u));
+        task.put(unbegun(job, choice));
         return true;
     }
     Choice c(t, choice);

@@ -419,10 +419,10 @@ TEST(ServeParallel, ChoicesAndAClientThatLeaves) {
     }
     EXPECT_NE(metrics.find("zinc_requests_in_flight 0\n"), std::string::npos) << metrics;
 
-    // GET /slots: the sequences, two that run requests and by default two more that keep states (--cache-seqs);
+    // GET /slots: the sequences, two that run requests and by default eight more that keep states (--cache-seqs);
     // while the story streamed, one of them generated it; now all are idle, and those of the last requests keep
     // their states.
-    ASSERT_EQ(slots_while["slots"].size(), 4u) << slots_while;
+    ASSERT_EQ(slots_while["slots"].size(), 10u) << slots_while;
     int generating = 0;
     for (const json& sl : slots_while["slots"])
         if (sl["state"] == "generating") {
@@ -441,7 +441,7 @@ TEST(ServeParallel, ChoicesAndAClientThatLeaves) {
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ASSERT_EQ(now["slots"].size(), 4u) << now;
+    ASSERT_EQ(now["slots"].size(), 10u) << now;
     int keeping = 0;
     for (const json& sl : now["slots"]) {
         EXPECT_EQ(sl["state"], "idle") << now;
