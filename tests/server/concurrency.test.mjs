@@ -86,3 +86,53 @@ for (const np of [1, 4]) {
     assert.equal((await fetch(server.url + '/health')).status, 200);
   });
 }
+
+// 64 clients x 20 requests on -np 4 with its prefix cache, some of them leaving in the middle of their streams and some
+// reading slowly: the server serves them all, every answer that is read to its end is the one the request gets alone,
+// nothing stays in flight, and the KV cache holds no page beyond those of the states its sequences keep.
+test('-np 4: 64 clients with disconnects and slow readers: every answer read is its own, no page is lost', async () => {
+  const want = await answersAlone();
+  const server = await startServer(['--max-queue', '64', '-np', '4']);
+  try {
+    const client = new OpenAI({ baseURL: server.url + '/v1', apiKey: 'none', maxRetries: 0, timeout: 120000 });
+    let left = 0, slow = 0;
+    await Promise.all(Array.from({ length: 64 }, async (_, c) => {
+      for (let r = 0; r < REQUESTS; r++) {
+        const k = c % CLIENTS;
+        if ((c + r) % 5 === 1) {  // leaves after the first piece of its stream
+          const abort = new AbortController();
+          const stream = await client.completions.create(
+            { model: 'any', prompt: prompt(k, r), max_tokens: TOKENS, temperature: 0, stream: true },
+            { signal: abort.signal });
+          try {
+            for await (const _ of stream) { abort.abort(); }
+          } catch {
+            // the abort ends the iteration
+          }
+          ++left;
+        } else if ((c + r) % 7 === 3) {  // reads its stream a piece every 20 ms
+          let text = '';
+          for await (const chunk of await ask(client, k, r, true)) {
+            for (const ch of chunk.choices) text += ch.text;
+            await new Promise(resolve => setTimeout(resolve, 20));
+          }
+          assert.equal(text, want[k][r], `slow client ${c}, request ${r}`);
+          ++slow;
+        } else {
+          assert.equal(await answer(client, k, r), want[k][r], `client ${c}, request ${r}`);
+        }
+      }
+    }));
+    assert.ok(left > 100 && slow > 100, `${left} left, ${slow} read slowly`);
+    assert.equal(await settledMetric(server.url, 'zinc_requests_in_flight', 0), 0);
+    assert.equal((await fetch(server.url + '/health')).status, 200);
+    // Each sequence's state holds at most ceil(tokens / 64) pages (pages of 64 positions; fewer where shared).
+    const slots = (await (await fetch(server.url + '/slots')).json()).slots;
+    const held = slots.reduce((n, s) => n + Math.ceil(s.tokens_in_state / 64), 0);
+    const used = await metric(server.url, 'zinc_kv_pages_used');
+    assert.ok(used <= held, `${used} pages used, the kept states hold at most ${held}`);
+  } finally {
+    const { code } = await server.stop();
+    assert.equal(code, 0, server.log());
+  }
+});
