@@ -357,6 +357,65 @@ TEST_P(ServeTurns, NextTurnEvaluatesOnlyItsNewTokens) {
     EXPECT_NE(m->body.find("zinc_kv_pages_used "), std::string::npos) << m->body;
 }
 
+// 16 clients at once on -np 4, on every fixture family (attention, recurrent, sliding windows, experts): each greedy
+// completion, streamed or not, is the text the same request gets alone. Half of the prompts share an opening of a few
+// words, so forks of running and kept states are among them.
+class ServeFamilies : public ::testing::TestWithParam<std::string> {};
+
+// The text of a completion: whole, or the pieces of its server-sent events joined.
+std::string completion_text(const std::string& body, bool streamed) {
+    if (!streamed) return json::parse(body)["choices"][0]["text"];
+    std::string text;
+    for (size_t at = 0; (at = body.find("data: ", at)) != std::string::npos;) {
+        const size_t end = body.find("\n\n", at);
+        const std::string data = body.substr(at + 6, end - at - 6);
+        if (data != "[DONE]") {
+            const json chunk = json::parse(data);
+            for (const json& ch : chunk["choices"]) text += ch["text"].get<std::string>();
+        }
+        at = end;
+    }
+    return text;
+}
+
+TEST_P(ServeFamilies, ConcurrentStreamsAsAlone) {
+    const std::string family = GetParam();
+    ServeProcess srv({"-np", "4", "--max-queue", "16"},
+                     std::string(ZINC_FIXTURES_DIR) + "/" + family + "/" + family + "-q8_0.gguf");
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    const auto body = [](int i, bool stream) {
+        const std::string p = i % 2 ? "The clerk filed the motion and then " + std::to_string(i)
+                                    : "Question " + std::to_string(i) + ": what did the jury decide?";
+        return json{{"prompt", p}, {"max_tokens", 6}, {"temperature", 0}, {"stream", stream}}.dump();
+    };
+    std::vector<std::string> alone(16), together(16);
+    auto c = srv.client();
+    for (int i = 0; i < 16; ++i) {
+        auto r = c.Post("/v1/completions", body(i, false), "application/json");
+        ASSERT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+        alone[size_t(i)] = completion_text(r->body, false);
+    }
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 16; ++i)
+        clients.emplace_back([&, i] {
+            auto own = srv.client();
+            auto r = own.Post("/v1/completions", body(i, i % 3 == 0), "application/json");
+            together[size_t(i)] = !r ? "(no answer)"
+                                  : r->status != 200 ? r->body
+                                                     : completion_text(r->body, i % 3 == 0);
+        });
+    for (std::thread& t : clients) t.join();
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(together[size_t(i)], alone[size_t(i)]) << "request " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ServeFamilies,
+                         ::testing::Values("qwen3", "qwen35", "qwen35moe", "gemma4", "gemma4moe", "gpt-oss"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             std::replace(n.begin(), n.end(), '-', '_');
+                             return n;
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Families, ServeTurns, ::testing::Values("qwen35", "gemma4", "gpt-oss"),
                          [](const auto& info) {
                              std::string n = info.param;
