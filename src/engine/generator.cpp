@@ -205,15 +205,9 @@ void Generator::cancel(int id) {
         if (s && s->id == id) return finish(*s, GenerateResult::Stop::Interrupted);
 }
 
-bool Generator::step() {
-    resolve_waits();
-    // The rows: each decoding request's token, then the prompts' chunks in sequence order, as the budget and the
-    // micro-batch allow; each request's rows together and in order, as Batch wants them. A chunk stops where a
-    // request waiting for the prompt wants to fork it, so that its state can restart there.
-    Batch b;
-    std::vector<Slot*> wanted;  // the requests whose rows ask for logits, in the batch's order
+void Generator::rows(Batch& b, std::vector<Slot*>& wanted) const {
     int room = family_.n_ubatch();
-    for (auto& s : slots_)
+    for (const auto& s : slots_)
         if (s && s->wait_for < 0 && s->fed == s->r.prompt.size() && room > 0) {
             b.add(s->next, s->seq, int32_t(s->pos), true);
             wanted.push_back(s.get());
@@ -221,7 +215,7 @@ bool Generator::step() {
         }
     // With no stream to keep waiting, a prompt is read a whole micro-batch at a time.
     int budget = room == family_.n_ubatch() ? room : std::min(budget_, room);
-    for (auto& s : slots_) {
+    for (const auto& s : slots_) {
         if (!s || s->wait_for >= 0 || s->fed == s->r.prompt.size() || budget == 0) continue;
         size_t n = std::min(s->r.prompt.size() - s->fed, size_t(budget));
         for (const auto& w : slots_)
@@ -234,27 +228,45 @@ bool Generator::step() {
         }
         budget -= int(n);
     }
-    if (b.size() == 0) return false;
+}
+
+bool Generator::make_room() {
+    int lru = -1;
+    for (int q = 0; q < int(slots_.size()); ++q)
+        if (!slots_[size_t(q)] && !kept_[size_t(q)].empty() &&
+            (lru < 0 || last_used_[size_t(q)] < last_used_[size_t(lru)]))
+            lru = q;
+    if (lru >= 0) {
+        family_.release(lru);
+        kept_[size_t(lru)].clear();
+        return true;
+    }
+    Slot* youngest = nullptr;
+    for (const auto& s : slots_)
+        if (s && (!youngest || s->id > youngest->id)) youngest = s.get();
+    if (!youngest || running() < 2) return false;
+    const int seq = youngest->seq;
+    finish(*youngest, GenerateResult::Stop::ContextFull);
+    family_.release(seq);
+    kept_[size_t(seq)].clear();
+    return true;
+}
+
+bool Generator::step() {
+    resolve_waits();
+    Batch b;
+    std::vector<Slot*> wanted;  // the requests whose rows ask for logits, in the batch's order
     backend::Act lo;
-    try {
-        lo = family_.step(b);
-    } catch (const PoolFull&) {
-        // The pool has no page for the step (refused before it changed anything): the free sequences' kept states
-        // give theirs back, the least recently used first, until the step fits or none is left.
-        for (;;) {
-            int lru = -1;
-            for (int q = 0; q < int(slots_.size()); ++q)
-                if (!slots_[size_t(q)] && !kept_[size_t(q)].empty() &&
-                    (lru < 0 || last_used_[size_t(q)] < last_used_[size_t(lru)]))
-                    lru = q;
-            if (lru < 0) throw;
-            family_.release(lru);
-            kept_[size_t(lru)].clear();
-            try {
-                lo = family_.step(b);
-                break;
-            } catch (const PoolFull&) {
-            }
+    for (;;) {
+        b = Batch{};
+        wanted.clear();
+        rows(b, wanted);
+        if (b.size() == 0) return false;
+        try {
+            lo = family_.step(b);  // refused before it changes anything when the pool has no page for it
+            break;
+        } catch (const PoolFull&) {
+            if (!make_room()) throw;
         }
     }
     logits_.resize(size_t(lo.rows * lo.cols));

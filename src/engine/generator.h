@@ -14,7 +14,9 @@
 // to many requests is stored once. One that starts as a running request's prompt that is still being read waits for
 // that prompt to be read as far as they agree (that request's chunks stop there), then forks it. GenerateResult's
 // prompt_tokens counts what was read. Kept states give their sequences to new requests and their pages back when a
-// step finds the pool full, the least recently used first; pages that running requests share stay theirs.
+// step finds the pool full, the least recently used first; pages that running requests share stay theirs. When the
+// running requests alone need more pages than the pool has (a pool smaller than their contexts), the youngest ends
+// as a full context does, and the others go on.
 #pragma once
 
 #include <cstdint>
@@ -101,6 +103,14 @@ private:
     // Keeps slot s's state as it is (its prompt's end or keep_at) in a fork, where the family cannot restart there
     // later.
     void checkpoint(const Slot& s);
+    // The rows of the next step: each decoding request's token, then the prompts' chunks in sequence order, as the
+    // budget and the micro-batch allow; each request's rows together and in order, as Batch wants them. A chunk stops
+    // where a request waiting for the prompt wants to fork it, and at keep_at, so that a state can restart there.
+    void rows(Batch& b, std::vector<Slot*>& wanted) const;
+    // Pages for a step the pool had none for: the least recently used kept state gives its own back; with none
+    // kept, the youngest request ends (Stop::ContextFull) and gives its back, while another runs. False when
+    // neither can be.
+    bool make_room();
 
     Family& family_;
     backend::Backend& be_;

@@ -265,6 +265,33 @@ TEST(GeneratorRequests, KeptPrefixes) {
     EXPECT_EQ(long_one.result.generated, 4);
 }
 
+// A pool smaller than the running requests' contexts (6 pages of 8; two requests of 20 prompt tokens and 12 more
+// need 4 each): when a step finds no page and no state is kept, the youngest request ends as a full context does
+// (Stop::ContextFull, its tokens so far those it gets alone) and the other goes on to its end with its tokens alone.
+TEST(GeneratorRequests, FullPoolEndsTheYoungest) {
+    const zinc::gguf::Model model(fixture_gguf("qwen3", "f32"));
+    auto be = zinc::backend::make_cpu_backend(1);
+    const auto f32 = zinc::backend::KvType::f32;
+    zinc::engine::Session session(model, *be, {64, 64, f32, f32});
+    auto family = zinc::engine::make_family(model, *be, {64, 64, f32, f32, 2, 8, 48});
+    zinc::engine::Generator gen(*family, *be, session.tokenizer());
+    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/qwen3/meta.json").prompt;
+    ASSERT_GE(base.size(), 41u);
+    const std::vector<int32_t> first(base.begin(), base.begin() + 20), second(base.begin() + 21, base.begin() + 41);
+    Output a, b;
+    gen.add(request(first, 12, a));
+    gen.add(request(second, 12, b));
+    while (gen.running() > 0) gen.step();
+    EXPECT_EQ(a.result.stop, zinc::engine::GenerateResult::Stop::MaxTokens);
+    EXPECT_EQ(a.ids, alone(model, *be, first, 12).ids);
+    EXPECT_EQ(b.result.stop, zinc::engine::GenerateResult::Stop::ContextFull);
+    ASSERT_LT(b.ids.size(), 12u);
+    const Output b_alone = alone(model, *be, second, 12);
+    EXPECT_TRUE(std::equal(b.ids.begin(), b.ids.end(), b_alone.ids.begin()));
+    gen.drop_kept();
+    EXPECT_EQ(family->pages()->free_pages(), family->pages()->n_pages());
+}
+
 // A request that is cancelled, or whose text callback says stop, ends at once with Stop::Interrupted and gives its
 // sequence back; the others go on.
 TEST(GeneratorRequests, CancelAndStop) {
