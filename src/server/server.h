@@ -10,8 +10,8 @@
 //   POST /tokenize, /detokenize, /apply-template   as llama.cpp's server has them
 //
 // A request is checked and tokenized on its connection's thread and becomes a job for the scheduler
-// (scheduler.h), which runs jobs in arrival order, on the model's session one at a time or several together on its
-// sequences (--parallel). Errors are OpenAI's error bodies with
+// (scheduler.h), which runs jobs in arrival order, several together on the model's sequences (--parallel) with a
+// prefix cache on the others (--cache-seqs), or one at a time on its session. Errors are OpenAI's error bodies with
 // the right 4xx code. With an API key, every request but the page and /health needs "Authorization: Bearer KEY"
 // (compared in constant time). Pages of other origins may call the API only when --cors-origin allows them, and a
 // request must name this server in its Host header (an IP address, localhost, or a name --allowed-host allows), so
@@ -47,9 +47,9 @@ struct ServerOptions {
     std::vector<std::string> allowed_hosts;
     int max_connections = 512;  // open connections; more are closed as they come
     SamplingDefaults sampling;
-    // Sequences decoding together (-np): 1, one request at a time on the session (which keeps the prefix of the
-    // request before); more, the model opened with as many sequences and cache_seqs more, continuous batching and a
-    // prefix cache (scheduler.h).
+    // Requests decoding together (-np) and sequences that keep states beside them (--cache-seqs): the model opened
+    // with parallel + cache_seqs sequences, continuous batching and a prefix cache (scheduler.h); with 1 and 0, one
+    // request at a time on the session, which keeps the prefix of the request before.
     int parallel = 1;
     int cache_seqs = 0;
     bool log_requests = true;   // a line on standard error for each request (--log-disable: none)
