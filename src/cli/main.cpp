@@ -20,7 +20,7 @@ constexpr int kFailed = 1, kUsage = 2;
 const std::map<std::string, std::string> kSpellings = {
     {"-ngl", "--n-gpu-layers"}, {"-npl", "--npl"},         {"-pg", "--pg"},           {"-sys", "--system-prompt"},
     {"-ub", "--ubatch-size"},   {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-pps", "--pps"},
-    {"-np", "--parallel"}};
+    {"-np", "--parallel"},      {"-fa", "--flash-attn"}};
 
 bool letters_only(const std::string& s) {
     for (char c : s)
@@ -39,9 +39,47 @@ std::string help_hint(const std::string& command) {
     return "Run 'zinc" + (command.empty() ? "" : " " + command) + " --help' for the options.\n";
 }
 
+// The edits that make a into b (insertions, deletions, substitutions).
+size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// The option of `cmd` whose name (long, or a llama.cpp spelling) is closest to `word`, as the option is written; empty
+// when none is within half the word's length.
+std::string nearest_option(const CLI::App& cmd, const std::string& word) {
+    std::string best;
+    size_t best_d = word.size() / 2 + 1;
+    const auto consider = [&](const std::string& name, const std::string& shown) {
+        const size_t d = edit_distance(word, name);
+        if (d < best_d) {
+            best_d = d;
+            best = shown;
+        }
+    };
+    for (const CLI::Option* o : cmd.get_options()) {
+        for (const std::string& l : o->get_lnames()) consider(l, "--" + l);
+        for (const std::string& sn : o->get_snames()) consider(sn, "-" + sn);
+    }
+    for (const auto& [spelling, long_name] : kSpellings)
+        if (cmd.get_option_no_throw(long_name)) consider(spelling.substr(1), spelling);
+    return best;
+}
+
 // The arguments with the multi-letter spellings replaced, and the command they name. A single dash followed by
-// several letters is otherwise refused: CLI11 would split it into a one-letter option and a value ("-fa" as
-// "-f a"), which is hardly ever what was meant. Values of options are left alone ("-p -ub" is a prompt).
+// several letters is otherwise refused, naming the nearest option: CLI11 would split it into a one-letter option and
+// a value ("-xyz" as "-x yz"), which is hardly ever what was meant. Values of options are left alone ("-p -ub" is a
+// prompt).
 std::vector<std::string> normalise(CLI::App& app, int argc, char** argv, std::string& command) {
     std::vector<std::string> out;
     CLI::App* cmd = nullptr;
@@ -57,10 +95,12 @@ std::vector<std::string> normalise(CLI::App& app, int argc, char** argv, std::st
             rest = true;
         } else if (a.size() > 2 && a[0] == '-' && a[1] != '-' && letters_only(a.substr(1))) {
             const auto it = kSpellings.find(a);
-            if (it == kSpellings.end())
-                throw CLI::ValidationError(a, "not an option of zinc" + (cmd ? " " + cmd->get_name() : std::string()) +
-                                                  " (one dash goes with one letter; for -" + a[1] + " with the value " +
-                                                  a.substr(2) + ", write -" + a[1] + " " + a.substr(2) + ")");
+            if (it == kSpellings.end()) {
+                const std::string near = cmd ? nearest_option(*cmd, a.substr(1)) : std::string();
+                throw CLI::ValidationError(a, "zinc" + (cmd ? " " + cmd->get_name() : std::string()) +
+                                                  " has no option " + a +
+                                                  (near.empty() ? std::string() : "; the nearest is " + near));
+            }
             a = it->second;
         } else if (!cmd && !a.empty() && a[0] != '-') {
             for (CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))

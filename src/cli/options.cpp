@@ -210,12 +210,20 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
                 return "expects all, -1 or a layer count >= 0, not " + in_quotes(s);
             },
             "all|N"));
+    cmd->add_option("--flash-attn", f.flash_attn,
+                    "(also -fa) as llama.cpp's: on, off or auto (1, 0); zinc's attention always runs fused, one pass "
+                    "over the cache with the softmax kept on the way, so only off differs, and zinc says so")
+        ->check(one_of("a flash attention setting", {"on", "off", "auto", "1", "0"}));
+    cmd->add_flag("--jinja", f.jinja, "as llama.cpp's: zinc always renders the model's Jinja chat template");
     if (set.verbose)
         cmd->add_flag("-v,--verbose", f.verbose, "print the plan (backend, context, memory), the seed and the prompt's "
                                                  "token count on stderr");
 }
 
 engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model> model) {
+    if (f.flash_attn == "off" || f.flash_attn == "0")
+        std::fprintf(stderr, "zinc: note: -fa %s: zinc has no unfused attention; its fused attention runs\n",
+                     f.flash_attn.c_str());
     engine::OpenOptions o = f.open;
     if (!f.gpu_layers.empty()) o.backend.gpu_layers = f.gpu_layers == "all" ? -1 : std::stoi(f.gpu_layers);
     ProgressLine line("loading " + o.path, true);

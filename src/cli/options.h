@@ -35,6 +35,8 @@ std::string quant_mix_help();
 struct ModelFlags {
     engine::OpenOptions open;
     std::string gpu_layers;  // -ngl as typed: "all" or a count
+    std::string flash_attn;  // -fa as typed; zinc's attention is always fused
+    bool jinja = false;      // --jinja, accepted: templates are always rendered
     bool verbose = false;
 };
 

@@ -318,10 +318,24 @@ TEST(Cli, LlamaCppSpellings) {
     EXPECT_TRUE(has(split.err, "--n-gpu-layers 1: zinc runs all 2 layers of this model on one backend; use "
                                "--backend cuda"))
         << split.err;
-    // Other multi-letter single-dash words are not read as a letter and a value.
-    const auto fa = run_zinc("run -m " + kQwen3 + " -p hi -fa 1");
-    EXPECT_EQ(fa.status, 2);
-    EXPECT_TRUE(has(fa.err, "zinc: error: -fa: not an option of zinc run")) << fa.err;
+    // -fa and --jinja as llama.cpp's command lines have them: zinc's attention is always fused, its templates Jinja.
+    for (const char* fa : {"-fa on", "-fa 1", "-fa auto", "--flash-attn on", "--jinja"}) {
+        const auto g = run_zinc("run -m " + kQwen3 + " -p hi -n 1 " + fa);
+        EXPECT_EQ(g.status, 0) << fa << "\n" << g.err;
+        EXPECT_FALSE(has(g.err, "note")) << fa << "\n" << g.err;
+    }
+    const auto off = run_zinc("run -m " + kQwen3 + " -p hi -n 1 -fa off");
+    EXPECT_EQ(off.status, 0) << off.err;
+    EXPECT_TRUE(has(off.err, "zinc: note: -fa off: zinc has no unfused attention; its fused attention runs")) << off.err;
+    EXPECT_EQ(run_zinc("run -m " + kQwen3 + " -p hi -n 1 -fa maybe").status, 2);
+    // Other multi-letter single-dash words are not read as a letter and a value: the nearest option is named.
+    const auto typo = run_zinc("run -m " + kQwen3 + " -p hi -ctxsize 64");
+    EXPECT_EQ(typo.status, 2);
+    EXPECT_TRUE(has(typo.err, "zinc: error: -ctxsize: zinc run has no option -ctxsize; the nearest is --ctx-size"))
+        << typo.err;
+    const auto none = run_zinc("run -m " + kQwen3 + " -p hi -qqqqqqqq 1");
+    EXPECT_EQ(none.status, 2);
+    EXPECT_TRUE(has(none.err, "zinc run has no option -qqqqqqqq\n")) << none.err;
     // An option's value is never rewritten: this prompt is "-ub".
     const auto value = run_zinc("run -m " + kQwen3 + " -n 1 -p -ub");
     ASSERT_EQ(value.status, 0) << value.err;
