@@ -168,9 +168,11 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
     cmd->add_option("-m,--model", o.path, "GGUF model file (the first shard of a split model)")->required();
     if (set.context)
         cmd->add_option("-c,--ctx-size", o.context.n_ctx,
-                        "context length in tokens (default: the model's training context, at most " +
+                        "context length in tokens; 0 = the model's training context, or as much of it as fits in "
+                        "memory (default: the training context, at most " +
                             std::to_string(engine::kDefaultContext) + ")")
-            ->transform(integer_in(1, model::kMaxContext));
+            ->transform(integer_in(0, model::kMaxContext))
+            ->each([&o](const std::string& v) { o.trained_context = std::stoll(v) == 0; });
     cmd->add_option("--kv-size", o.context.kv_size,
                     "positions of the KV cache that all sequences share, in pages (default: the context times the "
                     "sequences)")
@@ -240,6 +242,9 @@ engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model>
         std::fprintf(stderr,
                      "zinc: warning: the context of %d tokens is longer than the model's training context (%d)\n",
                      r.plan.n_ctx, r.plan.n_ctx_train);
+    if (r.plan.context_capped)
+        std::fprintf(stderr, "zinc: note: -c 0: the training context of %d tokens does not fit in %s; the context is %d\n",
+                     r.plan.n_ctx_train, r.plan.where.c_str(), r.plan.n_ctx);
     return r;
 }
 

@@ -199,7 +199,9 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     ContextSize asked = o.context;
     if ((device < 0 || asked.n_seq > 1 || asked.kv_size > 0) && asked.page_size == 0)
         asked.page_size = kDefaultPageSize;
-    const ContextSize settled = settle_context(*r.model, asked);
+    if (o.trained_context)
+        asked.n_ctx = model::Metadata(*r.model).count_or("context_length", kDefaultContext, model::kMaxContext);
+    ContextSize settled = settle_context(*r.model, asked);
     OpenPlan& plan = r.plan;
     plan.use = plan_memory(*r.model, settled, o.all_logits);
     plan.headroom = plan_headroom(plan.use);
@@ -218,6 +220,20 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
     plan.where = r.backend->where();
     plan.threads = mapped ? choice.threads : 0;
     plan.free_bytes = o.memory_limit > 0 ? o.memory_limit : r.backend->free_memory();
+    if (o.trained_context && plan.free_bytes > 0 &&
+        plan.use.total() + plan.headroom > plan.free_bytes) {  // as much of the training context as fits
+        const int64_t fit = fitting_context(plan.use, plan.free_bytes, plan.n_ctx);
+        if (fit >= 1 && fit < plan.n_ctx) {
+            asked.n_ctx = int(fit);
+            settled = settle_context(*r.model, asked);
+            plan.use = plan_memory(*r.model, settled, o.all_logits);
+            plan.headroom = plan_headroom(plan.use);
+            plan.n_ctx = settled.n_ctx;
+            plan.n_ubatch = settled.n_ubatch;
+            plan.kv_size = settled.kv_size;
+            plan.context_capped = true;
+        }
+    }
     if (plan.free_bytes > 0) check_fits(plan.use, plan.free_bytes, plan.where, plan.n_ctx);
 
     if (mapped) read_in(*r.model, o.on_read);

@@ -33,6 +33,8 @@ struct OpenOptions {
     std::string path;  // the .gguf (the first shard of a split model)
     BackendChoice backend;
     ContextSize context;        // n_ctx <= 0: the family's default
+    // The model's training context instead (-c 0), or as much of it as fits in memory (OpenPlan::context_capped).
+    bool trained_context = false;
     bool all_logits = false;    // the plan covers the logits of every token of a micro-batch (logits, perplexity)
     // When > 0, the memory the plan is checked against instead of what the backend reports free.
     uint64_t memory_limit = 0;
@@ -52,6 +54,7 @@ struct OpenPlan {
     std::string where;        // its memory, for messages ("CPU", "GPU 0 (NVIDIA H200)")
     int threads = 0;          // CPU threads; 0 when the model runs on another backend
     int n_ctx = 0, n_ubatch = 0, n_ctx_train = 0;
+    bool context_capped = false;  // trained_context was asked for and only n_ctx fits
     int n_seq = 1;  // sequences held at once, each of n_ctx positions
     int64_t kv_size = 0;  // positions of the paged KV cache's pool, shared by the sequences; 0: not paged
     backend::KvType type_k = backend::KvType::f16, type_v = backend::KvType::f16;

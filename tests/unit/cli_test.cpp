@@ -80,7 +80,7 @@ TEST(Cli, NumericFlagsAreRangeChecked) {
     } cases[] = {
         {"run -n -2", "--max-tokens: expects an integer >= -1, not '-2'"},
         {"run --n-predict x", "--max-tokens"},
-        {"run -c 0", "--ctx-size: expects an integer from 1 to 1073741824, not '0'"},
+        {"run -c -1", "--ctx-size: expects an integer from 0 to 1073741824, not '-1'"},
         {"run -ub 0", "--ubatch-size: expects an integer from 1 to 1073741824, not '0'"},
         {"run -t 0", "--threads: expects an integer from 1 to "},
         {"run --device -1", "--device: expects an integer >= 0, not '-1'"},
@@ -111,7 +111,7 @@ TEST(Cli, NumericFlagsAreRangeChecked) {
         {"bench -d 1073741824 -p 0 -n 1", "-d/-p/-n/-pg: a depth and a test of 1073741825 tokens together; the "
                                           "context holds at most 1073741824"},
         {"logits --ids 1 -o x.npy -b 0", "--batch: expects an integer >= 1, not '0'"},
-        {"logits --ids 1 -o x.npy -c -3", "--ctx-size: expects an integer from 1 to 1073741824, not '-3'"},
+        {"logits --ids 1 -o x.npy -c -3", "--ctx-size: expects an integer from 0 to 1073741824, not '-3'"},
     };
     for (const auto& c : cases) {
         const auto r = run_zinc(c.args + " -m " + kQwen3);
@@ -124,7 +124,7 @@ TEST(Cli, NumericFlagsAreRangeChecked) {
 TEST(Cli, HugeContextIsRefusedBeforeLoading) {
     const auto r = run_zinc("run -m " + kQwen3 + " -p hi -c 2000000000");
     EXPECT_EQ(r.status, 2);
-    EXPECT_TRUE(has(r.err, "zinc: error: --ctx-size: expects an integer from 1 to 1073741824, not '2000000000'"))
+    EXPECT_TRUE(has(r.err, "zinc: error: --ctx-size: expects an integer from 0 to 1073741824, not '2000000000'"))
         << r.err;
     EXPECT_FALSE(has(r.err, "bad_alloc")) << r.err;
     // Integers are decimal: "010" is ten (not octal eight).
@@ -318,6 +318,10 @@ TEST(Cli, LlamaCppSpellings) {
     EXPECT_TRUE(has(split.err, "--n-gpu-layers 1: zinc runs all 2 layers of this model on one backend; use "
                                "--backend cuda"))
         << split.err;
+    // -c 0: the model's training context (4096 for the fixture; as much of it as fits where memory is short).
+    const auto trained = run_zinc("run -m " + kQwen3 + " -p hi -n 1 -c 0 -v");
+    ASSERT_EQ(trained.status, 0) << trained.err;
+    EXPECT_TRUE(has(trained.err, "context 4096 (trained 4096)")) << trained.err;
     // -fa and --jinja as llama.cpp's command lines have them: zinc's attention is always fused, its templates Jinja.
     for (const char* fa : {"-fa on", "-fa 1", "-fa auto", "--flash-attn on", "--jinja"}) {
         const auto g = run_zinc("run -m " + kQwen3 + " -p hi -n 1 " + fa);

@@ -1,5 +1,6 @@
-// engine::open_model: the memory check before anything is loaded, the context and micro-batch the family settles on,
-// the plan's figures in the result, --n-gpu-layers, and the CPU core count behind the default thread count.
+// engine::open_model: the memory check before anything is loaded, -c 0's training context capped by memory, the
+// context and micro-batch the family settles on, the plan's figures in the result, --n-gpu-layers, and the CPU core
+// count behind the default thread count.
 #include "engine/open_model.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +81,27 @@ TEST(OpenModel, RefusesWhatDoesNotFitBeforeLoading) {
     EXPECT_EQ(opened.plan.n_ctx, 4096);
     EXPECT_EQ(opened.plan.use.cache, use.cache);
     EXPECT_EQ(opened.session->n_ctx(), 4096);
+}
+
+// -c 0: the training context where it fits, else as much of it as fits, saying so (plan.context_capped).
+TEST(OpenModel, TrainedContextCappedByMemory) {
+    TempDir dir;
+    const std::string path = small_synth_model(dir);
+    OpenOptions o = cpu_options(path);
+    o.trained_context = true;
+    const auto whole = zinc::engine::open_model(o);
+    EXPECT_EQ(whole.plan.n_ctx, whole.plan.n_ctx_train);
+    EXPECT_FALSE(whole.plan.context_capped);
+
+    const zinc::gguf::Model m(path);
+    const int trained = whole.plan.n_ctx_train;
+    const auto use = zinc::engine::plan_memory(m, {trained, 512});
+    o.memory_limit = use.total() + zinc::engine::plan_headroom(use) - use.cache / 2;  // half the cache short
+    const auto capped = zinc::engine::open_model(o);
+    EXPECT_TRUE(capped.plan.context_capped);
+    EXPECT_EQ(capped.plan.n_ctx, zinc::engine::fitting_context(use, o.memory_limit, trained));
+    EXPECT_LT(capped.plan.n_ctx, trained);
+    EXPECT_GT(capped.plan.n_ctx, trained / 4);
 }
 
 TEST(OpenModel, ResultCarriesThePlan) {

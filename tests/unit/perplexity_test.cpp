@@ -477,7 +477,9 @@ TEST(PerplexityCli, RefusesWhatItCannotMeasure) {
                                   "has only 1013"},
         {"-f " + kTextArg + " -c 2", "", 2, "--ctx-size: perplexity scores the second half"},
         {"-f " + kTextArg + " --chunks 0", "", 2, "--chunks: expects an integer >= 1, not '0'"},
-        {"-f " + kTextArg + " -c 0", "", 2, "--ctx-size: expects an integer from 1 to 1073741824, not '0'"},
+        {"-f " + kTextArg + " -c 0", "", 2,
+         "--ctx-size: perplexity scores the second half of each chunk after its first: a context of at least 3 tokens, "
+         "not 0"},
         {"-f " + kTextArg + " --kl-divergence", "", 2, "--kl-divergence requires --kl-divergence-base"},
         {"-f /no/such.txt", "", 1, "cannot read /no/such.txt"},
         {"--kl-divergence --kl-divergence-base /no/such.kld", "", 1, "cannot read /no/such.kld"},
