@@ -1,4 +1,4 @@
-// `zinc quantize -m IN.gguf -o OUT.gguf --type Q4_K_M`: a GGUF rewritten in another quant mix by zinc's reference
+// `zinc quantize -m IN.gguf -o OUT.gguf --type Q4_K_M` (or llama-quantize's `IN OUT TYPE`): a GGUF rewritten in another quant mix by zinc's reference
 // quantizers, with the types and bytes llama-quantize gives it without an importance matrix.
 #include "synth/quantize.h"
 
@@ -25,9 +25,28 @@ std::string type_counts(const synth::QuantizePlan& p) {
     return s;
 }
 
+// llama-quantize's form, IN OUT [TYPE], as the flags -m, -o and --type; a file or type given both ways is refused.
+void take_positionals(synth::QuantizeOptions& o, const std::vector<std::string>& args, bool type_given) {
+    if (args.empty()) return;
+    if (args.size() < 2 || args.size() > 3)
+        throw CLI::ValidationError("quantize", "takes IN OUT [TYPE] as llama-quantize does, or -m IN -o OUT --type "
+                                               "TYPE; not " + std::to_string(args.size()) + " words");
+    if (!o.in.empty() || !o.out.empty())
+        throw CLI::ValidationError("quantize", "the files are given both as IN OUT and as -m/-o");
+    o.in = args[0];
+    o.out = args[1];
+    if (args.size() == 3) {
+        if (type_given) throw CLI::ValidationError("quantize", "the type is given both as TYPE and as --type");
+        std::string type = args[2];
+        const std::string why = one_of("a quant mix", model::quant_mix_names(), true)(type);
+        if (!why.empty()) throw CLI::ValidationError("TYPE", why);
+        o.type = type;
+    }
+}
+
 void run_quantize(const synth::QuantizeOptions& o) {
-    if (o.in.empty()) throw CLI::ValidationError("-m,--model", "required");
-    if (o.out.empty()) throw CLI::ValidationError("-o,--output", "required");
+    if (o.in.empty()) throw CLI::ValidationError("-m,--model", "required (or IN OUT [TYPE] as llama-quantize)");
+    if (o.out.empty()) throw CLI::ValidationError("-o,--output", "required (or IN OUT [TYPE] as llama-quantize)");
     const auto t0 = std::chrono::steady_clock::now();
     const synth::QuantizePlan p = synth::plan_quantize(o);
     size_t n_requantized = 0;
@@ -77,7 +96,12 @@ void register_quantize(CLI::App& app) {
     cmd->add_option("-t,--threads", o->threads, "Threads (default: every logical CPU)")->transform(thread_count());
     cmd->add_flag("--allow-requantize", o->allow_requantize,
                   "Convert tensors that are already quantized (decoded first: worse than quantizing the original)");
-    cmd->callback([o] { run_quantize(*o); });
+    auto args = std::make_shared<std::vector<std::string>>();
+    cmd->add_option("files", *args, "IN OUT [TYPE], as llama-quantize takes them (instead of -m, -o and --type)");
+    cmd->callback([o, args, cmd] {
+        take_positionals(*o, *args, cmd->count("--type") > 0);
+        run_quantize(*o);
+    });
 }
 
 }  // namespace zinc::cli

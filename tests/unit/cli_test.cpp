@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -344,6 +345,39 @@ TEST(Cli, LlamaCppSpellings) {
     const auto value = run_zinc("run -m " + kQwen3 + " -n 1 -p -ub");
     ASSERT_EQ(value.status, 0) << value.err;
     EXPECT_TRUE(value.out.starts_with("-ub")) << value.out;
+}
+
+// zinc quantize takes llama-quantize's IN OUT [TYPE] as -m, -o and --type: the same bytes; a file or type given both
+// ways, too few or too many words, or an unknown type is refused.
+TEST(Cli, QuantizeTakesLlamaQuantizesForm) {
+    TempDir dir;
+    const std::string in = shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-f32.gguf");
+    const auto bytes = [](const std::string& path) {
+        std::ifstream f(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    const auto flags = run_zinc("quantize -m " + in + " -o " + shell_word(dir.file("a.gguf")) + " --type Q8_0 -t 1");
+    ASSERT_EQ(flags.status, 0) << flags.err;
+    const auto words = run_zinc("quantize " + in + " " + shell_word(dir.file("b.gguf")) + " q8_0 -t 1");
+    ASSERT_EQ(words.status, 0) << words.err;
+    EXPECT_EQ(bytes(dir.file("a.gguf")), bytes(dir.file("b.gguf")));
+    const auto mix = run_zinc("quantize " + in + " " + shell_word(dir.file("c.gguf")) + " -t 1");  // Q4_K_M
+    ASSERT_EQ(mix.status, 0) << mix.err;
+    EXPECT_TRUE(has(mix.err, "Q4_K_M")) << mix.err;
+    const struct {
+        std::string args, message;
+    } refused[] = {
+        {in, "takes IN OUT [TYPE] as llama-quantize does"},
+        {in + " x.gguf Q8_0 extra", "not 4 words"},
+        {"-m " + in + " " + in + " x.gguf", "the files are given both as IN OUT and as -m/-o"},
+        {in + " x.gguf Q8_0 --type Q6_K", "the type is given both as TYPE and as --type"},
+        {in + " x.gguf Q9_Z", "TYPE: expects a quant mix (F32, "},
+    };
+    for (const auto& c : refused) {
+        const auto r = run_zinc("quantize " + c.args);
+        EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+        EXPECT_TRUE(has(r.err, c.message)) << c.args << "\n" << r.err;
+    }
 }
 
 TEST(Cli, VerboseRunPrintsThePlan) {
