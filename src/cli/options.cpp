@@ -243,7 +243,8 @@ engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model>
                      "zinc: warning: the context of %d tokens is longer than the model's training context (%d)\n",
                      r.plan.n_ctx, r.plan.n_ctx_train);
     if (r.plan.context_capped)
-        std::fprintf(stderr, "zinc: note: -c 0: the training context of %d tokens does not fit in %s; the context is %d\n",
+        std::fprintf(stderr,
+                     "zinc: note: -c 0: the training context of %d tokens does not fit in %s; the context is %d\n",
                      r.plan.n_ctx_train, r.plan.where.c_str(), r.plan.n_ctx);
     return r;
 }

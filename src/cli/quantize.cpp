@@ -1,5 +1,6 @@
-// `zinc quantize -m IN.gguf -o OUT.gguf --type Q4_K_M` (or llama-quantize's `IN OUT TYPE`): a GGUF rewritten in another quant mix by zinc's reference
-// quantizers, with the types and bytes llama-quantize gives it without an importance matrix.
+// `zinc quantize -m IN.gguf -o OUT.gguf --type Q4_K_M` (or llama-quantize's `IN OUT TYPE`): a GGUF rewritten in another
+// quant mix by zinc's reference quantizers, with the types and bytes llama-quantize gives it without an importance
+// matrix.
 #include "synth/quantize.h"
 
 #include <chrono>

@@ -8,12 +8,11 @@
 // The sequences beyond the running requests are a prefix cache. A sequence whose request has ended keeps its state,
 // and where the family can resume a state only at its end (recurrent state, sliding-window rings), a request's state
 // at the end of its prompt and at its keep_at is kept too, in a fork (a later turn whose template rewrites the reply
-// resumes there; a prompt's chunks stop at keep_at for it). A
-// new request starts from the longest prefix of its prompt that any sequence holds, running or kept, at a position
-// the family can restart at: a fork of that sequence, whose KV pages it shares rather than copies, so a prefix common
-// to many requests is stored once. One that starts as a running request's prompt that is still being read waits for
-// that prompt to be read as far as they agree (that request's chunks stop there), then forks it. GenerateResult's
-// prompt_tokens counts what was read. Kept states give their sequences to new requests and their pages back when a
+// resumes there; a prompt's chunks stop at keep_at for it). A new request starts from the longest prefix of its
+// prompt that any sequence holds, running or kept, at a position the family can restart at: a fork of that sequence,
+// whose KV pages it shares rather than copies, so a prefix common to many requests is stored once. One that starts as
+// a running request's prompt that is still being read waits for that prompt to be read as far as they agree (that
+// request's chunks stop there), then forks it. GenerateResult's prompt_tokens counts what was read. Kept states give their sequences to new requests and their pages back when a
 // step finds the pool full, the least recently used first; pages that running requests share stay theirs. When the
 // running requests alone need more pages than the pool has (a pool smaller than their contexts), the youngest ends
 // as a full context does, and the others go on.
@@ -55,8 +54,9 @@ public:
     };
 
     // `prompt_budget`: the prompt rows a step reads at most, over all requests, while any request decodes (else a
-    // micro-batch); a step also holds one row for each decoding request, and at most the family's micro-batch in all. `max_running`: the requests that may run at
-    // once (<= 0 or more than the family's sequences: one per sequence); the other sequences keep states only.
+    // micro-batch); a step also holds one row for each decoding request, and at most the family's micro-batch in all.
+    // `max_running`: the requests that may run at once (<= 0 or more than the family's sequences: one per sequence);
+    // the other sequences keep states only.
     Generator(Family& family, backend::Backend& be, const tokenizer::Tokenizer& tok, int prompt_budget = 256,
               int max_running = 0);
     ~Generator();

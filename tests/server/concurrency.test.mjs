@@ -1,7 +1,7 @@
 // 16 clients at once, 20 requests each, against one zinc serve running one request at a time on one sequence (-np 1
-// --cache-seqs 0) and one decoding four sequences together (-np 4): every request a greedy completion of its own prompt, checked against the same request
-// made alone, one at a time, so that a lost, mixed-up or cut answer shows; the server must not crash, must count every
-// request, and must not grow in memory as the requests go by.
+// --cache-seqs 0) and one decoding four sequences together (-np 4): every request a greedy completion of its own
+// prompt, checked against the same request made alone, one at a time, so that a lost, mixed-up or cut answer shows;
+// the server must not crash, must count every request, and must not grow in memory as the requests go by.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
