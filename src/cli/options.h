@@ -55,8 +55,14 @@ engine::OpenedModel open_model(const ModelFlags& f, std::unique_ptr<gguf::Model>
 std::string describe_plan(const engine::OpenPlan& p);
 
 // --- Sampling.
+// llama.cpp's defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05): a small model decoded greedily soon
+// repeats itself; --temp 0 is greedy.
 struct SamplingFlags {
-    engine::SamplerParams params;
+    engine::SamplerParams params = [] {
+        engine::SamplerParams p;
+        p.temperature = 0.8f;
+        return p;
+    }();
     int64_t seed = -1;  // -1: random
 };
 void add_sampling_options(CLI::App* cmd, SamplingFlags& f);

@@ -237,7 +237,7 @@ TEST(Cli, SeedIsRandomUnlessGiven) {
 }
 
 TEST(Cli, PromptFromStandardInputOrFile) {
-    const std::string run = "run -m " + kQwen3 + " -n 4";
+    const std::string run = "run -m " + kQwen3 + " -n 4 --temp 0";
     const auto given = run_zinc(run + " -p Hello");
     ASSERT_EQ(given.status, 0) << given.err;
     ASSERT_TRUE(given.out.starts_with("Hello")) << given.out;
