@@ -26,12 +26,16 @@ struct Output {
 
 class Generator : public ::testing::TestWithParam<std::string> {};
 
+// The prompt of a fixture family's meta.json.
+std::vector<int32_t> fixture_prompt(const std::string& family) {
+    return load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/" + family + "/meta.json").prompt;
+}
+
 TEST_P(Generator, RequestsTogetherAsEachAlone) {
     const zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
     auto be = zinc::backend::make_cpu_backend(2);
     const auto f32 = zinc::backend::KvType::f32;
-    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/" + GetParam() +
-                                                        "/meta.json").prompt;
+    const std::vector<int32_t> base = fixture_prompt(GetParam());
     ASSERT_GE(base.size(), 12u);
     // Six requests on four sequences: prompts of 3 to 12 tokens, 4 to 14 tokens generated at most.
     struct Ask {
@@ -158,8 +162,7 @@ TEST_P(Generator, LaterTurnResumesAtPromptEnd) {
     const zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
     auto be = zinc::backend::make_cpu_backend(2);
     const auto f32 = zinc::backend::KvType::f32;
-    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/" + GetParam() +
-                                                        "/meta.json").prompt;
+    const std::vector<int32_t> base = fixture_prompt(GetParam());
     ASSERT_GE(base.size(), 44u);
     const std::vector<int32_t> first(base.begin(), base.begin() + 20);
     std::vector<int32_t> second = first;
@@ -191,8 +194,7 @@ TEST_P(Generator, SharedPrefixStoredOnce) {
     const zinc::gguf::Model model(fixture_gguf(GetParam(), "f32"));
     auto be = zinc::backend::make_cpu_backend(2);
     const auto f32 = zinc::backend::KvType::f32;
-    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/" + GetParam() +
-                                                        "/meta.json").prompt;
+    const std::vector<int32_t> base = fixture_prompt(GetParam());
     ASSERT_GE(base.size(), 44u);
     zinc::engine::Session session(model, *be, {128, 64, f32, f32});
     auto family = zinc::engine::make_family(model, *be, {128, 64, f32, f32, 8, 8});
@@ -236,7 +238,7 @@ TEST(GeneratorRequests, KeptPrefixes) {
     zinc::engine::Session session(model, *be, {64, 64, f32, f32});
     auto family = zinc::engine::make_family(model, *be, {64, 64, f32, f32, 2, 16, 48});  // 3 pages of 16
     zinc::engine::Generator gen(*family, *be, session.tokenizer());
-    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/qwen3/meta.json").prompt;
+    const std::vector<int32_t> base = fixture_prompt("qwen3");
     ASSERT_GE(base.size(), 20u);
     const auto run = [&](std::vector<int32_t> prompt) {
         zinc::engine::Generator::Request r;
@@ -275,7 +277,7 @@ TEST(GeneratorRequests, FullPoolEndsTheYoungest) {
     zinc::engine::Session session(model, *be, {64, 64, f32, f32});
     auto family = zinc::engine::make_family(model, *be, {64, 64, f32, f32, 2, 8, 48});
     zinc::engine::Generator gen(*family, *be, session.tokenizer());
-    const std::vector<int32_t> base = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/qwen3/meta.json").prompt;
+    const std::vector<int32_t> base = fixture_prompt("qwen3");
     ASSERT_GE(base.size(), 41u);
     const std::vector<int32_t> first(base.begin(), base.begin() + 20), second(base.begin() + 21, base.begin() + 41);
     Output a, b;
@@ -301,7 +303,7 @@ TEST(GeneratorRequests, CancelAndStop) {
     zinc::engine::Session session(model, *be, {64, 64, f32, f32});
     auto family = zinc::engine::make_family(model, *be, {64, 64, f32, f32, 2, 16});
     zinc::engine::Generator gen(*family, *be, session.tokenizer());
-    const std::vector<int32_t> prompt = load_fixture_meta(std::string(ZINC_FIXTURES_DIR) + "/qwen3/meta.json").prompt;
+    const std::vector<int32_t> prompt = fixture_prompt("qwen3");
     std::vector<zinc::engine::GenerateResult> results(2);
     int texts = 0;
     zinc::engine::Generator::Request a, b;

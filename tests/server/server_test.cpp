@@ -27,6 +27,13 @@ json chat_body(const std::string& text, int max_tokens) {
             {"temperature", 0}};
 }
 
+// The usage of a chat completion that must succeed (an empty object where it did not, with a failure).
+json chat_usage(const ServeProcess& srv, const json& body) {
+    auto r = srv.client().Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+    return r ? json::parse(r->body)["usage"] : json();
+}
+
 TEST(Serve, HealthModelsAndChatCompletions) {
     ServeProcess srv({});
     ASSERT_GT(srv.port(), 0) << srv.log();
@@ -293,17 +300,12 @@ TEST_P(ServeCached, CachedTokensOfACommonPrefix) {
     ServeProcess srv(GetParam());
     ASSERT_GT(srv.port(), 0) << srv.log();
     auto c = srv.client();
-    const auto usage = [&](const json& body) {
-        auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
-        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
-        return r ? json::parse(r->body)["usage"] : json();
-    };
-    const json first = usage(chat_body("Tell me about the jury", 3));
+    const json first = chat_usage(srv, chat_body("Tell me about the jury", 3));
     EXPECT_EQ(first["prompt_tokens_details"]["cached_tokens"], 0) << first;
-    const json again = usage(chat_body("Tell me about the jury", 3));
+    const json again = chat_usage(srv, chat_body("Tell me about the jury", 3));
     EXPECT_EQ(again["prompt_tokens_details"]["cached_tokens"], again["prompt_tokens"].get<int>() - 1) << again;
     // Another question shares the template's opening only.
-    const json other = usage(chat_body("What did the clerk file?", 3));
+    const json other = chat_usage(srv, chat_body("What did the clerk file?", 3));
     const int cached = other["prompt_tokens_details"]["cached_tokens"];
     EXPECT_GT(cached, 0) << other;
     EXPECT_LT(cached, other["prompt_tokens"].get<int>() - 1) << other;
@@ -334,19 +336,14 @@ TEST_P(ServeTurns, NextTurnEvaluatesOnlyItsNewTokens) {
                      std::string(ZINC_FIXTURES_DIR) + "/" + family + "/" + family + "-q8_0.gguf");
     ASSERT_GT(srv.port(), 0) << srv.log();
     auto c = srv.client();
-    const auto usage = [&](const json& body) {
-        auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
-        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
-        return r ? json::parse(r->body)["usage"] : json();
-    };
     json messages = json::array({{{"role", "system"}, {"content", "You answer questions about courts."}},
                                  {{"role", "user"}, {"content", "Tell me about the jury"}}});
-    const json first = usage({{"messages", messages}, {"max_tokens", 12}, {"temperature", 0}});
+    const json first = chat_usage(srv, {{"messages", messages}, {"max_tokens", 12}, {"temperature", 0}});
     EXPECT_EQ(first["prompt_tokens_details"]["cached_tokens"], 0) << first;
     messages.push_back({{"role", "assistant"},
                         {"content", "<think>\nThe user asks about juries.\n</think>\n\nA jury decides the facts."}});
     messages.push_back({{"role", "user"}, {"content", "And the clerk?"}});
-    const json second = usage({{"messages", messages}, {"max_tokens", 4}, {"temperature", 0}});
+    const json second = chat_usage(srv, {{"messages", messages}, {"max_tokens", 4}, {"temperature", 0}});
     const int prompt = second["prompt_tokens"], cached = second["prompt_tokens_details"]["cached_tokens"];
     const int grown = prompt - first["prompt_tokens"].get<int>();  // the new messages less the first reply's opening
     EXPECT_GT(cached, 0) << second;
