@@ -181,12 +181,14 @@ std::vector<Generator::SequenceState> Generator::sequences() const {
     return out;
 }
 
+void Generator::forget(int seq) {
+    family_.release(seq);
+    kept_[size_t(seq)].clear();
+}
+
 void Generator::drop_kept() {
     for (int q = 0; q < int(slots_.size()); ++q)
-        if (!slots_[size_t(q)] && !kept_[size_t(q)].empty()) {
-            family_.release(q);
-            kept_[size_t(q)].clear();
-        }
+        if (!slots_[size_t(q)] && !kept_[size_t(q)].empty()) forget(q);
 }
 
 void Generator::finish(Slot& s, GenerateResult::Stop stop) {
@@ -237,8 +239,7 @@ bool Generator::make_room() {
             (lru < 0 || last_used_[size_t(q)] < last_used_[size_t(lru)]))
             lru = q;
     if (lru >= 0) {
-        family_.release(lru);
-        kept_[size_t(lru)].clear();
+        forget(lru);
         return true;
     }
     Slot* youngest = nullptr;
@@ -247,8 +248,7 @@ bool Generator::make_room() {
     if (!youngest || running() < 2) return false;
     const int seq = youngest->seq;
     finish(*youngest, GenerateResult::Stop::ContextFull);
-    family_.release(seq);
-    kept_[size_t(seq)].clear();
+    forget(seq);
     return true;
 }
 

@@ -89,6 +89,8 @@ private:
         size_t n = 0;  // its tokens
     };
     void finish(Slot& s, GenerateResult::Stop stop);
+    // A free sequence's kept state gives its pages back; the sequence keeps nothing.
+    void forget(int seq);
     const std::vector<int32_t>& tokens_of(int seq) const;
     // The longest prefix of `prompt` in a sequence's state (but seq `but`) that the family can restart at, leaving
     // the prompt's last token to run for its logits.

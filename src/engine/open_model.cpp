@@ -201,16 +201,21 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
         asked.page_size = kDefaultPageSize;
     if (o.trained_context)
         asked.n_ctx = model::Metadata(*r.model).count_or("context_length", kDefaultContext, model::kMaxContext);
-    ContextSize settled = settle_context(*r.model, asked);
+    ContextSize settled;
     OpenPlan& plan = r.plan;
-    plan.use = plan_memory(*r.model, settled, o.all_logits);
-    plan.headroom = plan_headroom(plan.use);
-    plan.n_ctx = settled.n_ctx;
-    plan.n_ubatch = settled.n_ubatch;
-    plan.n_seq = settled.n_seq;
-    plan.kv_size = settled.kv_size;
-    plan.type_k = settled.type_k;
-    plan.type_v = settled.type_v;
+    // The context settled from `asked`, and the plan's memory and sizes for it.
+    const auto settle = [&] {
+        settled = settle_context(*r.model, asked);
+        plan.use = plan_memory(*r.model, settled, o.all_logits);
+        plan.headroom = plan_headroom(plan.use);
+        plan.n_ctx = settled.n_ctx;
+        plan.n_ubatch = settled.n_ubatch;
+        plan.n_seq = settled.n_seq;
+        plan.kv_size = settled.kv_size;
+        plan.type_k = settled.type_k;
+        plan.type_v = settled.type_v;
+    };
+    settle();
 
     r.backend = make_backend(choice, device);
     // A backend computing on views of the mapped file has the file's pages as its weights: worth reading in before
@@ -225,12 +230,7 @@ OpenedModel open_model(std::unique_ptr<gguf::Model> model, const OpenOptions& o)
         const int64_t fit = fitting_context(plan.use, plan.free_bytes, plan.n_ctx);
         if (fit >= 1 && fit < plan.n_ctx) {
             asked.n_ctx = int(fit);
-            settled = settle_context(*r.model, asked);
-            plan.use = plan_memory(*r.model, settled, o.all_logits);
-            plan.headroom = plan_headroom(plan.use);
-            plan.n_ctx = settled.n_ctx;
-            plan.n_ubatch = settled.n_ubatch;
-            plan.kv_size = settled.kv_size;
+            settle();
             plan.context_capped = true;
         }
     }

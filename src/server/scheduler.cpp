@@ -43,6 +43,12 @@ private:
     double lse_ = 0;
 };
 
+// Why a cancelled task ended: its reason in /metrics and the message of its last update.
+const char* cancel_reason(const Task& t) { return t.stalled() ? "client_stalled" : "client_gone"; }
+std::string cancel_message(const Task& t) {
+    return t.stalled() ? "the client did not read its reply" : "the request was cancelled";
+}
+
 // The end of a choice that never began: its request's time was up before its turn.
 Update unbegun(const Job& job, int choice) {
     Update u;
@@ -226,7 +232,7 @@ void Scheduler::work() {
             ++running_;  // before the lock goes, so that a waiting request is always counted in one of the two
         }
         if (task->cancelled()) {
-            task->end("the request was cancelled");
+            task->end(cancel_message(*task));
         } else {
             run(task);
         }
@@ -267,8 +273,8 @@ void Scheduler::work_together() {
         metrics_.generation(r.prompt_tokens, c->cached(r), r.prompt_seconds, r.generated, r.generate_seconds);
         Open& o = open[&task];
         if (task.cancelled()) {
-            if (!o.ended) metrics_.cancelled(task.stalled() ? "client_stalled" : "client_gone");
-            end_task(task, task.stalled() ? "the client did not read its reply" : "the request was cancelled");
+            if (!o.ended) metrics_.cancelled(cancel_reason(task));
+            end_task(task, cancel_message(task));
         } else if (!o.ended) {
             if (c->timed_out && !o.timed_out) metrics_.cancelled("timeout");
             o.timed_out = o.timed_out || c->timed_out;
@@ -329,7 +335,7 @@ void Scheduler::work_together() {
                 }
                 const std::shared_ptr<Task> task = admitting;
                 if (task->cancelled() || open[task.get()].ended || next_choice == task->job().choices()) {
-                    if (task->cancelled()) end_task(*task, "the request was cancelled");
+                    if (task->cancelled()) end_task(*task, cancel_message(*task));
                     admitting.reset();
                     settle(task.get());
                     continue;
@@ -396,8 +402,8 @@ bool Scheduler::run_choice(const std::shared_ptr<Task>& t, int choice, bool& tim
     timed_out = c.timed_out;
     metrics_.generation(r.prompt_tokens, c.cached(r), r.prompt_seconds, r.generated, r.generate_seconds);
     if (task.cancelled()) {
-        metrics_.cancelled(task.stalled() ? "client_stalled" : "client_gone");
-        task.end(task.stalled() ? "the client did not read its reply" : "the request was cancelled");
+        metrics_.cancelled(cancel_reason(task));
+        task.end(cancel_message(task));
         return false;
     }
     if (timed_out) metrics_.cancelled("timeout");  // counted before the client can see the answer
