@@ -1,23 +1,39 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and the tests need, then the npm packages of the server's tests
-# (tests/server/package-lock.json, into tests/server/node_modules). Idempotent; run as root on Debian 12.
-# Without root it only reports what is missing, so a user with a ready machine can still build.
+# Installs what a step needs, and only that, so that a first build does not wait for the tests' browser:
+#
+#   bash scripts/setup.sh build   the Debian packages that building zinc needs
+#   bash scripts/setup.sh test    those, the packages the tests need, and the npm packages of the server's tests
+#                                 (tests/server/package-lock.json, into tests/server/node_modules)
+#
+# Idempotent; run as root on Debian 12. Without root it only reports what is missing, so a user with a ready machine
+# can still build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+what=${1:-test}
+case "$what" in
+  build|test) ;;
+  *) echo "usage: bash scripts/setup.sh build|test" >&2; exit 2 ;;
+esac
+
 packages=(
   build-essential cmake ninja-build ccache pkg-config xz-utils
-  libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
-  clang libclang-rt-14-dev            # libFuzzer and the sanitizer runtimes
-  python3 python3-numpy               # test tools that read .npy fixtures
+  libcli11-dev nlohmann-json3-dev
   libedit-dev                         # line editing and history in zinc chat
   libboost-dev                        # Boost.Beast and Asio (header-only): the HTTP server of zinc serve
-  chromium chromium-driver            # the chat page's browser test (tests/server/browser.test.mjs)
 )
-# Node.js and npm run the server's client tests. A machine that has them already (from Debian or elsewhere) keeps
-# them: Debian's npm package would not install beside another Node.js.
-command -v node >/dev/null || packages+=(nodejs)
-command -v npm >/dev/null || packages+=(npm)
+if [ "$what" = test ]; then
+  packages+=(
+    libgtest-dev libgmock-dev
+    clang libclang-rt-14-dev          # libFuzzer and the sanitizer runtimes
+    python3 python3-numpy             # test tools that read .npy fixtures
+    chromium                          # the chat page's browser test (tests/server/browser.test.mjs)
+  )
+  # Node.js and npm run the server's client tests. A machine that has them already (from Debian or elsewhere) keeps
+  # them: Debian's npm package would not install beside another Node.js.
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -25,7 +41,7 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all build packages are installed"
+  echo "setup: the packages to $what zinc are installed"
 elif [ "$(id -u)" -ne 0 ]; then
   echo "setup: missing packages: ${missing[*]}" >&2
   echo "setup: run this script as root (or install them) and try again" >&2
@@ -36,6 +52,8 @@ else
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+[ "$what" = test ] || exit 0
 
 # The npm packages of the server's tests, exactly as the lock file has them; again only when the lock file has changed
 # since they were installed (a copy of it is kept beside them).
