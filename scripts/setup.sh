@@ -21,6 +21,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libedit-dev                         # line editing and history in zinc chat
   libboost-dev                        # Boost.Beast and Asio (header-only): the HTTP server of zinc serve
+  libcurl4-openssl-dev libssl-dev     # zinc pull and -hf: downloads from the hub, checked with sha256
 )
 if [ "$what" = test ]; then
   packages+=(

@@ -19,5 +19,7 @@ void register_synth(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_template(CLI::App& app);
 void register_serve(CLI::App& app);
+// pull, list and rm (pull.cpp).
+void register_pull(CLI::App& app);
 
 }  // namespace zinc::cli

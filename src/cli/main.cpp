@@ -20,7 +20,7 @@ constexpr int kFailed = 1, kUsage = 2;
 const std::map<std::string, std::string> kSpellings = {
     {"-ngl", "--n-gpu-layers"}, {"-npl", "--npl"},         {"-pg", "--pg"},           {"-sys", "--system-prompt"},
     {"-ub", "--ubatch-size"},   {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-pps", "--pps"},
-    {"-np", "--parallel"},      {"-fa", "--flash-attn"}};
+    {"-np", "--parallel"},      {"-fa", "--flash-attn"},    {"-hf", "--hf-repo"},      {"-hfr", "--hf-repo"}};
 
 bool letters_only(const std::string& s) {
     for (char c : s)
@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
     zinc::cli::register_quantize(app);
     zinc::cli::register_template(app);
     zinc::cli::register_serve(app);
+    zinc::cli::register_pull(app);
     if (argc < 2) {
         std::cout << app.help();
         return finish(0);

@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "chat/json_text.h"
+#include "cli/pull.h"
 #include "model/metadata.h"
 
 namespace zinc::cli {
@@ -165,7 +166,17 @@ std::string quant_mix_help() {
 
 void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
     engine::OpenOptions& o = f.open;
-    cmd->add_option("-m,--model", o.path, "GGUF model file (the first shard of a split model)")->required();
+    auto* model = cmd->add_option("-m,--model", o.path, "GGUF model file (the first shard of a split model)");
+    cmd->add_option("--hf-repo", f.hf_repo,
+                    "(also -hf) owner/repo[:QUANT]: the model on Hugging Face, pulled into the cache when it is not "
+                    "there (as 'zinc pull'; docs/models.md)")
+        ->excludes(model);
+    cmd->parse_complete_callback([cmd, &f] {
+        if (!f.hf_repo.empty())
+            f.open.path = pulled_model_path(f.hf_repo);
+        else if (f.open.path.empty())
+            throw CLI::RequiredError("zinc " + cmd->get_name() + ": -m FILE or -hf owner/repo[:QUANT]");
+    });
     if (set.context)
         cmd->add_option("-c,--ctx-size", o.context.n_ctx,
                         "context length in tokens; 0 = the model's training context, or as much of it as fits in "

@@ -34,18 +34,21 @@ std::string quant_mix_help();
 // --- The commands that run a model.
 struct ModelFlags {
     engine::OpenOptions open;
+    std::string hf_repo;     // -hf owner/repo[:QUANT]: open.path becomes its file in the cache once parsed
     std::string gpu_layers;  // -ngl as typed: "all" or a count
     std::string flash_attn;  // -fa as typed; zinc's attention is always fused
     bool jinja = false;      // --jinja, accepted: templates are always rendered
     bool verbose = false;
 };
 
-// Which of the shared flags a command takes besides -m, -ub, -t, --backend, --device and -ngl.
+// Which of the shared flags a command takes besides -m or -hf, -ub, -t, --backend, --device and -ngl.
 struct ModelFlagSet {
     bool context = true;  // -c/--ctx-size
     bool verbose = true;  // -v/--verbose
 };
 
+// -hf is looked up (and pulled when the cache lacks it) once the command line is parsed, before the command runs:
+// the command sets no parse_complete_callback of its own.
 void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set = {});
 // The library's open_model with the flags, reading a CPU model in with a progress line on a terminal; `model`, when
 // given, is the file already mapped.
