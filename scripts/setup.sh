@@ -28,6 +28,7 @@ if [ "$what" = test ]; then
     libgtest-dev libgmock-dev
     clang libclang-rt-14-dev          # libFuzzer and the sanitizer runtimes
     python3 python3-numpy             # test tools that read .npy fixtures
+    groff-base                        # the man page's check (tests/install_test.sh)
     chromium                          # the chat page's browser test (tests/server/browser.test.mjs)
   )
   # Node.js and npm run the server's client tests. A machine that has them already (from Debian or elsewhere) keeps
