@@ -159,9 +159,10 @@ std::string size_text(uint64_t bytes) {
 }
 
 std::string quant_mix_help() {
-    return "--type: F32, F16, BF16, Q8_0, Q4_0, Q6_K, Q4_K_M (llama-quantize's stock rules), MXFP4_MOE, UD-Q4_K_XL "
-           "(Unsloth-like mix: experts gate/up Q4_K, down Q5_K; shared expert, delta-net and attention Q8_0; LM head "
-           "Q6_K). gpt-oss experts are always MXFP4.";
+    return "--type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, "
+           "Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS (llama-quantize's mixes and rules without an importance matrix; its "
+           "Q2_K_S and IQ1-IQ3 mixes need one), MXFP4_MOE, UD-Q4_K_XL (Unsloth-like mix: experts gate/up Q4_K, down "
+           "Q5_K; shared expert, delta-net and attention Q8_0; LM head Q6_K). gpt-oss experts are always MXFP4.";
 }
 
 void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {

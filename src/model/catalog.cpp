@@ -161,6 +161,9 @@ MixModel mix_model(const Preset& p) {
     m.arch = p.arch;
     m.n_layer = static_cast<int>(p.n_layer);
     m.n_expert = static_cast<int>(p.n_expert);
+    // The first layer's KV heads, as arch_metadata writes them (a gemma4's first layer is a sliding one).
+    const uint32_t kv = p.arch == "gemma4" && !is_swa_layer(p, 0) ? p.n_head_kv_global : p.n_head_kv;
+    m.n_gqa = kv > 0 ? static_cast<int>(p.n_head / kv) : 0;
     return m;  // no preset is a llama 70B
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <stdexcept>
 
 #include "gguf/printable.h"
@@ -25,8 +26,20 @@ const MixInfo kMixes[] = {
     {QuantMix::BF16, "BF16", 32, TensorType::BF16},
     {QuantMix::Q8_0, "Q8_0", 7, TensorType::Q8_0},
     {QuantMix::Q4_0, "Q4_0", 2, TensorType::Q4_0},
+    {QuantMix::Q4_1, "Q4_1", 3, TensorType::Q4_1},
+    {QuantMix::Q5_0, "Q5_0", 8, TensorType::Q5_0},
+    {QuantMix::Q5_1, "Q5_1", 9, TensorType::Q5_1},
+    {QuantMix::Q2_K, "Q2_K", 10, TensorType::Q2_K},
+    {QuantMix::Q3_K_S, "Q3_K_S", 11, TensorType::Q3_K},
+    {QuantMix::Q3_K_M, "Q3_K_M", 12, TensorType::Q3_K},
+    {QuantMix::Q3_K_L, "Q3_K_L", 13, TensorType::Q3_K},
+    {QuantMix::Q4_K_S, "Q4_K_S", 14, TensorType::Q4_K},
     {QuantMix::Q4_K_M, "Q4_K_M", 15, TensorType::Q4_K},
+    {QuantMix::Q5_K_S, "Q5_K_S", 16, TensorType::Q5_K},
+    {QuantMix::Q5_K_M, "Q5_K_M", 17, TensorType::Q5_K},
     {QuantMix::Q6_K, "Q6_K", 18, TensorType::Q6_K},
+    {QuantMix::IQ4_NL, "IQ4_NL", 25, TensorType::IQ4_NL},
+    {QuantMix::IQ4_XS, "IQ4_XS", 30, TensorType::IQ4_XS},
     {QuantMix::MXFP4_MOE, "MXFP4_MOE", 38, TensorType::MXFP4},
     {QuantMix::UD_Q4_K_XL, "UD-Q4_K_XL", 15, TensorType::Q4_K},
 };
@@ -53,6 +66,7 @@ TensorType fallback(TensorType t, int64_t ne0) {
     case TensorType::Q5_K: r = TensorType::Q5_1; break;
     case TensorType::Q6_K: r = TensorType::Q8_0; break;
     case TensorType::Q2_K: case TensorType::Q3_K: r = TensorType::Q4_0; break;
+    case TensorType::IQ4_XS: r = TensorType::IQ4_NL; break;
     default: r = TensorType::F16; break;  // llama-quantize throws here; only F16 is left for such shapes
     }
     if (ne0 % gguf::traits(r).block_elems != 0) r = TensorType::F16;
@@ -79,6 +93,48 @@ Category category(const std::string& n) {
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 bool is_expert_stack(const TensorSpec& t) { return t.ne.size() >= 3 && t.ne[2] > 1; }
+
+bool any_of(QuantMix m, std::initializer_list<QuantMix> ms) { return std::find(ms.begin(), ms.end(), m) != ms.end(); }
+
+// llama_tensor_get_type's choice for an attn_v-like tensor, the i-th of n, before the fallbacks.
+TensorType attn_v_type(const MixModel& model, QuantMix m, TensorType ty, int i, int n) {
+    using Q = QuantMix;
+    if (m == Q::Q2_K) ty = model.n_gqa >= 4 ? TensorType::Q4_K : TensorType::Q3_K;
+    else if (m == Q::Q3_K_M) ty = i < 2 ? TensorType::Q5_K : TensorType::Q4_K;
+    else if (m == Q::Q3_K_L) ty = TensorType::Q5_K;
+    else if (any_of(m, {Q::IQ4_NL, Q::IQ4_XS}) && model.n_gqa >= 4) ty = TensorType::Q5_K;
+    else if (any_of(m, {Q::Q4_K_M, Q::Q5_K_M}) && use_more_bits(i, n)) ty = TensorType::Q6_K;
+    else if (m == Q::Q4_K_S && i < 4) ty = TensorType::Q5_K;
+    // A 70B's 8 heads share each V row, so its attn_v is 8 times smaller than attn_q: more bits cost little.
+    if (model.llama_70b && (ty == TensorType::Q3_K || ty == TensorType::Q4_K)) ty = TensorType::Q5_K;
+    if (model.n_expert == 8) ty = TensorType::Q8_0;
+    return ty;
+}
+
+// ... for an ffn_down tensor of layer il of n_layer.
+TensorType ffn_down_type(QuantMix m, TensorType ty, int il, int n_layer) {
+    using Q = QuantMix;
+    if (m == Q::Q2_K) ty = TensorType::Q3_K;
+    else if (m == Q::Q3_K_M) ty = il < n_layer / 16 ? TensorType::Q5_K : TensorType::Q4_K;
+    else if (m == Q::Q3_K_L) ty = TensorType::Q5_K;
+    else if (m == Q::Q4_K_M) ty = use_more_bits(il, n_layer) ? TensorType::Q6_K : ty;
+    else if (any_of(m, {Q::IQ4_NL, Q::IQ4_XS}) && il < n_layer / 8) ty = TensorType::Q5_K;
+    else if (m == Q::Q5_K_M && use_more_bits(il, n_layer)) ty = TensorType::Q6_K;
+    else if (m == Q::Q4_K_S && il < n_layer / 8) ty = TensorType::Q5_K;
+    return ty;
+}
+
+// ... for an attn_output tensor.
+TensorType attn_output_type(const MixModel& model, QuantMix m, TensorType ty) {
+    using Q = QuantMix;
+    if (model.n_expert == 8)
+        return any_of(m, {Q::Q2_K, Q::Q3_K_S, Q::Q3_K_M, Q::IQ4_NL, Q::Q4_K_S, Q::Q4_K_M, Q::IQ4_XS}) ? TensorType::Q5_K
+                                                                                                   : ty;
+    if (m == Q::Q2_K) return TensorType::Q3_K;
+    if (m == Q::Q3_K_M) return TensorType::Q4_K;
+    if (m == Q::Q3_K_L) return TensorType::Q5_K;
+    return ty;
+}
 
 }  // namespace
 
@@ -107,12 +163,11 @@ MixModel read_mix_model(const Metadata& md) {
     m.arch = md.arch();
     m.n_layer = md.count("block_count", kMaxLayers);
     m.n_expert = md.count_or("expert_count", 0);
-    if (m.arch == "llama" && m.n_layer == 80 && m.n_expert != 8) {
-        // llama.cpp reads the first layer's head counts (n_head(), n_head_kv()).
-        const int n_head = md.per_layer("attention.head_count", m.n_layer, 1, kMaxWidth)[0];
-        const int n_head_kv = md.per_layer_or("attention.head_count_kv", m.n_layer, 0, kMaxWidth, n_head)[0];
-        m.llama_70b = n_head != n_head_kv;
-    }
+    // llama.cpp reads the first layer's head counts (n_head(), n_head_kv()).
+    const int n_head = md.per_layer_or("attention.head_count", m.n_layer, 0, kMaxWidth, 0)[0];
+    const int n_head_kv = md.per_layer_or("attention.head_count_kv", m.n_layer, 0, kMaxWidth, n_head)[0];
+    m.n_gqa = n_head_kv > 0 ? n_head / n_head_kv : 0;
+    m.llama_70b = m.arch == "llama" && m.n_layer == 80 && m.n_expert != 8 && n_head != n_head_kv;
     return m;
 }
 
@@ -208,16 +263,14 @@ std::vector<TensorType> choose_types(const MixModel& model, const std::vector<Te
             } else if (c == Category::TokenEmbd) {
                 // default type
             } else if (c == Category::AttnV) {
-                if (m == QuantMix::Q4_K_M && use_more_bits(i_attn_v, n_attn_v)) ty = TensorType::Q6_K;
-                if (model.llama_70b && (ty == TensorType::Q3_K || ty == TensorType::Q4_K)) ty = TensorType::Q5_K;
+                ty = attn_v_type(model, m, ty, i_attn_v++, n_attn_v);
+            } else if (c == Category::AttnK) {
                 if (model.n_expert == 8) ty = TensorType::Q8_0;
-                ++i_attn_v;
             } else if (c == Category::FfnDown) {
-                const int il = moe ? t.layer : i_ffn_down;
-                if (m == QuantMix::Q4_K_M && use_more_bits(il, n_layer)) ty = TensorType::Q6_K;
+                ty = ffn_down_type(m, ty, moe ? t.layer : i_ffn_down, n_layer);
                 ++i_ffn_down;
             } else if (c == Category::AttnOutput) {
-                if (model.n_expert == 8 && m == QuantMix::Q4_K_M) ty = TensorType::Q5_K;
+                ty = attn_output_type(model, m, ty);
             }
             ty = fallback(ty, ne0);
         }

@@ -14,16 +14,23 @@
 
 namespace zinc::model {
 
-enum class QuantMix { F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q6_K, MXFP4_MOE, UD_Q4_K_XL };
+// llama-quantize's mixes that need no importance matrix (its Q2_K_S and IQ1/IQ2/IQ3 mixes refuse to run without
+// one), plus MXFP4_MOE and an Unsloth-like UD-Q4_K_XL.
+enum class QuantMix {
+    F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+    Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K,
+    IQ4_NL, IQ4_XS, MXFP4_MOE, UD_Q4_K_XL
+};
 
-// "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q6_K", "MXFP4_MOE", "UD-Q4_K_XL" (case-insensitive).
-// Throws std::invalid_argument for anything else.
+// The names above as llama-quantize spells them, "UD-Q4_K_XL" with a dash (case-insensitive). Throws
+// std::invalid_argument for anything else.
 QuantMix parse_quant_mix(std::string_view s);
 std::string quant_mix_name(QuantMix m);
 std::vector<std::string> quant_mix_names();
 
-// general.file_type (llama_ftype): 0 F32, 1 F16, 32 BF16, 7 Q8_0, 2 Q4_0, 15 Q4_K_M, 18 Q6_K, 38 MXFP4_MOE;
-// UD-Q4_K_XL files report 15 like Unsloth's.
+// general.file_type (llama_ftype): 0 F32, 1 F16, 32 BF16, 7 Q8_0, 2 Q4_0, 3 Q4_1, 8 Q5_0, 9 Q5_1, 10 Q2_K,
+// 11/12/13 Q3_K_S/M/L, 14/15 Q4_K_S/M, 16/17 Q5_K_S/M, 18 Q6_K, 25 IQ4_NL, 30 IQ4_XS, 38 MXFP4_MOE; UD-Q4_K_XL files
+// report 15 like Unsloth's.
 uint32_t file_type(QuantMix m);
 
 // What the rules read of a model besides its tensors' names and shapes.
@@ -34,10 +41,13 @@ struct MixModel {
     // llama.cpp's LLM_TYPE_70B: a `llama` of 80 layers, without 8 experts, with fewer KV heads than heads (Llama 2
     // and 3 70B). Its attn_v tensors get Q5_K where the mix would give Q3_K or Q4_K.
     bool llama_70b = false;
+    // llama.cpp's n_gqa(): the first layer's heads per KV head (n_head / n_head_kv), 0 without KV heads. Q2_K,
+    // IQ4_NL and IQ4_XS give attn_v more bits from 4 on.
+    int n_gqa = 0;
 };
 
-// The MixModel of a file, from its range-checked metadata (<arch>.block_count, <arch>.expert_count and, for a
-// `llama`, the head counts).
+// The MixModel of a file, from its range-checked metadata (<arch>.block_count, <arch>.expert_count and the first
+// layer's head counts).
 MixModel read_mix_model(const Metadata& md);
 
 // The layer of a tensor called "blk.<layer>.<name>"; -1 for any other name.
@@ -58,11 +68,17 @@ bool allows_quantization(const TensorSpec& t);
 // sort_like_llama_quantize) of model `model` for mix m. Rules:
 // * tensors that are never quantized (allows_quantization) are given F32, the type converters write them in; a file
 //   that holds such a tensor in another type keeps that type (the caller's business);
-// * F32/F16/BF16/Q8_0/Q4_0/Q6_K/Q4_K_M/MXFP4_MOE: llama-quantize's choice for that llama_ftype without an
-//   imatrix, including the output/tied-embedding rule, Q4_K_M's more-bits layers for attn_v-like tensors (counted
-//   over attn_v/attn_qkv in file order) and ffn_down* (by layer), the attn_v rules of 8-expert models and of a llama
-//   70B, and the fallbacks when ne0 is not a multiple of the block size (Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, then
-//   F16);
+// * every llama-quantize mix: its choice for that llama_ftype without an imatrix (llama_tensor_get_type; zinc's
+//   families have no Falcon rules to take). The output and a tied token_embd get Q6_K (Q8_0 where the row is not a
+//   whole number of the mix's blocks, and for Q8_0/MXFP4_MOE); attn_v-like tensors (attn_v, attn_qkv, attn_kv_b,
+//   counted in file order) get more bits by mix (Q2_K: Q4_K from 4 heads per KV head, else Q3_K; Q3_K_M: Q5_K for
+//   the first two, then Q4_K; Q3_K_L: Q5_K; IQ4_NL/IQ4_XS: Q5_K from 4 heads per KV head; Q4_K_M/Q5_K_M: Q6_K on
+//   the more-bits layers; Q4_K_S: Q5_K for the first four), Q5_K for a llama 70B's Q3_K/Q4_K and Q8_0 with 8
+//   experts; attn_k gets Q8_0 with 8 experts; ffn_down* by layer (the tensor's own layer with experts, else a
+//   counter): Q2_K: Q3_K; Q3_K_M: Q5_K below n_layer/16, then Q4_K; Q3_K_L: Q5_K; Q4_K_M/Q5_K_M: Q6_K on the
+//   more-bits layers; Q4_K_S, IQ4_NL, IQ4_XS: Q5_K below n_layer/8; attn_output: Q5_K with 8 experts for Q2_K,
+//   Q3_K_S/M, Q4_K_S/M, IQ4_NL/XS, else Q2_K: Q3_K, Q3_K_M: Q4_K, Q3_K_L: Q5_K. Then the fallbacks when ne0 is not a
+//   multiple of the block size (Q2_K/Q3_K->Q4_0, Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, IQ4_XS->IQ4_NL, then F16);
 // * gpt-oss: stacked expert weights are MXFP4 whatever the mix (as in the released GGUFs);
 // * UD-Q4_K_XL (modelled on Unsloth's Qwen3.5/3.6 MoE files): routed experts gate/up Q4_K and down Q5_K; shared
 //   expert Q8_0; Gated DeltaNet projections (attn_qkv, attn_gate, ssm_alpha, ssm_beta, ssm_out) Q8_0; attention

@@ -191,6 +191,42 @@ TEST(QuantMixModel, Llama70BAttnVGetsQ5K) {
     }
 }
 
+// A model of exactly 8 experts (a Mixtral-like llama): attn_v and attn_k Q8_0 in every K-quant mix, attn_output Q5_K
+// only in the mixes llama_tensor_get_type lists for it (not Q3_K_L, Q5_K_*, Q6_K).
+TEST(QuantMixModel, EightExpertRules) {
+    std::vector<zinc::model::TensorSpec> specs;
+    for (int il = 0; il < 32; ++il)
+        for (const char* n : {"attn_k.weight", "attn_output.weight", "attn_v.weight", "ffn_down_exps.weight"})
+            specs.push_back({"blk." + std::to_string(il) + "." + n,
+                             std::string(n) == "ffn_down_exps.weight" ? std::vector<int64_t>{14336, 4096, 8}
+                                                                      : std::vector<int64_t>{4096, 1024},
+                             zinc::model::TensorRole::Matrix, il});
+    zinc::model::sort_like_llama_quantize(specs);
+    zinc::model::MixModel m{"llama", 32, 8, false};
+    m.n_gqa = 4;
+    auto type_of = [&](QuantMix mix, const std::string& name) {
+        const auto ty = zinc::model::choose_types(m, specs, mix);
+        for (size_t i = 0; i < specs.size(); ++i)
+            if (specs[i].name == name) return ty[i];
+        throw std::runtime_error("no " + name);
+    };
+    for (QuantMix mix : {QuantMix::Q2_K, QuantMix::Q3_K_S, QuantMix::Q3_K_L, QuantMix::Q4_K_M, QuantMix::Q5_K_M,
+                         QuantMix::IQ4_XS, QuantMix::Q4_0}) {
+        const std::string name = zinc::model::quant_mix_name(mix);
+        EXPECT_EQ(type_of(mix, "blk.7.attn_v.weight"), TensorType::Q8_0) << name;
+        EXPECT_EQ(type_of(mix, "blk.7.attn_k.weight"), TensorType::Q8_0) << name;
+    }
+    EXPECT_EQ(type_of(QuantMix::Q2_K, "blk.7.attn_output.weight"), TensorType::Q5_K);
+    EXPECT_EQ(type_of(QuantMix::Q3_K_S, "blk.7.attn_output.weight"), TensorType::Q5_K);
+    EXPECT_EQ(type_of(QuantMix::IQ4_XS, "blk.7.attn_output.weight"), TensorType::Q5_K);
+    EXPECT_EQ(type_of(QuantMix::Q3_K_L, "blk.7.attn_output.weight"), TensorType::Q3_K);
+    EXPECT_EQ(type_of(QuantMix::Q5_K_M, "blk.7.attn_output.weight"), TensorType::Q5_K);
+    EXPECT_EQ(type_of(QuantMix::Q6_K, "blk.7.attn_output.weight"), TensorType::Q6_K);
+    // ffn_down_exps by the tensor's own layer: Q3_K_M's Q5_K below 32/16 = 2.
+    EXPECT_EQ(type_of(QuantMix::Q3_K_M, "blk.1.ffn_down_exps.weight"), TensorType::Q5_K);
+    EXPECT_EQ(type_of(QuantMix::Q3_K_M, "blk.2.ffn_down_exps.weight"), TensorType::Q4_K);
+}
+
 TEST(QuantMixModel, MoeFfnTensorWithoutALayerIsRefused) {
     const std::vector<zinc::model::TensorSpec> specs = {
         {"ffn_down_exps.weight", {256, 256, 4}, zinc::model::TensorRole::Matrix, -1}};
@@ -248,8 +284,9 @@ TEST_P(QuantizeEveryMix, QuantizeRowBytesAndChosenTypes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixes, QuantizeEveryMix,
-                         ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q6_K", "Q4_K_M", "MXFP4_MOE",
-                                           "UD-Q4_K_XL"),
+                         ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K",
+                                           "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M",
+                                           "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4_MOE", "UD-Q4_K_XL"),
                          [](const auto& info) { return zinc::test::test_name(info.param); });
 
 // The four quantized mixes of a plain qwen3 file with a tied embedding: token_embd takes the output rule.
@@ -517,6 +554,38 @@ TEST(Quantize, LogitsNearTheF32Model) {
     }
 }
 
+// Every other llama-quantize mix of the fixture runs through the engine too: finite logits near the F32 model's, for
+// the tensors' types as the mix picks them (the fixture's 2 layers give Q3_K_M's ffn_down Q4_K, Q4_K_S's Q5_K and so
+// on; the bounds are about 1.3 times what these files give).
+TEST(Quantize, EveryOtherMixRuns) {
+    TempDir dir;
+    const auto fx = zinc::test::load_fixture_meta(kFixtures + "qwen3/meta.json");
+    const auto f32 = zinc::test::run_logits(kQwen3F32, fx.prompt, fx.prompt.size());
+    const size_t n_vocab = f32.size() / fx.prompt.size();
+    const struct {
+        const char* mix;
+        double max_rel_l2;
+        size_t min_argmax_agree;  // of 64 positions
+    } cases[] = {{"Q5_K_M", 0.20, 38}, {"Q5_K_S", 0.21, 36}, {"Q5_1", 0.21, 34},   {"Q5_0", 0.24, 35},
+                 {"Q4_K_S", 0.35, 28}, {"Q4_1", 0.39, 24},   {"IQ4_XS", 0.39, 29}, {"IQ4_NL", 0.40, 29},
+                 {"Q3_K_L", 0.56, 19}, {"Q3_K_M", 0.59, 17}, {"Q3_K_S", 0.75, 7},  {"Q2_K", 1.07, 4}};
+    std::map<std::string, double> rel;
+    for (const auto& c : cases) {
+        const std::string out = dir.file(std::string(c.mix) + ".gguf");
+        quantize(kQwen3F32, out, c.mix);
+        const auto got = zinc::test::run_logits(out, fx.prompt, fx.prompt.size());
+        const auto s = zinc::test::compare_logits(got, f32, n_vocab);
+        std::printf("qwen3 %s vs f32: %s\n", c.mix, s.summary().c_str());
+        EXPECT_LT(s.rel_l2, c.max_rel_l2) << c.mix;
+        EXPECT_GE(s.argmax_agree, c.min_argmax_agree) << c.mix;
+        rel[c.mix] = s.rel_l2;
+    }
+    // The K-quant mixes of fewer bits are further from F32 (measured 0.16, 0.27, 0.43, 0.58, 0.82).
+    const char* fewer_bits[] = {"Q5_K_M", "Q4_K_S", "Q3_K_L", "Q3_K_S", "Q2_K"};
+    for (size_t i = 1; i < std::size(fewer_bits); ++i)
+        EXPECT_GT(rel[fewer_bits[i]], rel[fewer_bits[i - 1]]) << fewer_bits[i] << " vs " << fewer_bits[i - 1];
+}
+
 // --- The command.
 
 TEST(QuantizeCli, WritesTheFileAndSaysWhat) {
@@ -547,6 +616,24 @@ TEST(QuantizeCli, WritesTheFileAndSaysWhat) {
         << rq.err;
 }
 
+// llama-quantize's form with one of its other mixes. Q5_K_M of the 2-layer fixture, by hand: more_bits(i, 2) holds for
+// i = 1 only, so attn_v and ffn_down of layer 1 and the tied embedding are Q6_K, the other 12 matrices Q5_K.
+TEST(QuantizeCli, LlamaQuantizeFormWithQ5KM) {
+    TempDir dir;
+    const std::string out = dir.file("q.gguf");
+    const auto r = zinc::test::run_zinc("quantize " + zinc::test::shell_word(kQwen3F32) + " " +
+                                        zinc::test::shell_word(out) + " q5_k_m -t 2");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("; tensors: 9 f32, 12 q5_K, 3 q6_K\n"), std::string::npos) << r.err;
+    const zinc::gguf::Model q(out);
+    EXPECT_EQ(q.get("general.file_type").get_u32(), 17u);
+    const auto t = types_by_name(q);
+    EXPECT_EQ(t.at("blk.0.attn_v.weight"), TensorType::Q5_K);
+    EXPECT_EQ(t.at("blk.1.attn_v.weight"), TensorType::Q6_K);
+    EXPECT_EQ(t.at("blk.1.ffn_down.weight"), TensorType::Q6_K);
+    EXPECT_EQ(t.at("token_embd.weight"), TensorType::Q6_K);
+}
+
 TEST(QuantizeCli, RefusesBadFlagsAndFiles) {
     TempDir dir;
     const std::string in = zinc::test::shell_word(kQwen3F32), out = zinc::test::shell_word(dir.file("x.gguf"));
@@ -559,6 +646,8 @@ TEST(QuantizeCli, RefusesBadFlagsAndFiles) {
         {"-o " + out, 2, "zinc: error: -m,--model: required"},
         {"-m " + in, 2, "zinc: error: -o,--output: required"},
         {"-m " + in + " -o " + out + " --type Q3", 2, "zinc: error: --type: expects a quant mix (F32, F16, BF16"},
+        // Q2_K_S needs an importance matrix, which zinc does not take.
+        {in + " " + out + " Q2_K_S", 2, "zinc: error: TYPE: expects a quant mix (F32, F16, BF16"},
         {"-m " + in + " -o " + out + " -t 0", 2, "zinc: error: --threads: expects an integer from 1 to "},
         {"-m " + in + " -o " + in, 1, "zinc: error: the output " + kQwen3F32 + " would overwrite the input"},
         {"-m " + q8 + " -o " + out, 1, "tensors are already quantized, first token_embd.weight (q8_0 to q6_K)"},

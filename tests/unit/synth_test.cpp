@@ -141,6 +141,154 @@ TEST(SynthMix, Qwen35HybridAndUD) {
     EXPECT_EQ(m.at("output.weight"), TensorType::Q8_0);
 }
 
+// llama-quantize's K-quant, IQ4 and legacy mixes on distinctive tensors of the presets, each type worked out by hand
+// from llama_tensor_get_type (docs/formats.md §2.9): attn_v-like tensors of the first layers, ffn_down of the first
+// and last eighth, attn_output, the output and token_embd, with the widths that need a fallback.
+TEST(SynthMix, EveryLlamaQuantizeMixByHand) {
+    using T = TensorType;
+    const struct {
+        const char* preset;
+        QuantMix mix;
+        std::string tensor;
+        TensorType want;
+    } cases[] = {
+        // qwen3-8b: 36 layers (n/16 = 2, n/8 = 4, more_bits from 31), 32 heads on 8 KV heads, untied.
+        {"qwen3-8b", QuantMix::Q2_K, blk(0, "attn_v.weight"), T::Q4_K},  // 4 heads per KV head
+        {"qwen3-8b", QuantMix::Q2_K, blk(35, "attn_v.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q2_K, blk(0, "ffn_down.weight"), T::Q3_K},
+        {"qwen3-8b", QuantMix::Q2_K, blk(5, "attn_output.weight"), T::Q3_K},
+        {"qwen3-8b", QuantMix::Q2_K, blk(5, "attn_q.weight"), T::Q2_K},
+        {"qwen3-8b", QuantMix::Q2_K, blk(5, "ffn_up.weight"), T::Q2_K},
+        {"qwen3-8b", QuantMix::Q2_K, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::Q2_K, "token_embd.weight", T::Q2_K},
+        {"qwen3-8b", QuantMix::Q3_K_S, blk(0, "attn_v.weight"), T::Q3_K},
+        {"qwen3-8b", QuantMix::Q3_K_S, blk(0, "ffn_down.weight"), T::Q3_K},
+        {"qwen3-8b", QuantMix::Q3_K_S, blk(0, "attn_output.weight"), T::Q3_K},
+        {"qwen3-8b", QuantMix::Q3_K_S, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::Q3_K_S, "token_embd.weight", T::Q3_K},
+        {"qwen3-8b", QuantMix::Q3_K_M, blk(1, "attn_v.weight"), T::Q5_K},  // the first two
+        {"qwen3-8b", QuantMix::Q3_K_M, blk(2, "attn_v.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q3_K_M, blk(1, "ffn_down.weight"), T::Q5_K},  // below n/16
+        {"qwen3-8b", QuantMix::Q3_K_M, blk(2, "ffn_down.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q3_K_M, blk(35, "ffn_down.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q3_K_M, blk(3, "attn_output.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q3_K_M, blk(3, "attn_q.weight"), T::Q3_K},
+        {"qwen3-8b", QuantMix::Q3_K_M, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::Q3_K_M, "token_embd.weight", T::Q3_K},
+        {"qwen3-8b", QuantMix::Q3_K_L, blk(20, "attn_v.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::Q3_K_L, blk(20, "ffn_down.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::Q3_K_L, blk(20, "attn_output.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::Q3_K_L, blk(20, "ffn_gate.weight"), T::Q3_K},
+        {"qwen3-8b", QuantMix::Q4_K_S, blk(3, "attn_v.weight"), T::Q5_K},  // the first four
+        {"qwen3-8b", QuantMix::Q4_K_S, blk(4, "attn_v.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q4_K_S, blk(3, "ffn_down.weight"), T::Q5_K},  // below n/8
+        {"qwen3-8b", QuantMix::Q4_K_S, blk(4, "ffn_down.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q4_K_S, blk(35, "ffn_down.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q4_K_S, blk(0, "attn_output.weight"), T::Q4_K},
+        {"qwen3-8b", QuantMix::Q4_K_S, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::Q4_K_S, "token_embd.weight", T::Q4_K},
+        {"qwen3-8b", QuantMix::Q5_K_S, blk(0, "attn_v.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::Q5_K_S, blk(0, "ffn_down.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::Q5_K_S, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::Q5_K_S, "token_embd.weight", T::Q5_K},
+        {"qwen3-8b", QuantMix::Q5_K_M, blk(3, "attn_v.weight"), T::Q6_K},  // more_bits: i < 4
+        {"qwen3-8b", QuantMix::Q5_K_M, blk(4, "attn_v.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::Q5_K_M, blk(6, "attn_v.weight"), T::Q6_K},    // (6 - 4) % 3 == 2
+        {"qwen3-8b", QuantMix::Q5_K_M, blk(29, "ffn_down.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::Q5_K_M, blk(30, "ffn_down.weight"), T::Q6_K},  // (30 - 4) % 3 == 2
+        {"qwen3-8b", QuantMix::Q5_K_M, blk(31, "ffn_down.weight"), T::Q6_K},  // >= 7n/8
+        {"qwen3-8b", QuantMix::Q5_K_M, blk(0, "attn_q.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::Q5_K_M, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::IQ4_NL, blk(10, "attn_v.weight"), T::Q5_K},  // 4 heads per KV head
+        {"qwen3-8b", QuantMix::IQ4_NL, blk(3, "ffn_down.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::IQ4_NL, blk(4, "ffn_down.weight"), T::IQ4_NL},
+        {"qwen3-8b", QuantMix::IQ4_NL, blk(0, "attn_q.weight"), T::IQ4_NL},
+        {"qwen3-8b", QuantMix::IQ4_NL, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::IQ4_NL, "token_embd.weight", T::IQ4_NL},
+        {"qwen3-8b", QuantMix::IQ4_XS, blk(10, "attn_v.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::IQ4_XS, blk(3, "ffn_down.weight"), T::Q5_K},
+        {"qwen3-8b", QuantMix::IQ4_XS, blk(4, "ffn_down.weight"), T::IQ4_XS},
+        {"qwen3-8b", QuantMix::IQ4_XS, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::IQ4_XS, "token_embd.weight", T::IQ4_XS},
+        {"qwen3-8b", QuantMix::Q4_1, blk(0, "attn_v.weight"), T::Q4_1},
+        {"qwen3-8b", QuantMix::Q4_1, blk(0, "ffn_down.weight"), T::Q4_1},
+        {"qwen3-8b", QuantMix::Q4_1, "output.weight", T::Q6_K},
+        {"qwen3-8b", QuantMix::Q5_0, blk(0, "ffn_down.weight"), T::Q5_0},
+        {"qwen3-8b", QuantMix::Q5_0, "token_embd.weight", T::Q5_0},
+        {"qwen3-8b", QuantMix::Q5_1, blk(35, "attn_v.weight"), T::Q5_1},
+        {"qwen3-8b", QuantMix::Q5_1, "output.weight", T::Q6_K},
+        // qwen3-0.6b: 28 layers (n/16 = 1, n/8 = 3), 2 heads per KV head, tied embedding.
+        {"qwen3-0.6b", QuantMix::Q2_K, blk(0, "attn_v.weight"), T::Q3_K},
+        {"qwen3-0.6b", QuantMix::Q2_K, "token_embd.weight", T::Q6_K},
+        {"qwen3-0.6b", QuantMix::IQ4_NL, blk(0, "attn_v.weight"), T::IQ4_NL},
+        {"qwen3-0.6b", QuantMix::IQ4_NL, blk(2, "ffn_down.weight"), T::Q5_K},
+        {"qwen3-0.6b", QuantMix::IQ4_NL, blk(3, "ffn_down.weight"), T::IQ4_NL},
+        {"qwen3-0.6b", QuantMix::IQ4_NL, "token_embd.weight", T::Q6_K},
+        {"qwen3-0.6b", QuantMix::Q3_K_M, blk(0, "ffn_down.weight"), T::Q5_K},
+        {"qwen3-0.6b", QuantMix::Q3_K_M, blk(1, "ffn_down.weight"), T::Q4_K},
+        {"qwen3-0.6b", QuantMix::Q5_K_S, "token_embd.weight", T::Q6_K},
+        // gpt-oss-20b: 2880-wide rows (not a multiple of 256), attn_output 4096 wide, 8 heads per KV head.
+        {"gpt-oss-20b", QuantMix::IQ4_XS, blk(3, "attn_q.weight"), T::IQ4_NL},
+        {"gpt-oss-20b", QuantMix::IQ4_XS, blk(3, "attn_output.weight"), T::IQ4_XS},
+        {"gpt-oss-20b", QuantMix::IQ4_XS, blk(3, "attn_v.weight"), T::Q5_1},  // Q5_K, then its fallback
+        {"gpt-oss-20b", QuantMix::IQ4_XS, "output.weight", T::Q8_0},
+        {"gpt-oss-20b", QuantMix::IQ4_XS, "token_embd.weight", T::IQ4_NL},
+        {"gpt-oss-20b", QuantMix::IQ4_XS, blk(3, "ffn_down_exps.weight"), T::MXFP4},
+        {"gpt-oss-20b", QuantMix::Q2_K, blk(3, "attn_q.weight"), T::Q4_0},
+        {"gpt-oss-20b", QuantMix::Q2_K, blk(3, "attn_output.weight"), T::Q3_K},
+        {"gpt-oss-20b", QuantMix::Q2_K, blk(3, "attn_v.weight"), T::Q5_0},  // Q4_K, then its fallback
+        {"gpt-oss-20b", QuantMix::Q2_K, "output.weight", T::Q8_0},
+        {"gpt-oss-20b", QuantMix::Q2_K, "token_embd.weight", T::Q4_0},
+        {"gpt-oss-20b", QuantMix::Q3_K_L, blk(3, "attn_output.weight"), T::Q5_K},
+        {"gpt-oss-20b", QuantMix::Q3_K_L, blk(3, "attn_v.weight"), T::Q5_1},
+        // gemma-4-26b-a4b: 30 layers (n/16 = 1, n/8 = 3), 128 experts, dense FFN 2112 and experts 704 wide, no
+        // attn_v in the global layers, tied embedding 2816 wide.
+        {"gemma-4-26b-a4b", QuantMix::Q2_K, blk(0, "ffn_down.weight"), T::Q4_0},  // Q3_K, then its fallback
+        {"gemma-4-26b-a4b", QuantMix::Q2_K, blk(0, "ffn_down_exps.weight"), T::Q4_0},
+        {"gemma-4-26b-a4b", QuantMix::Q2_K, blk(0, "attn_v.weight"), T::Q3_K},  // 2 heads per KV head
+        {"gemma-4-26b-a4b", QuantMix::Q2_K, "token_embd.weight", T::Q6_K},
+        {"gemma-4-26b-a4b", QuantMix::IQ4_XS, blk(2, "ffn_down.weight"), T::Q5_1},
+        {"gemma-4-26b-a4b", QuantMix::IQ4_XS, blk(3, "ffn_down.weight"), T::IQ4_NL},
+        {"gemma-4-26b-a4b", QuantMix::IQ4_XS, blk(3, "ffn_down_exps.weight"), T::IQ4_NL},
+        {"gemma-4-26b-a4b", QuantMix::IQ4_XS, blk(0, "attn_v.weight"), T::IQ4_XS},
+        {"gemma-4-26b-a4b", QuantMix::IQ4_XS, "token_embd.weight", T::Q6_K},
+        {"gemma-4-26b-a4b", QuantMix::Q3_K_M, blk(1, "attn_v.weight"), T::Q5_K},
+        {"gemma-4-26b-a4b", QuantMix::Q3_K_M, blk(2, "attn_v.weight"), T::Q4_K},
+        {"gemma-4-26b-a4b", QuantMix::Q3_K_M, blk(0, "ffn_down.weight"), T::Q5_1},  // Q5_K, then its fallback
+        {"gemma-4-26b-a4b", QuantMix::Q3_K_M, blk(1, "ffn_down.weight"), T::Q5_0},  // Q4_K, then its fallback
+        // qwen3.6-35b-a3b: 40 layers (n/16 = 2, n/8 = 5), 256 experts, 8 heads per KV head; the delta-net attn_qkv
+        // of layers 0-2 and the attn_v of layer 3 are counted together.
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, blk(1, "attn_qkv.weight"), T::Q5_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, blk(2, "attn_qkv.weight"), T::Q4_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, blk(3, "attn_v.weight"), T::Q4_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, blk(1, "ffn_down_exps.weight"), T::Q5_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, blk(2, "ffn_down_exps.weight"), T::Q4_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, blk(1, "ffn_down_shexp.weight"), T::Q5_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, blk(0, "ssm_out.weight"), T::Q3_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, "output.weight", T::Q6_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q3_K_M, "token_embd.weight", T::Q3_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q4_K_S, blk(3, "attn_v.weight"), T::Q5_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q4_K_S, blk(4, "attn_qkv.weight"), T::Q4_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q4_K_S, blk(4, "ffn_down_exps.weight"), T::Q5_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q4_K_S, blk(5, "ffn_down_exps.weight"), T::Q4_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q2_K, blk(0, "attn_qkv.weight"), T::Q4_K},
+        {"qwen3.6-35b-a3b", QuantMix::IQ4_NL, blk(0, "attn_qkv.weight"), T::Q5_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q5_K_M, blk(4, "attn_qkv.weight"), T::Q6_K},
+        {"qwen3.6-35b-a3b", QuantMix::Q5_K_M, blk(5, "attn_qkv.weight"), T::Q5_K},
+    };
+    for (const auto& c : cases) {
+        const auto ty = types_of(preset(c.preset), c.mix);
+        ASSERT_TRUE(ty.count(c.tensor)) << c.preset << " " << c.tensor;
+        EXPECT_EQ(zinc::gguf::type_name(ty.at(c.tensor)), zinc::gguf::type_name(c.want))
+            << c.preset << " " << quant_mix_name(c.mix) << " " << c.tensor;
+    }
+    const std::map<QuantMix, uint32_t> ftypes = {
+        {QuantMix::Q4_1, 3},    {QuantMix::Q5_0, 8},    {QuantMix::Q5_1, 9},    {QuantMix::Q2_K, 10},
+        {QuantMix::Q3_K_S, 11}, {QuantMix::Q3_K_M, 12}, {QuantMix::Q3_K_L, 13}, {QuantMix::Q4_K_S, 14},
+        {QuantMix::Q5_K_S, 16}, {QuantMix::Q5_K_M, 17}, {QuantMix::IQ4_NL, 25}, {QuantMix::IQ4_XS, 30}};
+    for (const auto& [mix, ft] : ftypes) EXPECT_EQ(file_type(mix), ft) << quant_mix_name(mix);
+}
+
 TEST(Synth, Qwen3_0_6B_Q4_K_M) {
     TempDir dir;
     zinc::synth::Options o;
