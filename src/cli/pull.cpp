@@ -50,6 +50,8 @@ public:
             line_ = std::make_unique<ProgressLine>(gguf::printable(f.path, 200));
         }
         if (!line_) return;
+        // A file that takes less than a second shows its last line only.
+        if (!last && seconds_now() - start_time_ < 1.0) return;
         constexpr int kWidth = 24;
         const double share = f.size ? double(done) / double(f.size) : 1.0;
         const int filled = static_cast<int>(share * kWidth);

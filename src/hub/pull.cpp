@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "chat/json_text.h"
 #include "gguf/printable.h"
 #include "hub/cache.h"
 #include "hub/digest.h"
@@ -65,8 +66,13 @@ std::string refusal(const std::string& what, long status, const std::string& bod
                    : " (a private or gated repository needs a token: set HF_TOKEN)";
     else if (status == 404)
         s += " (no such repository, or it is private: HF_TOKEN gives access)";
-    const size_t at = body.find("\"error\"");
-    if (at != std::string::npos) s += ": " + gguf::printable(body.substr(at, 200), 200);
+    try {
+        const auto j = chat::parse_json(body);
+        if (j.is_object() && j.contains("error") && j["error"].is_string())
+            s += ": " + gguf::printable(j["error"].get<std::string>(), 200);
+    } catch (const std::exception&) {
+        // not JSON: the status says it all
+    }
     return s;
 }
 
