@@ -65,6 +65,11 @@ public:
         if (last) line_.reset();
     }
 
+    // Ends a bar left open on a terminal, so that a note starts on a line of its own.
+    void break_line() {
+        if (line_) line_->finish();
+    }
+
 private:
     bool quiet_when_cached_;
     std::string path_;
@@ -77,7 +82,10 @@ hub::Pulled pull(const hub::ModelName& name, bool quiet_when_cached) {
     auto progress = std::make_shared<PullProgress>(quiet_when_cached);
     hub::PullEvents ev;
     ev.progress = [progress](const hub::RepoFile& f, uint64_t done, bool last) { progress->update(f, done, last); };
-    ev.note = [](const std::string& line) { std::fprintf(stderr, "zinc: %s\n", line.c_str()); };
+    ev.note = [progress](const std::string& line) {
+        progress->break_line();
+        std::fprintf(stderr, "zinc: %s\n", line.c_str());
+    };
     return hub::pull_model(name, ev);
 }
 

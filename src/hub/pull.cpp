@@ -234,6 +234,11 @@ std::string hub_endpoint() {
 Pulled pull_model(const ModelName& name, const PullEvents& ev) {
     const fs::path cache = cache_dir();
     const std::string endpoint = hub_endpoint(), token = env("HF_TOKEN");
+    // The token goes into a header line: nothing in it may end the line or start another.
+    for (unsigned char c : token)
+        if (c <= 0x20 || c >= 0x7f)
+            throw std::invalid_argument("HF_TOKEN holds a space, a control character or a non-ASCII byte; a token "
+                                        "has none");
     if (!can_download())
         return from_cache(cache, name, "this zinc was built without libcurl and cannot download (install "
                                        "libcurl4-openssl-dev and libssl-dev, then build again)");

@@ -166,6 +166,9 @@ def private_needs_token(c):
     cdn = c.hub.requests(r"^/cdn/test/private/")
     expect(api[-1][1].get("authorization") == f"Bearer {TOKEN}", "the token is sent to the hub as a bearer token")
     expect(cdn and "authorization" not in cdn[-1][1], "the token does not follow a redirect to another host")
+    code, _, err = c.zinc("pull", "test/private", env={"HF_TOKEN": TOKEN + "\r\nX-Injected: 1"})
+    expect(code == 1 and "HF_TOKEN" in err, f"a token that would add a header line is refused: {err!r}")
+    expect(not any("x-injected" in h for _, h in c.hub.log), "no header was injected")
 
 
 def unsafe_paths_refused(c):
