@@ -242,8 +242,9 @@ void run_batched_bench(const BatchedBenchOptions& o) {
         for (const Case& c : cases) report.results.push_back(runner.measure(c, o.reps, progress));
         progress.update(std::to_string(cases.size()) + (cases.size() == 1 ? " test" : " tests") + " done", true);
     }
-    write_out(o.output == "json"  ? report.records().dump(2) + "\n"
-              : o.output == "csv" ? csv_text(report.records())
+    write_out(o.output == "json"    ? report.records().dump(2) + "\n"
+              : o.output == "jsonl" ? jsonl_text(report.records())
+              : o.output == "csv"   ? csv_text(report.records())
                                   : report.markdown());
     if (o.profile) {
         const Case& most = *std::max_element(cases.begin(), cases.end(), [](const Case& a, const Case& b) {

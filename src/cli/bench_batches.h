@@ -16,7 +16,7 @@ struct BatchedBenchOptions {
     ModelFlags model;
     std::vector<int> prompt, gen, npl;
     int reps = 1;
-    std::string output = "md";  // md, csv or json
+    std::string output = "md";  // md, csv, json or jsonl
     bool profile = false;       // then every op of one decode step of the most sequences, timed on the backend
     bool shared_prompt = false;  // --pps: one prompt for all sequences, evaluated once
 };

@@ -99,15 +99,15 @@ TEST(Cli, NumericFlagsAreRangeChecked) {
         {"chat -n -5", "--max-tokens: expects an integer >= -1, not '-5'"},
         {"chat --top-p nan", "--top-p: expects a finite number from 0 to 1"},
         {"bench -r 0", "--repetitions: expects an integer >= 1, not '0'"},
-        {"bench -p 512,-1", "--n-prompt: expects an integer from 0 to 1073741824, not '-1'"},
-        {"bench -n -5", "--n-gen: expects an integer from 0 to 1073741824, not '-5'"},
+        {"bench -p 512,-1", "--n-prompt: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*STEP, not '-1'"},
+        {"bench -n -5", "--n-gen: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*STEP, not '-5'"},
         {"bench -ub 0", "--ubatch-size: expects an integer from 1 to 1073741824"},
-        {"bench -d -1", "--n-depth: expects an integer from 0 to 1073741824, not '-1'"},
-        {"bench -d 8,x", "--n-depth: expects an integer from 0 to 1073741824, not 'x'"},
+        {"bench -d -1", "--n-depth: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*STEP, not '-1'"},
+        {"bench -d 8,x", "--n-depth: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*STEP, not 'x'"},
         {"bench -pg 5", "--pg: expects two lengths PP,TG (integers from 0 to 1073741824), not '5'"},
         {"bench -pg 512,-1", "--pg: expects two lengths PP,TG (integers from 0 to 1073741824), not '512,-1'"},
         {"bench -pg 1,2,3", "--pg: expects two lengths PP,TG"},
-        {"bench -o xml", "--output: expects an output format (md, csv, json), not 'xml'"},
+        {"bench -o xml", "--output: expects an output format (md, csv, json, jsonl), not 'xml'"},
         {"bench -o csv --json", "--output excludes --json"},
         {"bench -d 1073741824 -p 0 -n 1", "-d/-p/-n/-pg: a depth and a test of 1073741825 tokens together; the "
                                           "context holds at most 1073741824"},
@@ -555,6 +555,118 @@ TEST(Cli, BenchManySequences) {
     }
 }
 
+const std::string kBrown = shell_word(ZINC_BROWN_DIR "/brown-qwen3-5m-bf16.gguf");
+
+// Several -m, as llama-bench: each model measured in turn, with llama-bench's fields in every record, their values
+// checked against the file and each other; -r samples each.
+TEST(Cli, BenchSeveralModelsWithLlamaBenchFields) {
+    const auto j = bench_json("-m " + kQwen3 + " -m " + kBrown + " -p 4 -n 2 -r 3");
+    ASSERT_EQ(j.size(), 4u) << j.dump();
+    const std::vector<std::string> files = {"qwen3-q8_0.gguf", "qwen3-q8_0.gguf", "brown-qwen3-5m-bf16.gguf",
+                                            "brown-qwen3-5m-bf16.gguf"};
+    const std::string commit = j[0].at("build_commit");
+    EXPECT_TRUE(commit == "unknown" || (!commit.empty() && commit.find_first_not_of("0123456789abcdef") ==
+                                                               std::string::npos))
+        << commit;
+    for (size_t i = 0; i < j.size(); ++i) {
+        const auto& r = j[i];
+        EXPECT_EQ(r.at("model_filename"), files[i]) << r.dump();
+        EXPECT_EQ(r.at("model"), files[i]);
+        EXPECT_EQ(r.at("test"), i % 2 == 0 ? "pp4" : "tg2");
+        EXPECT_EQ(r.at("build_commit"), commit);
+        EXPECT_GE(r.at("build_number").get<int>(), commit == "unknown" ? 0 : 1);
+        EXPECT_TRUE(r.at("cpu_info").is_string());
+        EXPECT_EQ(r.at("gpu_info"), "");  // no GPU in this build
+        EXPECT_EQ(r.at("backends"), "CPU");
+        EXPECT_TRUE(r.at("model_type").get<std::string>().starts_with("qwen3 ")) << r.at("model_type");
+        EXPECT_EQ(r.at("model_size"), r.at("size_bytes"));
+        EXPECT_EQ(r.at("n_batch"), r.at("n_ctx"));
+        EXPECT_EQ(r.at("n_gpu_layers"), 0);
+        EXPECT_EQ(r.at("flash_attn"), 1);
+        EXPECT_EQ(r.at("n_threads"), 1);
+        const std::string when = r.at("test_time");
+        EXPECT_EQ(when.size(), 20u) << when;  // 2026-12-07T14:15:29Z
+        EXPECT_TRUE(when.ends_with("Z") && when[10] == 'T') << when;
+        // The samples: one per repetition, their tokens/s from their times, and the averages over them.
+        const auto ns = r.at("samples_ns").get<std::vector<int64_t>>();
+        const auto ts = r.at("samples_ts").get<std::vector<double>>();
+        ASSERT_EQ(ns.size(), 3u);
+        ASSERT_EQ(ts.size(), 3u);
+        const double n_tokens = r.at("n_tokens").get<double>();
+        double mean_ns = 0, mean_ts = 0;
+        for (size_t k = 0; k < 3; ++k) {
+            EXPECT_GT(ns[k], 0);
+            EXPECT_NEAR(ts[k], 1e9 * n_tokens / double(ns[k]), 1e-9 * ts[k]);
+            mean_ns += double(ns[k]) / 3;
+            mean_ts += ts[k] / 3;
+        }
+        EXPECT_NEAR(r.at("avg_ns").get<double>(), mean_ns, 1.0);
+        EXPECT_NEAR(r.at("avg_ts").get<double>(), mean_ts, 1e-9 * mean_ts);
+        EXPECT_GE(r.at("stddev_ns").get<double>(), 0.0);
+        EXPECT_GE(r.at("stddev_ts").get<double>(), 0.0);
+    }
+    // The parameters: the qwen3 fixture's 1,328,640 in Q8_0 (34 bytes a block of 32, norms in f32); the Brown
+    // model's in BF16, two bytes each but for its f32 norms.
+    EXPECT_EQ(j[0].at("model_n_params"), 1328640);
+    EXPECT_EQ(j[0].at("model_size"), 1416192);
+    const int64_t brown_params = j[2].at("model_n_params"), brown_size = j[2].at("model_size");
+    EXPECT_GT(brown_size, 2 * brown_params);
+    EXPECT_LT(brown_size, 2 * brown_params + 4 * brown_params / 100);
+    EXPECT_EQ(j[2].at("model_type"), j[3].at("model_type"));
+    EXPECT_NE(j[0].at("model_type"), j[2].at("model_type"));
+
+    // md: a plan line per model, then one table with both.
+    const auto md = run_zinc("bench -m " + kQwen3 + "," + kBrown + " -p 4 -n 0 -r 1 -t 1");
+    ASSERT_EQ(md.status, 0) << md.err;
+    EXPECT_TRUE(md.out.starts_with("qwen3-q8_0.gguf: backend cpu (1 thread), context 4 ")) << md.out;
+    EXPECT_TRUE(has(md.out, "\nbrown-qwen3-5m-bf16.gguf: backend cpu (1 thread), context 4 ")) << md.out;
+    EXPECT_TRUE(has(md.out, "| qwen3-q8_0.gguf          |")) << md.out;
+    EXPECT_TRUE(has(md.out, "| brown-qwen3-5m-bf16.gguf |")) << md.out;
+}
+
+// Lists and llama-bench's ranges for -p, -n, -t, -ub and -ngl: every combination, in llama-bench's order (GPU layers,
+// then micro-batch, then threads, then the tests).
+TEST(Cli, BenchListsGiveEveryCombination) {
+    // bench_json gives -t 1 first; a flag given again adds its values.
+    const auto j = bench_json("-m " + kQwen3 + " -p 2-6+2 -n 2-4*2 -ub 2-4+2 -ngl 0 -t 2");
+    ASSERT_EQ(j.size(), 2u * 2u * 5u) << j.dump();
+    size_t i = 0;
+    for (int ub : {2, 4})
+        for (int t : {1, 2})
+            for (const char* test : {"pp2", "pp4", "pp6", "tg2", "tg4"}) {
+                const auto& r = j[i++];
+                EXPECT_EQ(r.at("n_ubatch"), ub) << r.dump();
+                EXPECT_EQ(r.at("n_threads"), t) << r.dump();
+                EXPECT_EQ(r.at("test"), test) << r.dump();
+                EXPECT_EQ(r.at("n_gpu_layers"), 0);
+                EXPECT_EQ(r.at("n_ctx"), 6);
+            }
+    // md: a column for what varies.
+    const auto md = run_zinc("bench -m " + kQwen3 + " -p 4 -n 0 -r 1 -t 1 -ub 2,4");
+    ASSERT_EQ(md.status, 0) << md.err;
+    EXPECT_TRUE(has(md.out, "| model           |     size | backend | n_ubatch | test |")) << md.out;
+    EXPECT_TRUE(has(md.out, " | cpu     |        2 |  pp4 | ")) << md.out;
+    EXPECT_TRUE(has(md.out, " | cpu     |        4 |  pp4 | ")) << md.out;
+
+    for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+             {"-t 1,x", "--threads: expects an integer from 1 to "},
+             {"-p 8-4", "--n-prompt: the range '8-4' ends before it starts"},
+             {"-ub 1-8*1", "--ubatch-size: the range '1-8*1' does not grow: *STEP needs FIRST >= 1 and STEP >= 2"},
+             {"-n 1-2+0", "--n-gen: expects an integer from 0 to 1073741824 or a range"},
+             {"-p 1-100000", "--n-prompt: more than 1024 values in '1-100000'"},
+             {"-ngl -2", "--n-gpu-layers: expects an integer from -1 to 2147483647 or a range"},
+             {"-ngl all,x", "--n-gpu-layers: expects an integer from -1 to 2147483647 or a range FIRST-LAST, "
+                            "FIRST-LAST+STEP or FIRST-LAST*STEP, not 'x'"},
+             {"-p 4,", "--n-prompt: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or "
+                       "FIRST-LAST*STEP, not ''"},
+             {"-t 1,2 -npl 2", "--npl: measures one model with one -t, -ub and -ngl; 2 combinations were given"}}) {
+        const auto r = run_zinc("bench -m " + kQwen3 + " -r 1 " + args);
+        EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+        EXPECT_TRUE(has(r.err, "zinc: error: " + message)) << args << ": " << r.err;
+        EXPECT_EQ(r.out, "") << args;
+    }
+}
+
 TEST(Cli, BenchOutputFormats) {
     const std::string args = "bench -m " + kQwen3 + " -p 4 -n 2 -d 0,4 -r 1 -t 1";
     // csv: a header, then one row per test; strings quoted; no GB/s for pp.
@@ -564,19 +676,32 @@ TEST(Cli, BenchOutputFormats) {
     for (size_t at = 0, end; (end = csv.out.find('\n', at)) != std::string::npos; at = end + 1)
         lines.push_back(csv.out.substr(at, end - at));
     ASSERT_EQ(lines.size(), 5u) << csv.out;
+    // zinc's fields, then llama-bench's, without its sample arrays (as its CSV).
     EXPECT_EQ(lines[0], "model,size_bytes,backend,device,n_threads,n_ctx,n_ubatch,type_k,type_v,weights_bytes,kv_cache_bytes,"
                         "activations_bytes,free_bytes,test,n_prompt,n_gen,n_depth,n_tokens,reps,avg_ts,stddev_ts,"
-                        "read_bytes_per_token,gbps");
+                        "read_bytes_per_token,gbps,build_commit,build_number,cpu_info,gpu_info,backends,model_filename,"
+                        "model_type,model_size,model_n_params,n_batch,n_gpu_layers,flash_attn,test_time,avg_ns,"
+                        "stddev_ns");
     EXPECT_TRUE(lines[1].starts_with("\"qwen3-q8_0.gguf\",")) << lines[1];
     EXPECT_TRUE(has(lines[1], ",\"pp4\",4,0,0,4,1,")) << lines[1];
-    EXPECT_TRUE(lines[1].ends_with(",")) << "no GB/s for pp: " << lines[1];
+    EXPECT_TRUE(has(lines[1], ",1416192,,\"")) << "no GB/s for pp: " << lines[1];
     EXPECT_TRUE(has(lines[4], ",\"tg2 @ d4\",0,2,4,2,1,")) << lines[4];
-    EXPECT_FALSE(lines[4].ends_with(",")) << lines[4];
+    EXPECT_FALSE(has(lines[4], ",1416192,,\"")) << lines[4];
+    EXPECT_TRUE(has(lines[4], ",\"qwen3-q8_0.gguf\",\"qwen3 ")) << lines[4];
     // json: the same records.
     const auto j = run_zinc(args + " -o json");
     ASSERT_EQ(j.status, 0) << j.err;
     EXPECT_EQ(nlohmann::json::parse(j.out).size(), 4u);
     EXPECT_EQ(run_zinc(args + " --json").out.substr(0, 40), j.out.substr(0, 40));
+    // jsonl: one record a line, with the sample arrays.
+    const auto jl = run_zinc(args + " -o jsonl");
+    ASSERT_EQ(jl.status, 0) << jl.err;
+    size_t n_lines = 0;
+    for (size_t at = 0, end; (end = jl.out.find('\n', at)) != std::string::npos; at = end + 1, ++n_lines) {
+        const auto rec = nlohmann::json::parse(jl.out.substr(at, end - at));
+        EXPECT_EQ(rec.at("samples_ns").size(), 1u) << rec.dump();
+    }
+    EXPECT_EQ(n_lines, 4u) << jl.out;
     // md: the plan, then the table (as without -o).
     const auto md = run_zinc(args + " -o md -ngl 0");
     ASSERT_EQ(md.status, 0) << md.err;
