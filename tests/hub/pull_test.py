@@ -6,10 +6,11 @@
 the quant a name picks (and the projector it does not), a split model, a transfer broken off and resumed, a
 download resumed from an earlier run's .part, a wrong sha256, a file outside LFS, a listing in pages, a private
 repository's token (and that it does not follow a redirect to another host), paths that would leave the cache,
-`zinc run -hf` against `zinc run -m` on the same file, list and rm, and then, the hub stopped, the cache used
+`zinc run -hf` against `zinc run -m` on the same file, `zinc bench -hf`, list and rm, and then, the hub stopped, the cache used
 offline and the error when nothing is cached. Prints one line a check and 'N passed, N failed'; exits 1 on a failure.
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -101,6 +102,9 @@ def run_hf_matches_file(c):
     want = generate(c, "-m", os.path.join(c.fixtures, "qwen3/qwen3-q8_0.gguf"))
     got = generate(c, "-hf", "test/tiny:Q8_0")
     expect(want and got == want, f"zinc run -hf gives the text of the same file by -m: {got!r} vs {want!r}")
+    out, _ = expect_ok(c.zinc("bench", "-hf", "test/tiny:Q8_0", "-p", "2", "-n", "0", "-r", "1", "-t", "1", "-o",
+                              "json"), "zinc bench -hf")
+    expect(json.loads(out)[0]["model_filename"] == "qwen3-q8_0.gguf", f"bench -hf measures the pulled file: {out!r}")
 
 
 def run_hf_pulls_split(c):
