@@ -24,6 +24,7 @@ struct Options {
     CLI::Option* ctx_option = nullptr;
     int chunks = 0;  // 0: all
     std::string base;
+    int top_k = 0;  // 0: llama-perplexity's format
     bool kl = false;
 };
 
@@ -82,12 +83,17 @@ void run_perplexity(const Options& o) {
     po.max_chunks = o.chunks;
     po.threads = flags.open.backend.threads;
     po.save_base = o.base;
+    po.top_k = o.top_k;
     const int n_chunk = engine::chunk_count(tokens.size(), n_ctx, o.chunks);
     std::fprintf(stderr, "perplexity: %zu tokens, %d chunks of %d, each scored on its last %d tokens\n", tokens.size(),
                  n_chunk, n_ctx, n_ctx - 1 - n_ctx / 2);
-    if (!o.base.empty())
-        std::fprintf(stderr, "perplexity: saving the %d most probable tokens of every scored position to %s\n",
-                     std::min(po.top_k, family.n_vocab()), o.base.c_str());
+    if (!o.base.empty() && o.top_k == 0)
+        std::fprintf(stderr, "perplexity: saving the log-probabilities of all %d tokens at every scored position to %s "
+                             "(llama-perplexity's format)\n", family.n_vocab(), o.base.c_str());
+    else if (!o.base.empty())
+        std::fprintf(stderr, "perplexity: saving the %d most probable tokens of every scored position to %s (zinc's "
+                             "top-K format: its KL divergence lumps the other tokens and reads lower than "
+                             "llama-perplexity's)\n", std::min(po.top_k, family.n_vocab()), o.base.c_str());
     po.on_chunk = [](int chunk, int n, const engine::NllSums& nll, double seconds) {
         if (chunk == 0) print_eta("perplexity", seconds, n);
         std::fprintf(stderr, "[%d]%.4f,", chunk + 1, nll.ppl());
@@ -178,8 +184,13 @@ void run_kl_divergence(const Options& o) {
     ko.max_chunks = o.chunks;
     ko.threads = flags.open.backend.threads;
     const int n_chunk = o.chunks > 0 ? std::min(o.chunks, h.n_chunk) : h.n_chunk;
-    std::fprintf(stderr, "kl_divergence: %d chunks of %d tokens from %s (its %d most probable tokens per position)\n",
-                 n_chunk, h.n_ctx, o.base.c_str(), h.top_k);
+    if (h.format == engine::KlBaseFormat::full)
+        std::fprintf(stderr, "kl_divergence: %d chunks of %d tokens from %s (llama-perplexity's format: every token's "
+                             "log-probability)\n", n_chunk, h.n_ctx, o.base.c_str());
+    else
+        std::fprintf(stderr, "kl_divergence: %d chunks of %d tokens from %s (zinc's top-K format: its %d most probable "
+                             "tokens per position, the others lumped into one outcome)\n",
+                     n_chunk, h.n_ctx, o.base.c_str(), h.top_k);
     ko.on_chunk = [](int chunk, int n, const engine::KlSums& s, double seconds) {
         if (chunk == 0) {
             print_eta("kl_divergence", seconds, n);
@@ -211,11 +222,20 @@ void register_perplexity(CLI::App& app) {
     cmd->add_option("--chunks", o->chunks, "chunks to evaluate at most (default: all)")
         ->transform(integer_in(1, INT_MAX));
     auto* base = cmd->add_option("--kl-divergence-base,--save-all-logits", o->base,
-                                 "file of the reference model's top tokens at every scored position: written, or "
-                                 "read with --kl-divergence");
-    cmd->add_flag("--kl-divergence", o->kl,
-                  "compare the model with the reference of --kl-divergence-base on its tokens (no text needed)")
-        ->needs(base);
+                                 "file of the reference model's log-probabilities at every scored position, in "
+                                 "llama-perplexity's format (either engine reads the other's): written, or read "
+                                 "with --kl-divergence (either format, told by the file)");
+    auto* kl = cmd->add_flag("--kl-divergence", o->kl,
+                             "compare the model with the reference of --kl-divergence-base on its tokens (no text "
+                             "needed)")
+                   ->needs(base);
+    cmd->add_option("--kl-base-top-k", o->top_k,
+                    "write zinc's compact base instead: only the reference's K most probable tokens per position "
+                    "(8 + 8 K bytes instead of 2 per vocabulary token); llama-perplexity cannot read it, and its KL "
+                    "divergence lumps the other tokens into one outcome, so it reads lower than llama-perplexity's")
+        ->needs(base)
+        ->excludes(kl)
+        ->transform(integer_in(1, INT_MAX));
     cmd->callback([o] {
         if (o->kl)
             run_kl_divergence(*o);

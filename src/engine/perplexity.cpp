@@ -192,19 +192,21 @@ PerplexityResult perplexity(Family& family, const Vocabulary& v, std::span<const
     std::optional<KlBaseWriter> base;
     KlBaseChunk records;
     const int k = std::min(o.top_k, n_vocab);
+    const bool full = o.top_k == 0;
+    KlBaseHeader h;
     if (!o.save_base.empty()) {
-        if (o.top_k < 1) throw std::invalid_argument("a KL-divergence base keeps at least 1 token per position");
-        KlBaseHeader h;
+        if (o.top_k < 0) throw std::invalid_argument("a KL-divergence base keeps at least 1 token per position");
+        h.format = full ? KlBaseFormat::full : KlBaseFormat::top_k;
         h.vocabulary = v;
         h.n_ctx = n_ctx;
         h.n_chunk = r.n_chunk;
-        h.top_k = k;
+        h.top_k = full ? 0 : k;
         base.emplace(o.save_base, h, tokens.first(size_t(r.n_chunk) * size_t(n_ctx)));
-        records.resize(n_scored, k);
+        records.resize(h);
     }
 
     std::vector<int32_t> ids;
-    std::vector<float> logits, top_vals(base ? size_t(n_scored) * size_t(k) : 0);
+    std::vector<float> logits, top_vals(base && !full ? size_t(n_scored) * size_t(k) : 0);
     std::vector<double> nll(static_cast<size_t>(n_scored));
     const double t0 = now_seconds();
     for (int c = 0; c < r.n_chunk; ++c) {
@@ -217,6 +219,10 @@ PerplexityResult perplexity(Family& family, const Vocabulary& v, std::span<const
             const double log_p_next = ls.log_p(lo, chunk[size_t(first + j + 1)]);
             nll[size_t(j)] = -log_p_next;
             if (!base) return;
+            if (full) {
+                encode_full_row(lo, ls.max, float(ls.log_sum), records.rows.data() + size_t(j) * h.row_values());
+                return;
+            }
             const size_t at = size_t(j) * size_t(k);
             int32_t* top = records.ids.data() + at;
             top_k(lo, k, top, top_vals.data() + at);
@@ -302,13 +308,35 @@ KlResult kl_divergence(Family& family, const Vocabulary& v, KlBaseReader& base, 
     for (int c = 0; c < r.n_chunk; ++c) {
         const double tc = now_seconds();
         const auto chunk = base.chunk_tokens(c);
-        evaluate_chunk(family, chunk, h.vocabulary.bos, ids, logits);
+        evaluate_chunk(family, chunk, v.bos, ids, logits);
         base.read_chunk(rec);
         for_positions(n_scored, o.threads, family.n_vocab(), [&](int j, std::vector<uint8_t>& marked) {
             const std::span<const float> lo(logits.data() + size_t(j) * row, row);
             const LogSoftmax ls(lo);
             Position& p = pos[size_t(j)];
-            p.nll = -ls.log_p(lo, chunk[size_t(first + j + 1)]);
+            const int32_t next = chunk[size_t(first + j + 1)];
+            p.nll = -ls.log_p(lo, next);
+            if (h.format == KlBaseFormat::full) {
+                // In float where llama-perplexity computes in float, for the same figures from the same file.
+                const FullRow b(rec.rows.data() + size_t(j) * h.row_values());
+                const float log_norm = ls.max + float(ls.log_sum);
+                double kld = 0;
+                int32_t top = 0;
+                float top_lp = b.log_p(0);
+                for (size_t i = 0; i < row; ++i) {
+                    const float lp = b.log_p(i);
+                    if (lp > top_lp) {
+                        top_lp = lp;
+                        top = static_cast<int32_t>(i);
+                    }
+                    if (lp > -16.0f) kld += std::exp(lp) * (lp - lo[i] + log_norm);
+                }
+                p.nll_base = -double(b.log_p(size_t(next)));
+                p.kld = kld;
+                p.same_top = ls.argmax == top;
+                p.p_diff = std::exp(-float(p.nll)) - std::exp(-float(p.nll_base));
+                return;
+            }
             p.nll_base = -double(rec.log_p_next[size_t(j)]);
             const std::span<const int32_t> top(rec.ids.data() + size_t(j) * size_t(k), size_t(k));
             const float* log_p = rec.log_p.data() + size_t(j) * size_t(k);

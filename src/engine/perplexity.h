@@ -8,16 +8,20 @@
 // - ln p(t) = (l_t - max) - ln(sum_i exp(l_i - max)): the maximum in float, the sum of expf in double. With the
 //   negative log-likelihoods x of all N scored positions so far, PPL = exp(mean x) and its standard error
 //   PPL * sqrt((mean x^2 - (mean x)^2) / (N - 1)).
-// - KL divergence per position, from a base written by perplexity() (kl_base.h): with the base's K most probable
-//   tokens i, their probabilities p_i under the base and q_i under the model, and what is left to the other
-//   tokens, r_p = 1 - sum p_i and r_q = 1 - sum q_i (the model's probability of the tokens outside the base's top
-//   K):  KL = sum_i p_i (ln p_i - ln q_i) + r_p (ln r_p - ln r_q). This is the KL divergence between the two
-//   distributions with those tokens lumped into one outcome, a lower bound of the full one (llama-perplexity sums
-//   over the whole vocabulary, from 16-bit log-probabilities, leaving out those below e^-16). Everything else is
-//   as llama-perplexity: the means with their uncertainties (0 for 10 positions or fewer; where rounding makes a
-//   variance slightly negative, 0 where llama-perplexity prints nan), the correlation of the two log-likelihoods,
-//   dp = p(next token) - p_base(next token), and "same top": the model's most probable token (its first maximum)
-//   is the base's.
+// - KL divergence per position, from a base (kl_base.h) of either format:
+//   FULL (llama-perplexity's): with the base's stored ln p_i of every token (16-bit, kl_base.h) and the model's ln q_i
+//   (in float, as llama-perplexity), KL = sum over the tokens with ln p_i > -16 of p_i (ln p_i - ln q_i): what
+//   llama-perplexity prints for the same two sets of logits. The base's ln p(next token) and its most probable token
+//   (the first maximum of the stored values) are read from the same row.
+//   TOP_K: with the base's K most probable tokens i, their probabilities p_i under the base and q_i under the model,
+//   and what is left to the other tokens, r_p = 1 - sum p_i and r_q = 1 - sum q_i (the model's probability of the
+//   tokens outside the base's top K):  KL = sum_i p_i (ln p_i - ln q_i) + r_p (ln r_p - ln r_q). This is the KL
+//   divergence between the two distributions with those tokens lumped into one outcome, a lower bound of the full
+//   one: it reads lower than llama-perplexity's.
+//   Everything else is as llama-perplexity: the means with their uncertainties (0 for 10 positions or fewer; where
+//   rounding makes a variance slightly negative, 0 where llama-perplexity prints nan), the correlation of the two
+//   log-likelihoods, dp = p(next token) - p_base(next token), and "same top": the model's most probable token (its
+//   first maximum) is the base's.
 #pragma once
 
 #include <cstdint>
@@ -70,9 +74,10 @@ struct PerplexityOptions {
     int n_ctx = 0;       // tokens per chunk, at least 3; 0: the family's context
     int max_chunks = 0;  // 0: every whole chunk
     int threads = 0;     // for turning logits into log-probabilities; 0: logical_cpus()
-    // When given: the KL-divergence base written there (kl_base.h), with the top_k most probable tokens.
+    // When given: the KL-divergence base written there (kl_base.h): FULL, llama-perplexity's format, when top_k is
+    // 0; TOP_K with the top_k most probable tokens (at most n_vocab) otherwise.
     std::string save_base;
-    int top_k = kKlBaseTopK;
+    int top_k = 0;
     // After each chunk (0-based `chunk` of n_chunk): the estimate so far and the seconds the chunk took.
     std::function<void(int chunk, int n_chunk, const NllSums& nll, double seconds)> on_chunk;
 };
@@ -142,9 +147,10 @@ struct KlResult {
     double tokens_per_second() const { return seconds > 0 ? double(tokens_evaluated()) / seconds : 0; }
 };
 
-// `family` (vocabulary v) evaluated on the base's tokens and compared with its records. Throws std::runtime_error
-// when the base and the model do not match (KlBaseReader::check) or the base cannot be read, and
-// std::invalid_argument when the family's context is shorter than the base's chunks.
+// `family` (vocabulary v) evaluated on the base's tokens and compared with its records. Each chunk's first token is
+// replaced by v.bos (the base's own for TOP_K, which must agree). Throws std::runtime_error when the base and the
+// model do not match (KlBaseReader::check) or the base cannot be read, and std::invalid_argument when the family's
+// context is shorter than the base's chunks.
 KlResult kl_divergence(Family& family, const Vocabulary& v, KlBaseReader& base, const KlOptions& o);
 
 }  // namespace zinc::engine

@@ -54,6 +54,8 @@ TEST_P(CudaBrownAgainstCpu, SameFileSameText) {
     o.n_ctx = 512;
     o.max_chunks = 40;
     o.save_base = base;
+    // The top-K base: its float log-probabilities keep KLs this small, which the full form's 16 bits would blur.
+    o.top_k = zinc::engine::kKlBaseTopK;
     {
         BrownFile cpu(type);
         zinc::engine::perplexity(cpu.session().family(), zinc::engine::vocabulary_of(cpu.session()),
@@ -89,6 +91,8 @@ TEST_P(CudaBrownKvCache, SameCacheTypeAsTheCpu) {
     o.n_ctx = 512;
     o.max_chunks = 40;
     o.save_base = base;
+    // The top-K base: its float log-probabilities keep KLs this small, which the full form's 16 bits would blur.
+    o.top_k = zinc::engine::kKlBaseTopK;
     {
         BrownFile cpu("F32", false, cache);
         zinc::engine::perplexity(cpu.session().family(), zinc::engine::vocabulary_of(cpu.session()),

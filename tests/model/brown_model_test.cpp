@@ -103,6 +103,8 @@ TEST(BrownModel, QuantizedFilesAgainstF32) {
         o.n_ctx = 512;
         o.max_chunks = 40;
         o.save_base = base;
+        // The top-K base: its float log-probabilities keep KLs this small, which the full form's 16 bits would blur.
+        o.top_k = zinc::engine::kKlBaseTopK;
         zinc::engine::perplexity(f32.session().family(), zinc::engine::vocabulary_of(f32.session()),
                                  brown_heldout_tokens(f32.session()), o);
     }
@@ -148,6 +150,8 @@ TEST(BrownModel, KvCacheTypesAgainstF32) {
         o.n_ctx = 512;
         o.max_chunks = 40;
         o.save_base = base;
+        // The top-K base: its float log-probabilities keep KLs this small, which the full form's 16 bits would blur.
+        o.top_k = zinc::engine::kKlBaseTopK;
         zinc::engine::perplexity(f32.session().family(), zinc::engine::vocabulary_of(f32.session()),
                                  brown_heldout_tokens(f32.session()), o);
     }

@@ -1,7 +1,7 @@
-// engine/perplexity.h and engine/kl_base.h: the perplexity against the mean negative log-likelihood computed here from
-// every position's logits with the same chunking rule, the standard error on a hand-made case, the KL base's round
-// trip and what its reader refuses, the KL divergence of a quantized model against the lumped KL computed here, and
-// `zinc perplexity` through the built binary.
+// engine/perplexity.h and engine/kl_base.h: the perplexity against the mean negative log-likelihood computed here
+// from every position's logits with the same chunking rule, the standard error on a hand-made case, the top-K base's
+// round trip and what its reader refuses (the full form: kl_base_full_test.cpp), the KL divergence of a quantized
+// model against the lumped KL computed here, and `zinc perplexity` through the built binary.
 #include "engine/perplexity.h"
 
 #include <gtest/gtest.h>
@@ -379,8 +379,8 @@ TEST(KlBase, RefusesOtherFormatsVocabulariesAndDamage) {
     EXPECT_TRUE(has(reader_error(b), "a KL-divergence base of format version 2; this zinc reads version 1"))
         << reader_error(b);
     b = good;
-    std::memcpy(b.data(), "_logits_", 8);
-    EXPECT_TRUE(has(reader_error(b), "a file of llama-perplexity's full logits")) << reader_error(b);
+    std::memcpy(b.data(), "_logits_", 8);  // read as llama-perplexity's header: n_ctx is the version, 1
+    EXPECT_TRUE(has(reader_error(b), "bad n_ctx 1")) << reader_error(b);
     b = good;
     b[0] = 'X';
     EXPECT_TRUE(has(reader_error(b), "not a KL-divergence base")) << reader_error(b);
@@ -503,8 +503,12 @@ TEST(PerplexityCli, KlDivergenceAgainstASavedBase) {
     const auto saved = run_zinc("perplexity -m " + kF32Arg + " -f " + kTextArg + " -c 128 --chunks 2 "
                                 "--kl-divergence-base " + base);
     ASSERT_EQ(saved.status, 0) << saved.err;
-    EXPECT_TRUE(has(saved.err, "saving the 32 most probable tokens of every scored position to ")) << saved.err;
-    EXPECT_TRUE(has(saved.err, "(126 scored positions, 33.5 KiB)")) << saved.err;
+    EXPECT_TRUE(has(saved.err, "saving the log-probabilities of all 2112 tokens at every scored position to "))
+        << saved.err;
+    EXPECT_TRUE(has(saved.err, "(llama-perplexity's format)")) << saved.err;
+    // 20 + 2 x 128 x 4 + 126 x (2 x 2112 + 8) bytes.
+    EXPECT_TRUE(has(saved.err, "(126 scored positions, 521.8 KiB)")) << saved.err;
+    EXPECT_EQ(zinc::test::read_text(dir.file("f32.kld")).substr(0, 8), "_logits_");
 
     // No text needed: the tokens come from the base (-c from it too).
     const auto r = run_zinc("perplexity -m " + kQ8Arg + " --kl-divergence --kl-divergence-base " + base);
@@ -518,6 +522,7 @@ TEST(PerplexityCli, KlDivergenceAgainstASavedBase) {
                              "Same top p: ", "2 chunks of 128 tokens in "})
         EXPECT_TRUE(has(r.out, part)) << part << " missing in:\n" << r.out;
     EXPECT_TRUE(has(r.err, "chunk             PPL               ln(PPL(Q)/PPL(base))")) << r.err;
+    EXPECT_TRUE(has(r.err, "(llama-perplexity's format: every token's log-probability)")) << r.err;
     EXPECT_TRUE(std::regex_search(r.err, std::regex("\n   1 +[0-9.]+ ± +[0-9.]+ .*%\n   2 "))) << r.err;
     EXPECT_FALSE(has(r.out, "Same top p: 100.000")) << r.out;
 
@@ -526,8 +531,8 @@ TEST(PerplexityCli, KlDivergenceAgainstASavedBase) {
                                " -f " + kTextArg);
     ASSERT_EQ(self.status, 0) << self.err;
     EXPECT_TRUE(has(self.out, "Same top p: 100.000 ± 0.000 %")) << self.out;
-    // Zero up to the rounding of the base's stored log-probabilities, which may leave it a hair below zero.
-    EXPECT_TRUE(std::regex_search(self.out, std::regex("Mean    KLD:  [ -]0\\.000000 ±"))) << self.out;
+    // Zero up to the 16-bit rounding of the base's stored log-probabilities (at most 1.3e-4 each).
+    EXPECT_TRUE(std::regex_search(self.out, std::regex("Mean    KLD:  [ -]0\\.0000[0-9][0-9] ±"))) << self.out;
     EXPECT_TRUE(has(self.err, "is not read")) << "the -f text is not used:\n" << self.err;
 
     const auto other = run_zinc("perplexity -m " + shell_word(kGemma4) + " --kl-divergence --kl-divergence-base " +
@@ -541,7 +546,47 @@ TEST(PerplexityCli, KlDivergenceAgainstASavedBase) {
     // A text file given as the base.
     const auto text = run_zinc("perplexity -m " + kQ8Arg + " --kl-divergence --kl-divergence-base " + kTextArg);
     EXPECT_EQ(text.status, 1);
-    EXPECT_TRUE(has(text.err, "not a KL-divergence base written by zinc perplexity")) << text.err;
+    EXPECT_TRUE(has(text.err, "not a KL-divergence base (llama-perplexity's begins with \"_logits_\"")) << text.err;
+}
+
+// --kl-base-top-k: zinc's compact base, written and read by the same flags, saying what it is.
+TEST(PerplexityCli, CompactTopKBase) {
+    TempDir dir;
+    const std::string base = shell_word(dir.file("f32.kld"));
+    const auto saved = run_zinc("perplexity -m " + kF32Arg + " -f " + kTextArg + " -c 128 --chunks 2 "
+                                "--kl-divergence-base " + base + " --kl-base-top-k 32");
+    ASSERT_EQ(saved.status, 0) << saved.err;
+    EXPECT_TRUE(has(saved.err, "saving the 32 most probable tokens of every scored position to ")) << saved.err;
+    EXPECT_TRUE(has(saved.err, "(zinc's top-K format: its KL divergence lumps the other tokens")) << saved.err;
+    EXPECT_TRUE(has(saved.err, "(126 scored positions, 33.5 KiB)")) << saved.err;
+    EXPECT_EQ(zinc::test::read_text(dir.file("f32.kld")).substr(0, 8), "ZINC-KLD");
+
+    const auto r = run_zinc("perplexity -m " + kQ8Arg + " --kl-divergence --kl-divergence-base " + base);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.err, "(zinc's top-K format: its 32 most probable tokens per position, the others lumped"))
+        << r.err;
+    EXPECT_TRUE(has(r.out, "Mean    KLD: ")) << r.out;
+    // The lumped KL is a lower bound of the full one, which the default base gives on the same logits.
+    const std::string full_base = shell_word(dir.file("full.kld"));
+    ASSERT_EQ(run_zinc("perplexity -m " + kF32Arg + " -f " + kTextArg + " -c 128 --chunks 2 --kl-divergence-base " +
+                       full_base).status, 0);
+    const auto full = run_zinc("perplexity -m " + kQ8Arg + " --kl-divergence --kl-divergence-base " + full_base);
+    ASSERT_EQ(full.status, 0) << full.err;
+    auto mean_kld = [](const std::string& out) {
+        std::smatch m;
+        return std::regex_search(out, m, std::regex("Mean    KLD: +([0-9.e-]+)")) ? std::stod(m[1]) : -1.0;
+    };
+    EXPECT_GT(mean_kld(r.out), 0.0) << r.out;
+    EXPECT_LT(mean_kld(r.out), mean_kld(full.out)) << r.out << full.out;
+
+    for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+             {"-f " + kTextArg + " --kl-base-top-k 32", "--kl-base-top-k requires --kl-divergence-base"},
+             {"--kl-divergence --kl-divergence-base " + base + " --kl-base-top-k 8", "--kl-divergence excludes --kl-base-top-k"},
+             {"-f " + kTextArg + " --kl-divergence-base " + base + " --kl-base-top-k 0", "--kl-base-top-k"}}) {
+        const auto bad = run_zinc("perplexity -m " + kF32Arg + " " + args);
+        EXPECT_EQ(bad.status, 2) << args << "\n" << bad.err;
+        EXPECT_TRUE(has(bad.err, message)) << args << "\n" << bad.err;
+    }
 }
 
 }  // namespace
