@@ -5,10 +5,13 @@
 #include <curl/curl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "gguf/printable.h"
 
@@ -101,7 +104,8 @@ Easy make_request(const std::string& url, const std::string& token, Headers& hea
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, kStallSeconds);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "zinc/0.1.0");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    // CURLOPT_NOSIGNAL stays off: libcurl then ignores SIGPIPE while it transfers, so a peer that closes a TLS
+    // connection ends the transfer, not zinc (name lookups run in libcurl's resolver thread, not by alarm()).
     curl_slist* list = nullptr;
     if (!token.empty()) list = curl_slist_append(list, ("Authorization: Bearer " + token).c_str());
     headers.reset(list);
