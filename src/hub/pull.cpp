@@ -65,7 +65,7 @@ std::string refusal(const std::string& what, long status, const std::string& bod
         s += token ? " (the token in HF_TOKEN was refused, or it has no access)"
                    : " (a private or gated repository needs a token: set HF_TOKEN)";
     else if (status == 404)
-        s += " (no such repository, or it is private: HF_TOKEN gives access)";
+        s += " (not found, or private: HF_TOKEN gives access)";
     try {
         const auto j = chat::parse_json(body);
         if (j.is_object() && j.contains("error") && j["error"].is_string())
@@ -155,37 +155,44 @@ uint64_t fetch_file(const fs::path& cache, const ModelName& name, const std::str
         const std::string url = endpoint + "/" + name.repo_id() + "/resolve/main/" + url_path(f.path);
         uint64_t fetched = 0;
         int stalled = 0;
-        for (int attempt = 0;; ++attempt) {
-            uint64_t offset = static_cast<uint64_t>(held.st_size);
-            if (offset > f.size) {  // not a prefix of this file
-                if (::ftruncate(lock.fd(), 0) != 0) throw std::runtime_error("cannot truncate " + part.string());
-                offset = 0;
+        // A .part that never got a byte is not a download to resume: it goes when the download fails.
+        try {
+            for (int attempt = 0;; ++attempt) {
+                uint64_t offset = static_cast<uint64_t>(held.st_size);
+                if (offset > f.size) {  // not a prefix of this file
+                    if (::ftruncate(lock.fd(), 0) != 0) throw std::runtime_error("cannot truncate " + part.string());
+                    offset = 0;
+                }
+                if (offset == f.size) break;
+                if (attempt == 0 && offset > 0 && ev.note)
+                    ev.note("resuming " + shown + " from " + mib(offset) + " of " + mib(f.size));
+                const Transfer t = get_file(url, token, lock.fd(), offset, f.size,
+                                            [&](uint64_t done) { if (ev.progress) ev.progress(f, done, false); });
+                fetched += t.restarted ? t.end : t.end - offset;
+                if (::fstat(lock.fd(), &held) != 0) throw std::runtime_error("cannot stat " + part.string());
+                if (t.complete && t.end == f.size) break;
+                if (t.status == 416) {  // the range is past what the server has: the .part is not this file's
+                    if (::ftruncate(lock.fd(), 0) != 0) throw std::runtime_error("cannot truncate " + part.string());
+                    held.st_size = 0;
+                } else if (t.status >= 400 && t.status < 500 && t.status != 408 && t.status != 429) {
+                    throw std::runtime_error(refusal(name.text() + ": " + shown, t.status, "", !token.empty()));
+                }
+                const bool moved = t.restarted || t.end > offset;
+                stalled = moved ? 0 : stalled + 1;
+                const std::string why = t.complete ? "the transfer ended at " + mib(t.end) + " of " + mib(f.size)
+                                                   : gguf::printable(t.error, 300);
+                if (stalled >= kMaxStalledAttempts || attempt + 1 >= kMaxAttempts)
+                    throw std::runtime_error(name.text() + ": downloading " + shown + " failed: " + why + "; " +
+                                             mib(static_cast<uint64_t>(held.st_size)) +
+                                             " are kept and 'zinc pull' resumes from there");
+                if (ev.note)
+                    ev.note(shown + ": " + why + "; retrying from " + mib(static_cast<uint64_t>(held.st_size)));
+                if (stalled > 0) std::this_thread::sleep_for(std::chrono::seconds(stalled));
             }
-            if (offset == f.size) break;
-            if (attempt == 0 && offset > 0 && ev.note)
-                ev.note("resuming " + shown + " from " + mib(offset) + " of " + mib(f.size));
-            const Transfer t = get_file(url, token, lock.fd(), offset, f.size,
-                                        [&](uint64_t done) { if (ev.progress) ev.progress(f, done, false); });
-            fetched += t.restarted ? t.end : t.end - offset;
-            if (::fstat(lock.fd(), &held) != 0) throw std::runtime_error("cannot stat " + part.string());
-            if (t.complete && t.end == f.size) break;
-            if (t.status == 416) {  // the range is past what the server has: the .part is not this file's
-                if (::ftruncate(lock.fd(), 0) != 0) throw std::runtime_error("cannot truncate " + part.string());
-                held.st_size = 0;
-            } else if (t.status >= 400 && t.status < 500 && t.status != 408 && t.status != 429) {
-                throw std::runtime_error(refusal(name.text() + ": " + shown, t.status, "", !token.empty()));
-            }
-            const bool moved = t.restarted || t.end > offset;
-            stalled = moved ? 0 : stalled + 1;
-            const std::string why = t.complete ? "the transfer ended at " + mib(t.end) + " of " + mib(f.size)
-                                               : gguf::printable(t.error, 300);
-            if (stalled >= kMaxStalledAttempts || attempt + 1 >= kMaxAttempts)
-                throw std::runtime_error(name.text() + ": downloading " + shown + " failed: " + why + "; " +
-                                         mib(static_cast<uint64_t>(held.st_size)) +
-                                         " are kept and 'zinc pull' resumes from there");
-            if (ev.note)
-                ev.note(shown + ": " + why + "; retrying from " + mib(static_cast<uint64_t>(held.st_size)));
-            if (stalled > 0) std::this_thread::sleep_for(std::chrono::seconds(stalled));
+        } catch (...) {
+            std::error_code ec;
+            if (held.st_size == 0) fs::remove(part, ec);
+            throw;
         }
         const std::string bad = check_hash(f, part);
         if (!bad.empty()) {

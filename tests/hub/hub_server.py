@@ -8,7 +8,8 @@
 Repositories (`Hub.repos`): test/tiny (two quants, a projector listed first, a README), test/split (a model in two
 shards), test/cut (the first transfer of its file breaks off half-way), test/badsum (a wrong sha256 listed),
 test/private (needs a bearer token; its redirect goes to another host name), test/evil (paths that leave the
-folder), test/paged (its list in two pages, linked as the hub links them). Every request is logged in `Hub.log`.
+folder), test/paged (its list in two pages, linked as the hub links them), test/plain (a file outside LFS),
+test/gone (a listed file whose download is not found). Every request is logged in `Hub.log`.
 
     hub_server.py --fixtures tests/fixtures [--port N]   serve until stopped (to try zinc by hand)
 """
@@ -34,8 +35,8 @@ def git_blob_sha1(data):
 
 
 class File:
-    def __init__(self, path, data, lfs=True, listed_sha256=None):
-        self.path, self.data, self.lfs = path, data, lfs
+    def __init__(self, path, data, lfs=True, listed_sha256=None, gone=False):
+        self.path, self.data, self.lfs, self.gone = path, data, lfs, gone
         self.sha256 = listed_sha256 or hashlib.sha256(data).hexdigest()
 
     def entry(self):
@@ -73,6 +74,7 @@ class Hub:
                           File("/abs-Q8_0.gguf", q8), File("c:\\win-Q8_0.gguf", q8)],
             "test/paged": [File("README.md", b"# paged\n", lfs=False), File("sub/paged-Q8_0.gguf", q8)],
             "test/plain": [File("plain-Q8_0.gguf", q8, lfs=False)],  # outside LFS: checked by its git oid
+            "test/gone": [File("gone-Q8_0.gguf", q8, gone=True)],  # listed, but its download is not found
         }
         self.cut_done = set()  # files whose one broken transfer has happened
         self.log = []          # (path, headers) of every request
@@ -142,7 +144,8 @@ class Hub:
             repo, file = m.groups()
             if not self.authorised(h, repo):
                 return self.send_json(h, 401, {"error": "Invalid credentials in Authorization header"})
-            if not self.find(repo, file):
+            f = self.find(repo, file)
+            if not f or f.gone:
                 return self.send_json(h, 404, {"error": "Entry not found"})
             where = "/cdn/" + repo + "/" + urllib.parse.quote(file)
             if repo == "test/private":  # another host name: the token must not follow the redirect

@@ -151,6 +151,12 @@ def wrong_sha256_deletes(c):
     expect(not os.path.exists(path) and not os.path.exists(path + ".part"), "nothing of the bad file is kept")
 
 
+def missing_file_fails(c):
+    code, _, err = c.zinc("pull", "test/gone")
+    expect(code == 1 and "HTTP 404" in err and "gone-Q8_0.gguf" in err, f"a file not found fails, named: {err!r}")
+    expect(not os.path.exists(c.cached("test/gone", "gone-Q8_0.gguf.part")), "no empty .part is left")
+
+
 def outside_lfs_checked_by_git_oid(c):
     expect_ok(c.zinc("pull", "test/plain"), "pull test/plain")
     expect(read(c.cached("test/plain", "plain-Q8_0.gguf")) == c.hub.q8, "a file outside LFS, checked by its oid")
@@ -229,7 +235,7 @@ def offline_nothing_cached(c):
 
 
 CHECKS = [pull_default_quant, pull_named_quant, pull_again_uses_cache, run_hf_matches_file, run_hf_pulls_split,
-          interrupted_transfer_resumes, part_from_earlier_run_resumes, wrong_sha256_deletes,
+          interrupted_transfer_resumes, part_from_earlier_run_resumes, wrong_sha256_deletes, missing_file_fails,
           outside_lfs_checked_by_git_oid, listing_in_pages, private_needs_token, unsafe_paths_refused,
           bad_names_refused, list_and_rm, offline_uses_cache, offline_nothing_cached]
 
