@@ -1,6 +1,7 @@
 // The chat page in Debian's Chromium, driven by playwright-core: it loads from the server alone, a message gets a
 // streamed reply with its speed, the stop button stops a long reply (and the server serves the next one), and the
-// conversation is still there after a reload. With ZINC_SCREENSHOT=path it also saves a picture of the page.
+// conversation is still there after a reload. The page's newer parts (the context, the phone's menu, the API key,
+// regenerate, edit, copy, the keyboard, contrast) and the pictures of docs/serve.md are page.test.mjs's.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
@@ -114,17 +115,5 @@ test('markdown and code in a reply are rendered, and nothing in it becomes marku
   assert.deepEqual(drawn, { open: false, thinking: 'Paris is in France.', call: 'Tool call: get_weather',
                             args: '{\n  "city": "Paris"\n}',
                             stats: '20 tokens · 31.5 tok/s · first token 120 ms · tool calls' });
-  await page.close();
-});
-
-test('a picture of the page with a streamed answer', { skip: !process.env.ZINC_SCREENSHOT }, async () => {
-  const page = await browser.newPage({ viewport: { width: 1100, height: 560 } });
-  await page.goto(server.url + '/');
-  await page.evaluate(() => localStorage.setItem('zinc.settings', JSON.stringify({ max_tokens: 120, seed: 7 })));
-  await page.reload();
-  await page.fill('#input', process.env.ZINC_SCREENSHOT_PROMPT || 'The jury said');
-  await page.click('#send');
-  await page.waitForSelector('.message.assistant .stats', { timeout: 120000 });
-  await page.screenshot({ path: process.env.ZINC_SCREENSHOT });
   await page.close();
 });

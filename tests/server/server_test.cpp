@@ -1,8 +1,8 @@
 // `zinc serve` as a client sees it: a real server process on the Qwen3 fixture (its own chat template), started on a
-// free port, and HTTP requests from a plain client (http_client.h): health, the model list, chat completions streamed and not,
-// stop strings, seed determinism, the API key, malformed requests answered with OpenAI's errors while the server
-// keeps serving, a client that goes away in the middle of a stream, and the flags of a chat template file and of the
-// sampling defaults.
+// free port, and HTTP requests from a plain client (http_client.h): health, the model list, the server's properties
+// (/props), chat completions streamed and not, stop strings, seed determinism, the API key, malformed requests
+// answered with OpenAI's errors while the server keeps serving, a client that goes away in the middle of a stream,
+// and the flags of a chat template file and of the sampling defaults.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -182,6 +182,65 @@ TEST(Serve, BadRequestsAreAnsweredWithErrors) {
     auto ok = c.Post("/v1/chat/completions", auth, chat_body("hi", 2).dump(), "application/json");
     ASSERT_TRUE(ok);
     EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// GET /props: llama.cpp's server's shape with the context a request has, the reply limit (-n) and the sampling
+// defaults the flags set, the model's name, file and template; behind the API key as /slots is, not as /health.
+TEST(Serve, Props) {
+    ServeProcess srv({"--api-key", "sesame", "-c", "512", "-n", "200", "--temp", "0.5", "--top-k", "20", "--alias",
+                      "tiny"});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    const zinc::test::Headers auth = {{"Authorization", "Bearer sesame"}};
+    for (const char* path : {"/props", "/slots"}) {
+        auto no_key = c.Get(path);
+        ASSERT_TRUE(no_key);
+        EXPECT_EQ(no_key->status, 401) << path;
+        EXPECT_EQ(no_key->body.find("n_ctx"), std::string::npos) << no_key->body;
+    }
+    auto r = c.Get("/props", auth);
+    ASSERT_TRUE(r) << srv.log();
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_NE(r->get_header_value("Content-Type").find("application/json"), std::string::npos);
+    const json p = json::parse(r->body);
+    const json& g = p["default_generation_settings"];
+    EXPECT_EQ(g["n_ctx"], 512) << p;
+    EXPECT_EQ(g["params"]["n_predict"], 200) << p;
+    EXPECT_EQ(g["params"]["temperature"], 0.5) << p;
+    EXPECT_EQ(g["params"]["top_k"], 20) << p;
+    EXPECT_EQ(g["params"]["top_p"], 0.95) << p;  // OpenAI's defaults where no flag names one
+    EXPECT_EQ(g["params"]["min_p"], 0.05) << p;
+    EXPECT_EQ(g["params"]["seed"], -1) << p;  // a random seed for each request
+    EXPECT_EQ(p["limits"]["max_tokens"], 200) << p;
+    EXPECT_EQ(p["total_slots"], 1) << p;
+    EXPECT_EQ(p["model_alias"], "tiny") << p;
+    EXPECT_NE(p["model_path"].get<std::string>().find("qwen3-q8_0.gguf"), std::string::npos) << p;
+    EXPECT_NE(p["chat_template"].get<std::string>().find("im_start"), std::string::npos) << p;  // Qwen3's own
+    EXPECT_EQ(p["eos_token"], "<|im_end|>") << p;
+    EXPECT_EQ(p["modalities"]["vision"], false) << p;
+
+    // A request that asks for more than the reply limit /props gave is refused.
+    json too_many = chat_body("hi", 201);
+    auto refused = c.Post("/v1/chat/completions", auth, too_many.dump(), "application/json");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400) << refused->body;
+    EXPECT_NE(refused->body.find("200"), std::string::npos) << refused->body;
+}
+
+// Without -n a reply may have the whole context; a model without a chat template (the built-in one) says so with an
+// empty chat_template.
+TEST(Serve, PropsOfTheBuiltInModel) {
+    ServeProcess srv({}, ZINC_TEST_DATA_DIR "/../../data/brown/brown-qwen3-5m-bf16.gguf");  // data/brown
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto r = srv.client().Get("/props");
+    ASSERT_TRUE(r) << srv.log();
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json p = json::parse(r->body);
+    EXPECT_EQ(p["default_generation_settings"]["n_ctx"], 512) << p;
+    EXPECT_EQ(p["default_generation_settings"]["params"]["n_predict"], 512) << p;
+    EXPECT_EQ(p["default_generation_settings"]["params"]["temperature"], 0.8) << p;
+    EXPECT_EQ(p["model_alias"], "brown-qwen3-5m-bf16.gguf") << p;
+    EXPECT_EQ(p["chat_template"], "") << p;
 }
 
 // A client that goes away in the middle of a stream ends that generation; the next request is served.

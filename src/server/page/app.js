@@ -1,6 +1,9 @@
 // zinc's chat page: conversations kept in this browser (localStorage), replies streamed from /v1/chat/completions and
 // rendered as markdown with highlighted code, reasoning in a collapsible block, tool calls shown, a stop button, and
-// time to first token and tok/s under each reply. Everything is here: the page loads nothing from elsewhere.
+// time to first token and tok/s under each reply. It reads the server's context and limits from GET /props, counts
+// each prompt's tokens (/apply-template, /tokenize) and asks for no more than the context has room for; a
+// conversation that outgrows the context can drop its oldest turns. Replies can be regenerated, messages edited and
+// resent, replies and code blocks copied. Everything is here: the page loads nothing from elsewhere.
 'use strict';
 
 // ---- Markdown: a small renderer for what models write. Every piece of text is escaped before it becomes HTML, so a
@@ -172,8 +175,14 @@ function highlight(code, lang) {
 
 // ---- State kept in the browser.
 
-const DEFAULTS = { system: '', temperature: 0.8, top_p: 0.95, top_k: 40, min_p: 0.05, max_tokens: 1024, seed: '',
-                   thinking: true, api_key: '' };
+// Empty numbers take the server's defaults (GET /props); max_tokens empty: a quarter of the context, as much as fits.
+const DEFAULTS = { system: '', temperature: '', top_p: '', top_k: '', min_p: '', max_tokens: '', seed: '',
+                   thinking: true, api_key: '', theme: '' };
+const SETTING_NAMES = { temperature: 'Temperature', top_p: 'Top-p', top_k: 'Top-k', min_p: 'Min-p',
+                        max_tokens: 'Max tokens', max_completion_tokens: 'Max tokens', seed: 'Seed' };
+// A reply needs at least this much room in the context (or all it asks for, if less) before it is worth asking.
+const MIN_REPLY = 32;
+
 const store = {
   load(key, fallback) {
     try { const v = JSON.parse(localStorage.getItem('zinc.' + key)); return v === null ? fallback : v; }
@@ -181,14 +190,21 @@ const store = {
   },
   save(key, value) {
     try { localStorage.setItem('zinc.' + key, JSON.stringify(value)); }
-    catch (e) { setStatus('cannot keep the conversation in this browser: ' + e.message); }
+    catch (e) { setStatus('This browser would not keep the conversation (' + e.message + '): it is lost on reload.'); }
   },
 };
 
 let settings = Object.assign({}, DEFAULTS, store.load('settings', {}));
+// Settings saved before the page read the server's defaults hold its old fixed ones, as numbers (what is typed in is
+// a string): those become empty, the server's, and 1,024 tokens no longer outgrow a small context.
+for (const [k, v] of Object.entries({ temperature: 0.8, top_p: 0.95, top_k: 40, min_p: 0.05, max_tokens: 1024 }))
+  if (settings[k] === v) settings[k] = '';
 let conversations = store.load('conversations', []);
 let currentId = store.load('current', null);
-let running = null;  // the reply being streamed: {controller}
+let running = null;  // the reply being prepared or streamed: {controller}
+let editing = -1;    // the index of the user message being edited, in the current conversation
+// What GET /props says: the context a request has, the most tokens a reply may have, the sampling defaults.
+let props = null;
 
 const $ = id => document.getElementById(id);
 
@@ -210,6 +226,156 @@ function saveAll() {
   store.save('current', currentId);
 }
 
+// ---- Errors, in words a user can act on: what happened, the server's own message, and what to do.
+
+class ServerError extends Error {
+  constructor(status, message, code, param) {
+    super(message || '');
+    this.name = 'ServerError';
+    this.status = status;
+    this.code = code || '';
+    this.param = param || '';
+  }
+}
+
+async function serverError(res) {
+  let e = {};
+  try { e = (await res.json()).error || {}; } catch { /* not an error body */ }
+  return new ServerError(res.status, e.message || res.statusText, e.code, e.param);
+}
+
+// {text, action}: action names the button an error's message gets besides Try again (messageActions).
+function explain(e) {
+  if (e instanceof TypeError)
+    return { text: 'The server could not be reached. Check that zinc serve is still running and that this page\'s ' +
+                   'address is right, then try again.', action: 'retry' };
+  if (!(e instanceof ServerError)) return { text: 'Something went wrong: ' + e.message + '. Try again.', action: 'retry' };
+  const said = e.message ? ' The server said: "' + e.message + '".' : '';
+  if (e.status === 401)
+    return { text: 'This server needs an API key (it was started with --api-key), and ' +
+                   (settings.api_key ? 'the one in Settings is not right.' : 'none is set.') +
+                   ' Enter it under Settings → API key, then try again.', action: 'api_key' };
+  if (e.status === 403) return { text: 'The server refused this page.' + said, action: null };
+  if (e.status === 413)
+    return { text: 'The conversation is larger than the server accepts.' + said +
+                   ' Start a new conversation, or shorten the message.', action: null };
+  if (e.status === 503)
+    return { text: 'The server is busy, or still loading its model.' + said + ' Wait a few seconds and try again.',
+             action: 'retry' };
+  if (e.status === 400 && SETTING_NAMES[e.param])
+    return { text: 'The server refused the ' + SETTING_NAMES[e.param] + ' setting.' + said + ' Change it in ' +
+                   'Settings, or clear it to take the server\'s default, then try again.',
+             action: 'setting:' + (e.param === 'max_completion_tokens' ? 'max_tokens' : e.param) };
+  if (e.status === 400)
+    return { text: 'The server could not take this conversation.' + said, action: 'retry' };
+  if (e.status === 0)  // an error event in the stream
+    return { text: 'The reply stopped with an error.' + said + ' Try again.', action: 'retry' };
+  return { text: 'The server failed (' + e.status + ').' + said + ' Try again; if it goes on failing, look at the ' +
+                 'server\'s log.', action: 'retry' };
+}
+
+// ---- The notice above the message box: a problem to act on, with its buttons.
+
+function showNotice(text, actions) {
+  $('notice-text').textContent = text;
+  const box = $('notice-actions');
+  box.textContent = '';
+  for (const [i, a] of actions.entries()) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = a.label;
+    if (i === 0) b.className = 'primary';
+    b.onclick = a.run;
+    box.append(b);
+  }
+  $('notice').hidden = false;
+}
+
+function hideNotice() { $('notice').hidden = true; }
+
+// ---- The menu: the sidebar as a drawer on narrow screens.
+
+const narrow = () => window.matchMedia('(max-width: 700px)').matches;
+const menuOpen = () => $('sidebar').classList.contains('open');
+
+function openMenu() {
+  $('sidebar').classList.add('open');
+  $('backdrop').hidden = false;
+  $('menu').setAttribute('aria-expanded', 'true');
+  $('main').inert = true;
+  $('close-menu').focus();
+}
+
+function closeMenu(refocus = true) {
+  if (!menuOpen()) return;
+  $('sidebar').classList.remove('open');
+  $('backdrop').hidden = true;
+  $('menu').setAttribute('aria-expanded', 'false');
+  $('main').inert = false;
+  if (refocus) $('menu').focus();
+}
+
+// Opens the settings (and the menu, on a narrow screen) at one field.
+function openSetting(name) {
+  if (narrow() && !menuOpen()) openMenu();
+  $('settings').open = true;
+  const field = $('set-' + name);
+  field.focus();
+  field.scrollIntoView({ block: 'center' });
+}
+
+// ---- The server's context and defaults.
+
+function contextText(n) { return n.toLocaleString('en-US') + ' tokens'; }
+
+// The most tokens a reply may ask for: the server's limit, and without a setting a quarter of the context, so that a
+// conversation has room for more than one turn.
+function replyLimit() {
+  const limit = props.n_predict > 0 ? props.n_predict : props.n_ctx;
+  const asked = Number(settings.max_tokens);
+  if (settings.max_tokens !== '' && Number.isInteger(asked) && asked > 0) return Math.min(asked, limit);
+  return Math.min(limit, Math.max(1, Math.floor(props.n_ctx / 4)));
+}
+
+async function loadProps() {
+  try {
+    const res = await fetch('/props', { headers: headers() });
+    if (!res.ok) throw await serverError(res);
+    const j = await res.json();
+    const g = j.default_generation_settings || {};
+    const p = g.params || {};
+    props = { n_ctx: g.n_ctx, n_predict: p.n_predict, params: p, name: j.model_alias || '' };
+    hideNotice();
+    $('model-name').textContent = props.name;
+    $('top-model').textContent = props.name;
+    $('model-context').textContent = 'context ' + contextText(props.n_ctx) + ', replies up to ' +
+                                     contextText(props.n_predict > 0 ? props.n_predict : props.n_ctx);
+    drawPlaceholders();
+    drawContextUse();
+  } catch (e) {
+    props = null;
+    const { text, action } = explain(e);
+    showNotice(text, action === 'api_key' ? [{ label: 'Enter the API key', run: () => openSetting('api_key') }]
+                                          : [{ label: 'Try again', run: loadProps }]);
+  }
+}
+
+function drawPlaceholders() {
+  if (!props) return;
+  const p = props.params;
+  for (const k of ['temperature', 'top_p', 'top_k', 'min_p'])
+    if (p[k] !== undefined) $('set-' + k).placeholder = 'server default: ' + p[k];
+  const limit = props.n_predict > 0 ? props.n_predict : props.n_ctx;
+  $('set-max_tokens').max = String(limit);
+  $('set-max_tokens').placeholder = 'as many as fit, up to ' + Math.min(limit, Math.max(1, Math.floor(props.n_ctx / 4)));
+}
+
+function drawContextUse() {
+  const conv = conversations.find(c => c.id === currentId);
+  $('context-use').textContent = props && conv && conv.used ?
+    'This conversation takes about ' + conv.used + ' of the ' + contextText(props.n_ctx) + ' of the context.' : '';
+}
+
 // ---- Drawing.
 
 function statsText(s) {
@@ -218,15 +384,74 @@ function statsText(s) {
   if (s.tokens !== undefined) parts.push(s.tokens + ' tokens');
   if (s.tps !== undefined) parts.push(s.tps.toFixed(1) + ' tok/s');
   if (s.ttft !== undefined) parts.push('first token ' + Math.round(s.ttft) + ' ms');
-  if (s.finish) parts.push(s.finish === 'length' ? 'cut at the length limit' : s.finish === 'stopped' ? 'stopped' :
-                           s.finish === 'tool_calls' ? 'tool calls' : 'done');
+  if (s.finish) parts.push(s.finish === 'length' ? (s.full ? 'cut: the context is full' : 'cut at the length limit') :
+                           s.finish === 'stopped' ? 'stopped' : s.finish === 'tool_calls' ? 'tool calls' : 'done');
   return parts.join(' · ');
 }
 
-function drawMessage(m, el) {
+function smallButton(label, aria, run) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.className = 'small';
+  b.textContent = label;
+  if (aria) b.setAttribute('aria-label', aria);
+  b.onclick = run;
+  return b;
+}
+
+// Copies text: the clipboard API where the page is a secure context (localhost), else the older way.
+async function copyText(text, button) {
+  let ok = false;
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      ok = true;
+    }
+  } catch { /* refused: the older way */ }
+  if (!ok) {
+    const area = document.createElement('textarea');
+    area.value = text;
+    area.setAttribute('readonly', '');
+    area.style.position = 'fixed';
+    area.style.top = '-1000px';
+    document.body.append(area);
+    area.select();
+    try { ok = document.execCommand('copy'); } catch { ok = false; }
+    area.remove();
+    button.focus();
+  }
+  const label = button.textContent;
+  button.textContent = ok ? 'Copied' : 'Not copied';
+  const said = ok ? 'Copied.' : 'The browser did not let the page copy: select the text and copy it by hand.';
+  setStatus(said);
+  setTimeout(() => {
+    button.textContent = label;
+    if ($('status').textContent === said) setStatus('');
+  }, 2000);
+}
+
+// Buttons for each code block: copy its code.
+function addCodeButtons(content) {
+  for (const pre of content.querySelectorAll('pre')) {
+    const code = pre.querySelector('code');
+    if (!code) continue;
+    const head = document.createElement('div');
+    head.className = 'code-head';
+    const lang = pre.querySelector(':scope > .lang');
+    if (lang) head.append(lang);
+    head.append(smallButton('Copy code', 'Copy this code' + (lang ? ' (' + lang.textContent + ')' : ''),
+                            e => copyText(code.textContent, e.currentTarget)));
+    pre.prepend(head);
+  }
+}
+
+// A message; with `at` (its index in the current conversation) also its buttons.
+function drawMessage(m, el, at) {
   el = el || document.createElement('div');
   el.className = 'message ' + m.role + (m.error ? ' error' : '');
   el.textContent = '';
+  if (at !== undefined) el.dataset.at = at;
+  if (at !== undefined && at === editing && m.role === 'user') return drawEditor(m, el, at);
   if (m.reasoning) {
     const d = document.createElement('details');
     d.className = 'thinking';
@@ -244,6 +469,7 @@ function drawMessage(m, el) {
   if (m.role === 'assistant' && !m.error) content.innerHTML = renderMarkdown(m.content || '');
   else content.textContent = m.content || '';
   if (m.streaming) content.classList.add('cursor');
+  else if (m.role === 'assistant' && !m.error) addCodeButtons(content);
   el.append(content);
   for (const call of m.tool_calls || []) {
     const box = document.createElement('div');
@@ -258,21 +484,87 @@ function drawMessage(m, el) {
     box.append(name, pre);
     el.append(box);
   }
-  if (m.stats && !m.streaming) {  // once the reply has ended
+  if (m.stats && !m.streaming && !m.error) {  // once the reply has ended
     const st = document.createElement('div');
     st.className = 'stats';
     st.textContent = statsText(m.stats);
     el.append(st);
   }
+  if (at !== undefined && !m.streaming) el.append(messageActions(m, at));
+  return el;
+}
+
+function messageActions(m, at) {
+  const conv = current();
+  const last = at === conv.messages.length - 1;
+  const box = document.createElement('div');
+  box.className = 'actions';
+  if (m.role === 'user') {
+    box.append(smallButton('Edit', 'Edit and resend this message', () => startEdit(at)));
+  } else if (m.error) {
+    if (m.action === 'api_key') box.append(smallButton('Enter the API key', null, () => openSetting('api_key')));
+    else if (m.action && m.action.startsWith('setting:'))
+      box.append(smallButton('Open the setting', null, () => openSetting(m.action.slice(8))));
+    if (last) box.append(smallButton('Try again', 'Try again: ask for this reply again', () => regenerate()));
+  } else {
+    if (m.content) box.append(smallButton('Copy', 'Copy this reply', e => copyText(m.content, e.currentTarget)));
+    if (last) box.append(smallButton('Regenerate', 'Regenerate this reply', () => regenerate()));
+  }
+  return box;
+}
+
+function drawEditor(m, el, at) {
+  const form = document.createElement('form');
+  form.className = 'edit';
+  const area = document.createElement('textarea');
+  area.rows = Math.min(10, Math.max(2, m.content.split('\n').length));
+  area.value = m.content;
+  area.setAttribute('aria-label', 'Edit your message (Enter sends, Escape cancels)');
+  const buttons = document.createElement('div');
+  buttons.className = 'actions';
+  const send = document.createElement('button');
+  send.type = 'submit';
+  send.className = 'small primary';
+  send.textContent = 'Send';
+  send.setAttribute('aria-label', 'Send the edited message');
+  buttons.append(smallButton('Cancel', 'Cancel the edit', () => cancelEdit()), send);
+  form.append(area, buttons);
+  form.onsubmit = e => {
+    e.preventDefault();
+    const text = area.value.trim();
+    if (text) resend(at, text);
+  };
+  area.onkeydown = e => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      form.requestSubmit();
+    } else if (e.key === 'Escape') {
+      e.preventDefault();
+      e.stopPropagation();
+      cancelEdit();
+    }
+  };
+  el.append(form);
   return el;
 }
 
 function drawConversation() {
   const box = $('messages');
   box.textContent = '';
-  for (const m of current().messages) box.append(drawMessage(m));
+  const messages = current().messages;
+  const lastDropped = messages.map(m => !!m.excluded).lastIndexOf(true);
+  messages.forEach((m, i) => {
+    box.append(drawMessage(m, null, i));
+    if (i === lastDropped) {
+      const note = document.createElement('div');
+      note.className = 'dropped-note';
+      note.textContent = 'The messages above are no longer sent to the model: the conversation outgrew its context.';
+      box.append(note);
+    }
+  });
   box.scrollTop = box.scrollHeight;
   drawList();
+  drawContextUse();
 }
 
 function drawList() {
@@ -280,28 +572,43 @@ function drawList() {
   list.textContent = '';
   for (const c of conversations) {
     const li = document.createElement('li');
-    if (c.id === currentId) li.className = 'current';
-    const title = document.createElement('span');
-    title.textContent = c.title;
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.className = 'open';
+    open.textContent = c.title;
+    if (c.id === currentId) {
+      li.className = 'current';
+      open.setAttribute('aria-current', 'true');
+    }
+    open.onclick = () => {
+      if (running) return setStatus('Wait for the reply to end, or stop it, before changing conversations.');
+      currentId = c.id;
+      editing = -1;
+      hideNotice();
+      saveAll();
+      drawConversation();
+      if (narrow()) closeMenu(false);
+      $('input').focus();
+    };
     const del = document.createElement('button');
     del.type = 'button';
-    del.title = 'Delete';
+    del.className = 'delete';
+    del.setAttribute('aria-label', 'Delete the conversation "' + c.title + '"');
     del.textContent = '×';
-    del.onclick = e => {
-      e.stopPropagation();
-      if (running) return;
+    del.onclick = () => {
+      if (running) return setStatus('Wait for the reply to end, or stop it, before deleting a conversation.');
       conversations = conversations.filter(x => x.id !== c.id);
-      if (currentId === c.id) currentId = conversations.length ? conversations[0].id : null;
+      if (currentId === c.id) {
+        currentId = conversations.length ? conversations[0].id : null;
+        editing = -1;
+        hideNotice();
+      }
       saveAll();
       drawConversation();
+      const first = $('conversations').querySelector('button');
+      (first || $('new-chat')).focus();
     };
-    li.append(title, del);
-    li.onclick = () => {
-      if (running) return;
-      currentId = c.id;
-      saveAll();
-      drawConversation();
-    };
+    li.append(open, del);
     list.append(li);
   }
 }
@@ -314,23 +621,93 @@ function headers() {
   return h;
 }
 
+async function post(path, body, signal) {
+  const res = await fetch(path, { method: 'POST', headers: headers(), body: JSON.stringify(body), signal });
+  if (!res.ok) throw await serverError(res);
+  return res.json();
+}
+
 function requestBody(conv) {
   const messages = [];
   if (settings.system) messages.push({ role: 'system', content: settings.system });
   for (const m of conv.messages) {
-    if (m.error || m.streaming) continue;
+    if (m.error || m.streaming || m.excluded) continue;
     const msg = { role: m.role, content: m.content || '' };
     if (m.tool_calls && m.tool_calls.length) msg.tool_calls = m.tool_calls;
     messages.push(msg);
   }
   const body = { messages, stream: true, stream_options: { include_usage: true } };
-  for (const k of ['temperature', 'top_p', 'top_k', 'min_p', 'max_tokens']) {
+  for (const k of ['temperature', 'top_p', 'top_k', 'min_p']) {
     const v = Number(settings[k]);
-    if (settings[k] !== '' && Number.isFinite(v)) body[k] = v;
+    if (settings[k] !== '' && settings[k] !== null && Number.isFinite(v)) body[k] = v;
   }
-  if (settings.seed !== '' && Number.isFinite(Number(settings.seed))) body.seed = Number(settings.seed);
+  if (settings.seed !== '' && settings.seed !== null && Number.isFinite(Number(settings.seed)))
+    body.seed = Number(settings.seed);
   if (!settings.thinking) body.chat_template_kwargs = { enable_thinking: false };
   return body;
+}
+
+// The prompt's tokens: the conversation rendered by the server's template (/apply-template), then tokenized as the
+// model reads it (/tokenize).
+async function countPrompt(body, signal) {
+  const req = { messages: body.messages };
+  if (body.chat_template_kwargs) req.chat_template_kwargs = body.chat_template_kwargs;
+  const { prompt } = await post('/apply-template', req, signal);
+  const { tokens } = await post('/tokenize', { content: prompt, add_special: true, parse_special: true }, signal);
+  return tokens.length;
+}
+
+// The request for the conversation with max_tokens fitted to the context left after its prompt: {body, prompt, room,
+// want}, and ok false when too little is left for a reply.
+async function fitToContext(conv, signal) {
+  const body = requestBody(conv);
+  if (!props) {  // the server's limits are not known: it holds the reply to them itself
+    if (settings.max_tokens !== '' && Number(settings.max_tokens) > 0) body.max_tokens = Number(settings.max_tokens);
+    return { ok: true, body };
+  }
+  const prompt = await countPrompt(body, signal);
+  const room = props.n_ctx - prompt;
+  const want = replyLimit();
+  if (room < Math.min(want, MIN_REPLY)) return { ok: false, body, prompt, room, want };
+  body.max_tokens = Math.min(want, room);
+  return { ok: true, body, prompt, room, want, full: body.max_tokens === room };
+}
+
+// The turns that may be dropped: each user message but the last that is still sent, with the replies after it.
+function droppableTurn(conv) {
+  const ms = conv.messages;
+  let lastUser = -1;
+  ms.forEach((m, i) => { if (m.role === 'user' && !m.excluded) lastUser = i; });
+  const first = ms.findIndex(m => m.role === 'user' && !m.excluded);
+  if (first < 0 || first >= lastUser) return null;
+  let end = first + 1;
+  while (end < ms.length && ms[end].role !== 'user') end++;
+  return [first, end];
+}
+
+function showOutgrown(conv, fit) {
+  const ctx = contextText(props.n_ctx);
+  const left = fit.room <= 0 ? 'no room' : 'room for only ' + fit.room + ' tokens';
+  if (!droppableTurn(conv)) {
+    const last = conv.messages.length - 1;
+    showNotice('This message is too long for the model: with the conversation\'s template it takes ' + fit.prompt +
+               ' tokens, which leaves ' + left + ' of a reply in the ' + ctx + ' of the context. Shorten it, or ' +
+               'shorten the system prompt.',
+               [{ label: 'Edit the message', run: () => { hideNotice(); startEdit(last); } }]);
+  } else {
+    showNotice('This conversation no longer fits in the model\'s context: it takes ' + fit.prompt + ' tokens and the ' +
+               'context holds ' + ctx + ', which leaves ' + left + ' for a reply. Drop the oldest turns to go on (they ' +
+               'stay on screen, but are no longer sent to the model), or start a new conversation.',
+               [{ label: 'Drop the oldest turns and continue', run: () => { hideNotice(); generate(conv, true); } },
+                { label: 'New conversation', run: () => { hideNotice(); newConversation(); } }]);
+  }
+  $('notice-actions').querySelector('button').focus();
+}
+
+function setRunning(r) {
+  running = r;
+  $('send').hidden = !!r;
+  $('stop').hidden = !r;
 }
 
 // The events of a server-sent stream, as they arrive.
@@ -352,22 +729,52 @@ async function* events(response) {
   }
 }
 
-async function send(text) {
+function send(text) {
   const conv = current();
-  if (!conv.messages.length) conv.title = text.slice(0, 40) || 'New conversation';
+  if (!conv.messages.some(m => m.role === 'user')) conv.title = text.slice(0, 40) || 'New conversation';
   conv.messages.push({ role: 'user', content: text });
-  const reply = { role: 'assistant', content: '', reasoning: '', tool_calls: [], streaming: true, stats: {} };
-  const body = requestBody(conv);
-  conv.messages.push(reply);
   saveAll();
   drawConversation();
-  const box = $('messages');
-  const el = box.lastChild;
+  return generate(conv);
+}
+
+// Asks for the reply to the conversation as it is; with `drop`, first drops its oldest turns until a whole reply fits
+// (the reply's limit, not only the least one worth asking for), or all but the last message are dropped.
+async function generate(conv, drop = false) {
+  hideNotice();
   const controller = new AbortController();
-  running = { controller };
-  $('send').hidden = true;
-  $('stop').hidden = false;
+  setRunning({ controller });
   setStatus('');
+  let fit;
+  try {
+    for (;;) {
+      fit = await fitToContext(conv, controller.signal);
+      const turn = drop && fit.room < fit.want ? droppableTurn(conv) : null;
+      if (!turn) break;
+      for (let i = turn[0]; i < turn[1]; i++) conv.messages[i].excluded = true;
+    }
+  } catch (e) {
+    fit = { error: e };
+  }
+  saveAll();
+  drawConversation();
+  if (fit.error && fit.error.name === 'AbortError') {
+    setRunning(null);
+    return;
+  }
+  if (!fit.error && !fit.ok) {
+    setRunning(null);
+    return showOutgrown(conv, fit);
+  }
+  if (fit.prompt !== undefined) conv.used = fit.prompt;
+  drawContextUse();
+  const reply = { role: 'assistant', content: '', reasoning: '', tool_calls: [], streaming: true, stats: {} };
+  if (fit.full) reply.stats.full = true;
+  conv.messages.push(reply);
+  const box = $('messages');
+  const el = drawMessage(reply);
+  box.append(el);
+  box.scrollTop = box.scrollHeight;
   const t0 = performance.now();
   let first = null, last = null, pieces = 0;
   let pending = false;
@@ -381,19 +788,20 @@ async function send(text) {
       if (stick) box.scrollTop = box.scrollHeight;
     });
   };
+  let outgrown = null;
   try {
+    if (fit.error) throw fit.error;
     const res = await fetch('/v1/chat/completions', {
-      method: 'POST', headers: headers(), body: JSON.stringify(body), signal: controller.signal });
-    if (!res.ok) {
-      let msg = res.status + ' ' + res.statusText;
-      try { msg = (await res.json()).error.message; } catch { /* not an error body */ }
-      throw new Error(msg);
-    }
+      method: 'POST', headers: headers(), body: JSON.stringify(fit.body), signal: controller.signal });
+    if (!res.ok) throw await serverError(res);
     for await (const data of events(res)) {
       if (data === '[DONE]') break;
       const chunk = JSON.parse(data);
-      if (chunk.error) throw new Error(chunk.error.message);
-      if (chunk.usage) reply.stats.tokens = chunk.usage.completion_tokens;
+      if (chunk.error) throw new ServerError(0, chunk.error.message);
+      if (chunk.usage) {
+        reply.stats.tokens = chunk.usage.completion_tokens;
+        conv.used = chunk.usage.prompt_tokens + chunk.usage.completion_tokens;
+      }
       const choice = chunk.choices && chunk.choices[0];
       if (!choice) continue;
       const d = choice.delta || {};
@@ -422,9 +830,15 @@ async function send(text) {
   } catch (e) {
     if (e.name === 'AbortError') {
       reply.stats.finish = 'stopped';
+    } else if (e instanceof ServerError && e.code === 'context_length_exceeded' && props) {
+      // The count said it fits and the server's own says not (a message that writes a control token's text).
+      const m = e.message.match(/has (\d+) tokens/);
+      outgrown = { prompt: m ? Number(m[1]) : props.n_ctx, room: 0 };
     } else {
+      const { text, action } = explain(e);
       reply.error = true;
-      reply.content = (reply.content ? reply.content + '\n\n' : '') + 'Error: ' + e.message;
+      reply.action = action;
+      reply.content = (reply.content ? reply.content + '\n\n' : '') + text;
     }
   }
   // Tokens per second from the first token on; without the usage event (a stopped reply) the pieces are counted.
@@ -433,26 +847,89 @@ async function send(text) {
     reply.stats.tps = (reply.stats.tokens - 1) / ((last - first) / 1000);
   reply.tool_calls = reply.tool_calls.filter(Boolean);
   delete reply.streaming;
-  running = null;
-  $('send').hidden = false;
-  $('stop').hidden = true;
+  if (outgrown) conv.messages.pop();
+  setRunning(null);
   saveAll();
-  drawMessage(reply, el);
-  box.scrollTop = box.scrollHeight;
+  if (conv.id === currentId) drawConversation();
+  if (outgrown) showOutgrown(conv, outgrown);
+}
+
+// ---- Regenerate, edit and resend.
+
+function regenerate() {
+  if (running) return;
+  const conv = current();
+  while (conv.messages.length && conv.messages[conv.messages.length - 1].role === 'assistant') conv.messages.pop();
+  if (!conv.messages.length) return;
+  generate(conv);
+}
+
+function startEdit(at) {
+  if (running) return setStatus('Wait for the reply to end, or stop it, before editing.');
+  editing = at;
+  drawConversation();
+  const area = $('messages').querySelector('.edit textarea');
+  if (area) {
+    area.focus();
+    area.setSelectionRange(area.value.length, area.value.length);
+    area.scrollIntoView({ block: 'nearest' });
+  }
+}
+
+function cancelEdit() {
+  const at = editing;
+  editing = -1;
+  drawConversation();
+  const button = $('messages').querySelector('[data-at="' + at + '"] .actions button');
+  if (button) button.focus();
+}
+
+// The message at `at` replaced by `text`, the replies after it dropped, and the conversation asked again.
+function resend(at, text) {
+  if (running) return;
+  const conv = current();
+  editing = -1;
+  conv.messages.splice(at);
+  if (!conv.messages.some(m => m.role === 'user')) conv.title = text.slice(0, 40);
+  conv.messages.push({ role: 'user', content: text });
+  saveAll();
+  drawConversation();
+  generate(conv);
+  $('input').focus();
+}
+
+function newConversation() {
+  if (running) return;
+  currentId = null;
+  editing = -1;
+  current();
+  saveAll();
+  drawConversation();
+  if (narrow()) closeMenu(false);
+  $('input').focus();
 }
 
 // ---- Wiring.
+
+function applyTheme() {
+  if (settings.theme) document.documentElement.dataset.theme = settings.theme;
+  else delete document.documentElement.dataset.theme;
+}
 
 function bindSettings() {
   for (const k of Object.keys(DEFAULTS)) {
     const input = $('set-' + k);
     if (input.type === 'checkbox') input.checked = !!settings[k];
-    else input.value = settings[k];
+    else input.value = settings[k] === null ? '' : settings[k];
     input.oninput = () => {
       settings[k] = input.type === 'checkbox' ? input.checked : input.value;
       store.save('settings', settings);
+      if (k === 'theme') applyTheme();
     };
   }
+  // A new key: the server's properties again, with it (Enter or leaving the field).
+  $('set-api_key').onchange = () => loadProps();
+  applyTheme();
 }
 
 document.addEventListener('DOMContentLoaded', () => {
@@ -462,14 +939,15 @@ document.addEventListener('DOMContentLoaded', () => {
     store.save('settings', settings);
     bindSettings();
   };
-  $('new-chat').onclick = () => {
-    if (running) return;
-    currentId = null;
-    current();
-    saveAll();
-    drawConversation();
+  $('new-chat').onclick = newConversation;
+  document.querySelector('.skip').onclick = e => {
+    e.preventDefault();
     $('input').focus();
   };
+  $('menu').onclick = openMenu;
+  $('close-menu').onclick = () => closeMenu();
+  $('backdrop').onclick = () => closeMenu();
+  window.matchMedia('(max-width: 700px)').addEventListener('change', e => { if (!e.matches) closeMenu(false); });
   $('composer').onsubmit = e => {
     e.preventDefault();
     const text = $('input').value.trim();
@@ -484,10 +962,32 @@ document.addEventListener('DOMContentLoaded', () => {
     }
   };
   $('stop').onclick = () => { if (running) running.controller.abort(); };
-  fetch('/v1/models', { headers: headers() })
-    .then(r => r.ok ? r.json() : Promise.reject(new Error(r.status === 401 ? 'an API key is needed (Settings)' :
-                                                             'the model is not ready (' + r.status + ')')))
-    .then(j => { $('model-name').textContent = j.data[0].id; })
-    .catch(e => setStatus(e.message));
+  // Escape closes the menu; else it stops a reply that is being written.
+  document.addEventListener('keydown', e => {
+    if (e.key !== 'Escape' || e.defaultPrevented) return;
+    if (menuOpen()) {
+      e.preventDefault();
+      closeMenu();
+    } else if (running) {
+      e.preventDefault();
+      running.controller.abort();
+    }
+  });
+  // Tab stays within the open menu (what is behind it is inert).
+  $('sidebar').addEventListener('keydown', e => {
+    if (e.key !== 'Tab' || !menuOpen()) return;
+    const all = [...$('sidebar').querySelectorAll('button, input, textarea, select, summary, a[href]')]
+      .filter(x => !x.disabled && x.checkVisibility());  // not those of the closed settings
+    if (!all.length) return;
+    const first = all[0], last = all[all.length - 1];
+    if (e.shiftKey && document.activeElement === first) {
+      e.preventDefault();
+      last.focus();
+    } else if (!e.shiftKey && document.activeElement === last) {
+      e.preventDefault();
+      first.focus();
+    }
+  });
   drawConversation();
+  loadProps();
 });
