@@ -219,7 +219,9 @@ std::string model_type(const gguf::Model& m, uint64_t n_params) {
         return v && v->type() == gguf::ValueType::STRING ? gguf::printable(v->get_string(), 64) : std::string();
     };
     std::string size = str("general.size_label");
-    if (size.empty()) size = format(n_params < 1000000000 ? "%.0fM" : "%.1fB", double(n_params) / (n_params < 1000000000 ? 1e6 : 1e9));
+    if (size.empty())
+        size = n_params < 1000000000 ? format("%.0fM", double(n_params) / 1e6)
+                                     : format("%.1fB", double(n_params) / 1e9);
     std::string mix = "?";
     if (const gguf::Value* ft = m.find("general.file_type"); ft && ft->type() == gguf::ValueType::UINT32)
         for (const std::string& name : model::quant_mix_names())

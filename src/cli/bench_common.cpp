@@ -58,18 +58,18 @@ std::vector<int> parse_int_list(std::string_view s, int64_t lo, int64_t hi) {
         size_t at = 0;
         int64_t first = 0, last = 0, step = 1;
         char op = '+';
-        if (!take_int(e, at, lo < 0, lo, hi, first)) throw std::invalid_argument("expects " + range + ", not " + quoted);
+        const std::invalid_argument bad("expects " + range + ", not " + quoted);
+        if (!take_int(e, at, lo < 0, lo, hi, first)) throw bad;
         last = first;
         if (at < e.size() && e[at] == '-') {
             ++at;
-            if (!take_int(e, at, false, lo, hi, last)) throw std::invalid_argument("expects " + range + ", not " + quoted);
+            if (!take_int(e, at, false, lo, hi, last)) throw bad;
             if (at < e.size() && (e[at] == '+' || e[at] == '*')) {
                 op = e[at++];
-                if (!take_int(e, at, false, 1, hi > 1 ? hi : 1, step))
-                    throw std::invalid_argument("expects " + range + ", not " + quoted);
+                if (!take_int(e, at, false, 1, std::max<int64_t>(hi, 1), step)) throw bad;
             }
         }
-        if (at != e.size()) throw std::invalid_argument("expects " + range + ", not " + quoted);
+        if (at != e.size()) throw bad;
         if (last < first) throw std::invalid_argument("the range " + quoted + " ends before it starts");
         // Each value must grow, as llama-bench requires: a step of 0 ("*1", or "*" from 0) would never end.
         if ((op == '*' && (step < 2 || first <= 0)) || step < 1)

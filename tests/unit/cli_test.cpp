@@ -99,11 +99,15 @@ TEST(Cli, NumericFlagsAreRangeChecked) {
         {"chat -n -5", "--max-tokens: expects an integer >= -1, not '-5'"},
         {"chat --top-p nan", "--top-p: expects a finite number from 0 to 1"},
         {"bench -r 0", "--repetitions: expects an integer >= 1, not '0'"},
-        {"bench -p 512,-1", "--n-prompt: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*STEP, not '-1'"},
-        {"bench -n -5", "--n-gen: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*STEP, not '-5'"},
+        {"bench -p 512,-1", "--n-prompt: expects an integer from 0 to 1073741824 or a range FIRST-LAST, "
+                            "FIRST-LAST+STEP or FIRST-LAST*STEP, not '-1'"},
+        {"bench -n -5", "--n-gen: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or "
+                         "FIRST-LAST*STEP, not '-5'"},
         {"bench -ub 0", "--ubatch-size: expects an integer from 1 to 1073741824"},
-        {"bench -d -1", "--n-depth: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*STEP, not '-1'"},
-        {"bench -d 8,x", "--n-depth: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*STEP, not 'x'"},
+        {"bench -d -1", "--n-depth: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or "
+                         "FIRST-LAST*STEP, not '-1'"},
+        {"bench -d 8,x", "--n-depth: expects an integer from 0 to 1073741824 or a range FIRST-LAST, FIRST-LAST+STEP or "
+                         "FIRST-LAST*STEP, not 'x'"},
         {"bench -pg 5", "--pg: expects two lengths PP,TG (integers from 0 to 1073741824), not '5'"},
         {"bench -pg 512,-1", "--pg: expects two lengths PP,TG (integers from 0 to 1073741824), not '512,-1'"},
         {"bench -pg 1,2,3", "--pg: expects two lengths PP,TG"},
