@@ -170,7 +170,7 @@ void add_model_options(CLI::App* cmd, ModelFlags& f, ModelFlagSet set) {
     auto* model = cmd->add_option("-m,--model", o.path, "GGUF model file (the first shard of a split model)");
     cmd->add_option("--hf-repo", f.hf_repo,
                     "(also -hf) owner/repo[:QUANT]: the model on Hugging Face, pulled into the cache when it is not "
-                    "there (as 'zinc pull'; docs/models.md)")
+                    "there (as 'zinc pull'; docs/hub.md)")
         ->excludes(model);
     cmd->parse_complete_callback([cmd, &f] {
         if (!f.hf_repo.empty())

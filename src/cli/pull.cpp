@@ -133,7 +133,7 @@ void register_pull(CLI::App& app) {
                          "llama.cpp; the cache is ZINC_CACHE (default ~/.cache/zinc)")
         ->required();
     pull_cmd->footer("Prints the path of the model's (first) file. An interrupted download resumes; every file is "
-                     "checked against the repository's sha256. See docs/models.md.");
+                     "checked against the repository's sha256. See docs/hub.md.");
     pull_cmd->callback([name] {
         const hub::ModelName n = model_name("name", *name);
         const hub::Pulled p = pull(n, false);

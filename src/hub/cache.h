@@ -1,4 +1,4 @@
-// Where pulled models are kept (docs/models.md, "The cache"):
+// Where pulled models are kept (docs/hub.md, "The cache"):
 //   $ZINC_CACHE (default $XDG_CACHE_HOME/zinc, else ~/.cache/zinc)
 //     models/<owner>/<repo>/files.json       the repository's GGUF files as last listed (path, size, sha256)
 //     models/<owner>/<repo>/<path>           a file whose size and sha256 have been checked
