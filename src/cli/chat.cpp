@@ -1,28 +1,26 @@
-// `zinc chat`: a conversation in the terminal. At a terminal lines are edited with the usual keys and earlier ones
-// come back with the up arrow (libedit). Enter sends a message; a line ending in '\' continues on the next
-// line, and lines between two lines of """ are one message (pasted text); /help lists the commands (/clear, /system,
-// /save, /load, /tool, /exit); Ctrl-D leaves; Ctrl-C stops a reply. With --tools the model is offered tools: its calls
+// `zinc chat`: a conversation in the terminal. At a terminal lines are edited with the usual keys and earlier ones,
+// of this chat and the ones before, come back with the up arrow (libedit; chat_terminal.h). Enter sends a message; a
+// line ending in '\' continues on the next line, a """ block of lines is one message (`"""Hello` ... `world"""`, as
+// in Ollama), and so is a pasted text (bracketed paste); /help lists the commands (/clear, /system, /save, /load,
+// /tool, /regen, /exit); Ctrl-D leaves; Ctrl-C stops a reply. With --tools the model is offered tools: its calls
 // are shown and kept in the conversation, and /tool gives a call's result back, to which the model replies. When the
 // conversation outgrows the context, the oldest turns are dropped (the system prompt stays). A model without a chat
 // template (a base model) is written with: each message continues the text, and the model carries it on to the end
 // of the paragraph.
 #include <signal.h>
-#include <unistd.h>
-#ifdef ZINC_HAVE_EDITLINE
-#include <editline/readline.h>
-#endif
 
 #include <atomic>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "cli/chat_terminal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/reply.h"
@@ -45,54 +43,66 @@ struct Options {
     ReplyFlags reply;
 };
 
-// One line of input after `prompt`; false at end of input (or on Ctrl-C, which sets g_interrupted). At a terminal,
-// with libedit, the line can be edited and earlier lines come back with the arrow keys.
-bool read_line(const char* prompt, std::string& line) {
-#ifdef ZINC_HAVE_EDITLINE
-    static const bool terminal = isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
-    if (terminal) {
-        char* s = readline(prompt);
-        if (!s) return false;
-        line = s;
-        std::free(s);
-        if (!line.empty()) add_history(line.c_str());
-        return true;
-    }
-#endif
-    write_out(prompt);
-    if (std::getline(std::cin, line)) return true;
-    std::cin.clear();
-    return false;
-}
-
-// Reads one message; false at end of input. Ctrl-C at the prompt discards the line.
-bool read_message(std::string& msg) {
+// Reads one message; false at end of input. Ctrl-C at the prompt discards the message so far. A message is a line;
+// or lines ending in '\' and the next; or a """ block: from a line that begins with """ (text after it is the first
+// line) to one that ends with """ (text before it is the last line), as in Ollama; or, at a terminal, the line in
+// which a bracketed paste arrived, the paste whole with its line breaks, up to the Enter after it.
+bool read_message(ChatInput& in, std::string& msg) {
+    constexpr std::string_view kFence = "\"\"\"";
     msg.clear();
-    std::string line;
+    std::string line, pasted;  // pasted: the line so far, when a paste came in it
+    bool has_paste = false;
+    std::optional<std::string> paste;
     bool block = false;  // inside a """ block
     const char* prompt = "> ";
     for (;;) {
-        if (!read_line(prompt, line)) {
+        if (!in.read_line(prompt, line, paste)) {
             if (g_interrupted.exchange(false)) {  // the read was interrupted by Ctrl-C
                 write_out("\n(Ctrl-C stops a reply; /exit or Ctrl-D leaves)\n");
                 msg.clear();
-                block = false;
+                pasted.clear();
+                has_paste = block = false;
                 prompt = "> ";
                 continue;
             }
+            msg += pasted;
             return !msg.empty();
         }
         prompt = ". ";
-        if (line == "\"\"\"") {
-            if (block) {
-                if (!msg.empty()) msg.pop_back();  // the last line's break
+        if (paste) {  // shown as pasted; the line goes on after it until Enter
+            write_out(*paste + "\n");
+            pasted += line + *paste;
+            has_paste = true;
+            continue;
+        }
+        line = pasted + line;
+        const bool from_paste = has_paste;
+        pasted.clear();
+        has_paste = false;
+        if (block) {
+            if (line.ends_with(kFence)) {
+                line.resize(line.size() - kFence.size());
+                if (line.empty() && !msg.empty())
+                    msg.pop_back();  // a closing """ alone: the last line's break
+                else
+                    msg += line;
+                return true;
+            }
+            msg += line + "\n";
+            continue;
+        }
+        if (from_paste) {
+            msg += line;
+            return true;
+        }
+        if (line.starts_with(kFence)) {
+            const std::string rest = line.substr(kFence.size());
+            if (rest.size() >= kFence.size() && rest.ends_with(kFence)) {  // """text""" on one line
+                msg += rest.substr(0, rest.size() - kFence.size());
                 return true;
             }
             block = true;
-            continue;
-        }
-        if (block) {
-            msg += line + "\n";
+            if (!rest.empty()) msg += rest + "\n";
             continue;
         }
         if (!line.empty() && line.back() == '\\') {
@@ -111,8 +121,11 @@ const char* kHelp =
     "/save FILE        write the conversation as JSON ({\"messages\": [...]})\n"
     "/load FILE        continue a conversation saved with /save\n"
     "/tool TEXT        give the result of a tool call back to the model, which replies to it\n"
+    "/regen            drop the last reply and let the model answer again\n"
     "/exit             leave (also /bye, /quit, Ctrl-D)\n"
-    "A line ending in \\ continues on the next; lines between two lines of \"\"\" are one message.\n";
+    "A line ending in \\ continues on the next. \"\"\" begins a message of several lines (text may follow it on its\n"
+    "line) and \"\"\" at the end of a line ends it. Pasted text is one message, sent with the next Enter. At a\n"
+    "terminal, typed lines come back with the arrow keys, in the next chat too.\n";
 
 // A message that is a command: "/" and a lower-case word, then its argument. "/usr/bin/env" is a message.
 bool is_command(const std::string& msg, std::string& name, std::string& arg) {
@@ -234,8 +247,9 @@ void run(const Options& o) {
         g_interrupted = false;
     };
 
+    ChatInput input(g_interrupted);
     std::string msg, name, arg;
-    while (read_message(msg)) {
+    while (read_message(input, msg)) {
         if (is_command(msg, name, arg)) {
             if (name == "exit" || name == "bye" || name == "quit") break;
             if (name == "help") {
@@ -265,6 +279,15 @@ void run(const Options& o) {
                 } catch (const std::exception& e) {
                     write_out("(" + gguf::terminal_text(e.what()) + ")\n");
                 }
+            } else if (name == "regen") {
+                // The reply goes and the model answers the same conversation again: another sample, or the same
+                // reply with --temp 0.
+                if (history.size() <= base() || history.back().role != "assistant") {
+                    write_out("(no reply to regenerate yet)\n");
+                    continue;
+                }
+                history.pop_back();
+                answer();
             } else if (name == "tool") {
                 if (arg.empty()) {
                     write_out("(/tool needs the result to give back)\n");

@@ -1,27 +1,48 @@
 // zinc chat at a terminal, driven through a pseudo-terminal as a person types: line editing (the cursor moved back
 // to insert a letter), history (the up arrow brings back the last message), the commands, a pasted block of lines
-// between two """ lines kept as one message, and a conversation that outgrows the context.
+// between two """ lines kept as one message, and a conversation that outgrows the context; a bracketed paste of three
+// lines, a """ block with text on its opening and closing lines, /regen, and the history file kept across runs. And
+// the same input piped: read line by line, no terminal modes asked for.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "zinc_binary.h"
+
 namespace {
+
+// A directory of its own for each chat's state (its history file), so that no test reads or writes the user's.
+std::string fresh_state_dir() {
+    static std::atomic<int> n{0};
+    const std::string dir = ::testing::TempDir() + "zinc_state_" + std::to_string(::getpid()) + "_" +
+                            std::to_string(n++);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
 
 class Terminal {
 public:
-    // Starts `zinc` with `args` on a new pseudo-terminal.
-    explicit Terminal(const std::vector<std::string>& args) {
+    // Starts `zinc` with `args` on a new pseudo-terminal, its state (XDG_STATE_HOME) in `state_dir`.
+    explicit Terminal(const std::vector<std::string>& args, const std::string& state_dir = fresh_state_dir()) {
         pid_ = forkpty(&fd_, nullptr, nullptr, nullptr);
         if (pid_ == 0) {
+            setenv("XDG_STATE_HOME", state_dir.c_str(), 1);
             std::vector<char*> argv;
             argv.push_back(const_cast<char*>("zinc"));
             for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -135,6 +156,113 @@ TEST(ChatTerminal, PastedBlockAndAFullContext) {
     EXPECT_EQ(j["messages"][0]["content"], "Sys.");
     EXPECT_EQ(j["messages"][1]["content"], "line one\nline two");
     std::remove(saved.c_str());
+}
+
+// The prompt token counts that -v reports, one per message the model was sent.
+std::vector<int> prompt_sizes(const std::string& output) {
+    std::vector<int> sizes;
+    const std::regex re("zinc: prompt from [^\r\n]*, ([0-9]+) tokens");
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), re); it != std::sregex_iterator(); ++it)
+        sizes.push_back(std::stoi((*it)[1]));
+    return sizes;
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+}
+
+TEST(ChatTerminal, BracketedPasteFencedBlockRegenAndHistoryFile) {
+#ifndef ZINC_HAVE_EDITLINE
+    GTEST_SKIP() << "zinc was built without libedit (Debian: libedit-dev): its chat prompt reads plain lines";
+#endif
+    const std::string state = fresh_state_dir(), history = state + "/zinc/chat_history";
+    const std::string saved = state + "/conversation.json", again = state + "/again.json";
+    const std::vector<std::string> args = {"chat", "-m", ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf", "-n", "3",
+                                           "--temp", "0", "-t", "1", "-v"};
+    {
+        Terminal t(args, state);
+        if (!t.started()) GTEST_SKIP() << "no pseudo-terminal could be opened here (forkpty failed)";
+        ASSERT_TRUE(t.wait_for("\x1b[?2004h> ")) << "bracketed paste asked for before the prompt\n" << t.output();
+        t.type("/regen\r");
+        ASSERT_TRUE(t.wait_for("(no reply to regenerate yet)")) << t.output();
+        ASSERT_TRUE(t.wait_for("\n> ")) << t.output();
+        // Three lines pasted (a terminal sends their breaks as CR; LF comes through too), then Enter sends them.
+        t.type("\x1b[200~line one\rline two\nline three\x1b[201~");
+        ASSERT_TRUE(t.wait_for("line one\r\nline two\r\nline three\r\n. ")) << "the paste shown\n" << t.output();
+        t.type("\r");
+        ASSERT_TRUE(t.wait_for("\n> ")) << t.output();
+        // A """ block with text on its first and last lines, typed in UTF-8.
+        t.type("\"\"\"H\xc3\xa9llo\r");
+        ASSERT_TRUE(t.wait_for(". ")) << t.output();
+        t.type("world\"\"\"\r");
+        ASSERT_TRUE(t.wait_for("\n> ")) << t.output();
+        t.type("/regen\r");
+        ASSERT_TRUE(t.wait_for("\n> ")) << t.output();
+        t.type("/save " + saved + "\r");
+        ASSERT_TRUE(t.wait_for("(saved 4 messages")) << t.output();
+        t.type("/exit\r");
+        EXPECT_TRUE(t.wait_for("\x1b[?2004l")) << "bracketed paste off at the end\n" << t.output();
+        EXPECT_EQ(t.wait(), 0) << t.output();
+
+        // One message each time: the paste, the block, and the block again for /regen (the same prompt).
+        const std::vector<int> sizes = prompt_sizes(t.output());
+        ASSERT_EQ(sizes.size(), 3u) << t.output();
+        EXPECT_GT(sizes[1], sizes[0]);
+        EXPECT_EQ(sizes[2], sizes[1]) << "/regen sends the conversation without its last reply";
+    }
+    std::ifstream in(saved);
+    ASSERT_TRUE(in);
+    const auto j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["messages"].size(), 4u) << j.dump();
+    EXPECT_EQ(j["messages"][0]["content"], "line one\nline two\nline three");
+    EXPECT_EQ(j["messages"][1]["role"], "assistant");
+    EXPECT_EQ(j["messages"][2]["content"], "H\xc3\xa9llo\nworld");
+    EXPECT_EQ(j["messages"][3]["role"], "assistant");
+
+    // The typed lines, not the pasted ones, kept for the next chat, readable by the user only.
+    EXPECT_EQ(lines_of(history), (std::vector<std::string>{"/regen", "\"\"\"H\xc3\xa9llo", "world\"\"\"", "/regen",
+                                                           "/save " + saved, "/exit"}));
+    struct stat st {};
+    ASSERT_EQ(stat(history.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+    // The next chat has them: up twice brings back the /save line.
+    Terminal next(args, state);
+    ASSERT_TRUE(next.started());
+    ASSERT_TRUE(next.wait_for("> ")) << next.output();
+    next.type("\x1b[A\x1b[A");
+    ASSERT_TRUE(next.wait_for("/save " + saved)) << next.output();
+    next.type("\r");
+    ASSERT_TRUE(next.wait_for("(saved 0 messages to " + saved + ")")) << next.output();
+    next.type("/exit\r");
+    EXPECT_EQ(next.wait(), 0) << next.output();
+    EXPECT_EQ(lines_of(history).size(), 8u) << "the lines of both chats";
+}
+
+// Piped input is read line by line as before: no terminal modes written, no history kept, escape sequences taken as
+// text, and the """ forms as at a terminal.
+TEST(ChatTerminal, PipedInputIsReadLineByLine) {
+    const std::string state = fresh_state_dir(), saved = state + "/c.json";
+    setenv("XDG_STATE_HOME", state.c_str(), 1);  // where a history would go
+    const auto r = zinc::test::run_zinc(
+        "chat -m " + zinc::test::shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf") + " -n 2 --temp 0 -t 1 -v",
+        "\x1b[200~one\ntwo\x1b[201~\n\"\"\"Hello\nworld\"\"\"\n\"\"\"single\"\"\"\n/regen\n/save " + saved + "\n");
+    unsetenv("XDG_STATE_HOME");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find("\x1b[?2004"), std::string::npos) << r.out;
+    EXPECT_EQ(prompt_sizes(r.err).size(), 5u) << "two lines, a block, a one-line block, /regen\n" << r.err;
+    std::ifstream in(saved);
+    ASSERT_TRUE(in) << r.out;
+    const auto j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["messages"].size(), 8u) << j.dump();
+    EXPECT_EQ(j["messages"][0]["content"], "\x1b[200~one");
+    EXPECT_EQ(j["messages"][2]["content"], "two\x1b[201~");
+    EXPECT_EQ(j["messages"][4]["content"], "Hello\nworld");
+    EXPECT_EQ(j["messages"][6]["content"], "single");
+    EXPECT_FALSE(std::filesystem::exists(state + "/zinc")) << "no history file";
 }
 
 }  // namespace
