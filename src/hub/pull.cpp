@@ -151,6 +151,11 @@ uint64_t fetch_file(const fs::path& cache, const ModelName& name, const std::str
         struct stat held{}, named{};
         if (::fstat(lock.fd(), &held) != 0 || ::stat(part.c_str(), &named) != 0 || held.st_ino != named.st_ino)
             continue;  // the other zinc finished and renamed it: start over, which finds the file in place
+        if (has_size(final_path, f.size)) {  // it finished between the first look and this .part's creation
+            std::error_code ec;
+            if (held.st_size == 0) fs::remove(part, ec);
+            continue;
+        }
 
         const std::string url = endpoint + "/" + name.repo_id() + "/resolve/main/" + url_path(f.path);
         uint64_t fetched = 0;

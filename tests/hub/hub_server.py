@@ -9,7 +9,7 @@ Repositories (`Hub.repos`): test/tiny (two quants, a projector listed first, a R
 shards), test/cut (the first transfer of its file breaks off half-way), test/badsum (a wrong sha256 listed),
 test/private (needs a bearer token; its redirect goes to another host name), test/evil (paths that leave the
 folder), test/paged (its list in two pages, linked as the hub links them), test/plain (a file outside LFS),
-test/gone (a listed file whose download is not found). Every request is logged in `Hub.log`.
+test/gone (a listed file whose download is not found), test/slow (its file sent in pieces over a second). Every request is logged in `Hub.log`.
 
     hub_server.py --fixtures tests/fixtures [--port N]   serve until stopped (to try zinc by hand)
 """
@@ -22,6 +22,7 @@ import re
 import sys
 import tempfile
 import threading
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -75,6 +76,7 @@ class Hub:
             "test/paged": [File("README.md", b"# paged\n", lfs=False), File("sub/paged-Q8_0.gguf", q8)],
             "test/plain": [File("plain-Q8_0.gguf", q8, lfs=False)],  # outside LFS: checked by its git oid
             "test/gone": [File("gone-Q8_0.gguf", q8, gone=True)],  # listed, but its download is not found
+            "test/slow": [File("slow-Q8_0.gguf", q8)],  # sent in pieces over about a second
         }
         self.cut_done = set()  # files whose one broken transfer has happened
         self.log = []          # (path, headers) of every request
@@ -201,6 +203,18 @@ class Hub:
             h.wfile.write(body[:len(body) // 2])
             h.wfile.flush()
             h.close_connection = True
+            return
+        if repo == "test/slow":
+            h.send_response(status)
+            for k, v in headers:
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            piece = len(body) // 20 + 1
+            for at in range(0, len(body), piece):
+                h.wfile.write(body[at:at + piece])
+                h.wfile.flush()
+                time.sleep(0.05)
             return
         self.send(h, status, body, headers)
 

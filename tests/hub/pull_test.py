@@ -157,6 +157,18 @@ def missing_file_fails(c):
     expect(not os.path.exists(c.cached("test/gone", "gone-Q8_0.gguf.part")), "no empty .part is left")
 
 
+def two_pulls_take_turns(c):
+    e = dict(c.env)
+    procs = [subprocess.Popen([c.binary, "pull", "test/slow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, env=e, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    for out, err, code in results:
+        expect(code == 0, f"both pulls succeed: {err!r}")
+        expect(read(out.strip()) == c.hub.q8, "and give the whole file")
+    gets = c.hub.requests(r"^/cdn/test/slow/")
+    expect(len(gets) == 1, f"the file is downloaded once, the second pull waiting for the first: {len(gets)}")
+
+
 def outside_lfs_checked_by_git_oid(c):
     expect_ok(c.zinc("pull", "test/plain"), "pull test/plain")
     expect(read(c.cached("test/plain", "plain-Q8_0.gguf")) == c.hub.q8, "a file outside LFS, checked by its oid")
@@ -236,6 +248,7 @@ def offline_nothing_cached(c):
 
 CHECKS = [pull_default_quant, pull_named_quant, pull_again_uses_cache, run_hf_matches_file, run_hf_pulls_split,
           interrupted_transfer_resumes, part_from_earlier_run_resumes, wrong_sha256_deletes, missing_file_fails,
+          two_pulls_take_turns,
           outside_lfs_checked_by_git_oid, listing_in_pages, private_needs_token, unsafe_paths_refused,
           bad_names_refused, list_and_rm, offline_uses_cache, offline_nothing_cached]
 
