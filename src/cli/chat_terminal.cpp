@@ -164,8 +164,10 @@ void remember(const std::string& line) {
 
 // The last kHistoryLines lines of the file (of its last kMaxHistoryBytes), into libedit's history.
 void load_history(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return;  // none yet (and never a device or a pipe)
     std::ifstream in(path, std::ios::binary);
-    if (!in) return;  // none yet
+    if (!in) return;
     in.seekg(0, std::ios::end);
     const std::streamoff size = in.tellg();
     const bool tail = size > kMaxHistoryBytes;
