@@ -210,6 +210,9 @@ def bad_names_refused(c):
     expect(code == 2 and "-hf" in err, f"run without -m or -hf says it needs one: {err!r}")
     code, _, err = c.zinc("run", "-m", "x.gguf", "-hf", "a/b", "-p", "x")
     expect(code == 2, f"-m and -hf together are refused: {err!r}")
+    for endpoint in ("ftp://127.0.0.1", "http://a b", "127.0.0.1:80", "http://host/path"):
+        code, _, err = c.zinc("pull", "a/b", env={"HF_ENDPOINT": endpoint})
+        expect(code == 1 and "HF_ENDPOINT" in err, f"HF_ENDPOINT {endpoint!r} is refused: {err!r}")
 
 
 def list_and_rm(c):
