@@ -234,6 +234,98 @@ TEST(KlBaseFull, RoundTripOnTheBrownModel) {
     EXPECT_NEAR(s.ln_ppl_ratio.value, 0.0, kStoredError);
 }
 
+// llama-perplexity's arithmetic for one row, transcribed here from its description (kl_base.h) independently of
+// encode_full_row: the max and min in float, the sum of expf in double, its log in float, and the rounding to the
+// nearest integer (ties to even) by adding 1.5 x 2^23 in float and reading the low bits, as llama.cpp does it: with
+// the multiply and the add fused (what GCC makes of it for a target with FMA) or each rounded.
+void llama_row(std::span<const float> l, bool fused, std::vector<uint8_t>& out) {
+    float max = l[0], min = l[0];
+    for (float x : l) {
+        max = std::max(max, x);
+        min = std::min(min, x);
+    }
+    min = std::max(min, max - 16);
+    double sum = 0;
+    for (float x : l) sum += expf(x - max);
+    const float lse = float(std::log(sum));
+    const float min_log_prob = min - max - lse, scale = (max - min) / 65535.f, inv = 1 / scale;
+    put<float>(out, scale);
+    put<float>(out, min_log_prob);
+    for (float x : l) {
+        int q = 0;
+        if (scale != 0 && x > min) {
+            volatile float product = inv * (x - min);  // volatile: rounded to float, never fused
+            const float v = fused ? std::fma(inv, x - min, 12582912.f) : product + 12582912.f;
+            int32_t bits;
+            std::memcpy(&bits, &v, 4);
+            q = (bits & 0x007fffff) - 0x00400000;
+        }
+        put<uint16_t>(out, uint16_t(q));
+    }
+    if (l.size() % 2 == 1) put<uint16_t>(out, 0);
+}
+
+// The whole file as llama-perplexity writes it for the Brown model's first two chunks of 128, built here from the
+// logits: zinc writes the same bytes as a build of llama.cpp that fuses the rounding's multiply and add, and differs
+// from one that does not only by one step in a few stored values; and zinc reads such a file as its own (the model
+// against itself).
+TEST(KlBaseFull, SameBytesAsLlamaPerplexitysArithmetic) {
+    TempDir dir;
+    auto m = open(kBrownBf16);
+    engine::Family& f = m.session->family();
+    const engine::Vocabulary v = engine::vocabulary_of(*m.session);
+    const std::vector<int32_t> tokens = zinc::test::brown_heldout_tokens(*m.session);
+    std::vector<uint8_t> fused = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
+    put<int32_t>(fused, kCtx);
+    put<int32_t>(fused, kVocab);
+    put<int32_t>(fused, 2);
+    for (size_t i = 0; i < 2 * size_t(kCtx); ++i) put<int32_t>(fused, tokens[i]);
+    std::vector<uint8_t> unfused = fused;
+    for (int c = 0; c < 2; ++c) {
+        const std::vector<float> logits = scored_logits(f, tokens, c, v.bos);
+        for (int j = 0; j < kScored; ++j) {
+            const auto row = std::span<const float>(logits).subspan(size_t(j) * kVocab, kVocab);
+            llama_row(row, true, fused);
+            llama_row(row, false, unfused);
+        }
+    }
+    const std::string path = dir.file("zinc.kld");
+    engine::PerplexityOptions o;
+    o.n_ctx = kCtx;
+    o.max_chunks = 2;
+    o.save_base = path;
+    engine::perplexity(f, v, tokens, o);
+    const std::vector<uint8_t> got = zinc::test::read_bytes(path);
+    ASSERT_EQ(got.size(), fused.size());
+    EXPECT_TRUE(got == fused) << "the bytes of a build that fuses";
+    // Without the fused rounding: the same header, tokens, steps and floors; stored values one step apart at most.
+    size_t values = 0, apart = 0;
+    const size_t row_bytes = 2 * (2 * 4097 + 4), rows_at = 20 + 2 * kCtx * 4;
+    ASSERT_TRUE(std::equal(got.begin(), got.begin() + rows_at, unfused.begin()));
+    for (size_t r = 0; r < 2 * size_t(kScored); ++r) {
+        const size_t at = rows_at + r * row_bytes;
+        ASSERT_TRUE(std::equal(got.begin() + at, got.begin() + at + 8, unfused.begin() + at)) << r;
+        for (size_t i = 0; i < size_t(kVocab); ++i) {
+            uint16_t a, b;
+            std::memcpy(&a, got.data() + at + 8 + 2 * i, 2);
+            std::memcpy(&b, unfused.data() + at + 8 + 2 * i, 2);
+            ASSERT_LE(std::abs(int(a) - int(b)), 1) << r << " " << i;
+            apart += a != b;
+            ++values;
+        }
+    }
+    std::printf("brown, 2 chunks of 128: %zu of %zu stored values one step from an unfused build's\n", apart, values);
+    EXPECT_LT(apart, values / 100);
+
+    const std::string theirs = dir.file("llama.kld");
+    zinc::test::write_bytes(theirs, unfused);
+    const auto r = zinc::test::run_zinc("perplexity -m " + zinc::test::shell_word(kBrownBf16) +
+                                        " --kl-divergence --kl-divergence-base " + zinc::test::shell_word(theirs));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.err, "2 chunks of 128 tokens from ")) << r.err;
+    EXPECT_TRUE(has(r.out, "Same top p: 100.000 ± 0.000 %")) << r.out;
+}
+
 // Q4_0 against the BF16 base: the KL divergence from the file is the full one computed here from both models'
 // logits, within what the 16-bit rounding and the e^-16 floor allow, bounded per position from the exact values:
 //   |dKL| <= e (1 + e) sum_i p_i (|ln p_i - ln q_i| + 1 + e) + sum over ln p_i <= -16 + e of p_i |ln p_i - ln q_i|
