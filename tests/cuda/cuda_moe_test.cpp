@@ -637,9 +637,11 @@ struct WayCase {
 };
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 65536;
 const WayCase kWays[] = {
-    {"dp4a matvecs", {kNever, kNever}},
-    {"tensor cores 32", {1, kNever}},
-    {"tensor cores 64", {1, 1}},
+    {"dp4a matvecs", {kNever, kNever, 0}},
+    {"tensor cores 32", {1, kNever, 0}},
+    {"tensor cores 64", {1, 1, 0}},
+    // The types without an int8 step (moe_step_mma) take the dp4a matvecs here again.
+    {"int8 step", {kNever, kNever, kNever}},
 };
 
 // Runs the case's FFN on both backends for `rows` tokens (routed by spaced logits) and checks the GPU against the
@@ -766,6 +768,8 @@ TEST(CudaMoe, FfnGemma4Shapes) {
         return c;
     };
     run_case(gemma(TensorType::Q4_K, TensorType::Q8_0), {1, 37});
+    // Q4_K_M's other layers: the down rows Q5_0, which the int8 step leaves to the dp4a matvecs.
+    run_case(gemma(TensorType::Q4_K, TensorType::Q5_0), {37});
     run_case(gemma(TensorType::Q8_0, TensorType::Q8_0), {1, 37});
     run_case(gemma(TensorType::F32, TensorType::F32), {1, 37});
 }

@@ -69,8 +69,9 @@ cudaError_t matvec_q(int type, const void* w, size_t row_bytes, int64_t n_out, i
 // for all of them; every value is matvec_q's bit for bit.
 cudaError_t matvec_q_acts(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols,
                           const BlockQ8_1f* xq, int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
-// matmul_step_mma.cu: the same on int8 tensor cores, for weights of has_step_mma (Q4_K, Q6_K, Q8_0; rows 16-byte
-// aligned, of whole 256-value steps), xs the blocks' scales that quantize_q8_1 wrote beside xq; every block's integer
+// matmul_step_mma.cu: the same on int8 tensor cores, for weights of has_step_mma (Q4_K rows 16-byte aligned, Q6_K,
+// both of whole 256-value super-blocks; Q8_0 and MXFP4 of any whole 32-value blocks), xs the blocks' scales that
+// quantize_q8_1 (or q8_1_scales) wrote beside xq; every block's integer
 // product is exact and its scales are the matvec's, their f32 products are grouped otherwise and the blocks are added
 // in another order.
 // A weight of few rows gives few blocks of 64 or 128 rows: its rows' values are then split in `splits` ranges, one block
@@ -78,6 +79,8 @@ cudaError_t matvec_q_acts(int type, const void* w, size_t row_bytes, int64_t n_o
 // step_mma_splits: the splits that make at least target_blocks blocks (each split 2 or more steps of 256 values).
 bool has_step_mma(int type, const void* w, size_t row_bytes, int64_t cols);
 int step_mma_splits(int64_t n_out, int64_t cols, int64_t n_act, int64_t target_blocks);
+// The blocks' scales of Q8_1 blocks quantized without them (moe_activate's): xs[b] = (d, d (sum_lo + sum_hi)).
+cudaError_t q8_1_scales(const BlockQ8_1f* xq, int64_t n_blocks, float2* xs, cudaStream_t s);
 cudaError_t matmul_step_mma(int type, const void* w, size_t row_bytes, int64_t n_out, int64_t cols,
                             const BlockQ8_1f* xq, const float2* xs, int64_t n_act, float* out, int64_t out_stride,
                             int splits, float* part, cudaStream_t s);
@@ -118,7 +121,20 @@ struct PairGroups {
 struct MoeWays {
     int64_t mma = 2;
     int64_t wide = 32;
+    // Below `step` pairs per expert (and from one on), where every projection has_moe_step_mma: the products on int8
+    // tensor cores (moe_step_mma), in groups of 8, 16 or 32 pairs by the pairs per expert, before the two ways above.
+    // 0: never.
+    int64_t step = 16;
 };
+
+// moe_step_mma (matmul_step_mma.cu): matvec_q_grouped's products on int8 tensor cores, as matmul_step_mma's, for
+// groups of up to group_size (<= 64) pairs: out[p * out_stride + o] = W_e[o] . x[p / x_div], x the Q8_1 rows xq with
+// their scales xs. Each group's expert is read once; every block's integer product is exact, its scales are the
+// matvec's, and the blocks are added in another order, so a value is within a few f32 roundings of the matvec's.
+bool has_moe_step_mma(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t cols);
+cudaError_t moe_step_mma(int type, const void* w, size_t row_bytes, size_t expert_bytes, int64_t n_out, int64_t cols,
+                         const BlockQ8_1f* xq, const float2* xs, int x_div, const PairGroups& groups, int group_size,
+                         float* out, int64_t out_stride, cudaStream_t s);
 
 // matvec_q_ids for pairs in groups: out[p * out_stride + o] = W_e[o] . x[p / x_div] for every pair p of each group
 // (e its expert), each weight row read once per group; the same values as matvec_q_ids. max_groups <= 65535.

@@ -11,7 +11,10 @@
 //    per pair and moe_combine adds them). Weight types with a dp4a matvec read Q8_1 activations (x quantized once for
 //    all tokens); F32/F16/BF16 weights read the f32 activations.
 //  - at least as many pairs as experts: the pairs sorted by expert first (moe_group_pairs), and the dp4a expert
-//    matvecs read each weight row once per group of up to kPairsPerGroup pairs of one expert.
+//    matvecs read each weight row once per group of up to kPairsPerGroup pairs of one expert; or, below MoeWays::step
+//    pairs per expert where the gate and up projections have one, the int8 tensor cores of a decode step
+//    (moe_step_mma) read each expert once per group of 8 to 32 pairs (8 where the down projection has none and the
+//    dp4a matvecs take it).
 //  - from MoeWays::mma pairs per expert on, with every projection quantized: the sorted pairs' rows gathered in f16 and
 //    multiplied on tensor cores, the experts' weights dequantized in the kernel once per group of up to 32 pairs (64
 //    from MoeWays::wide pairs per expert on) (moe_mma); the activations go to f16 for the down projection, and
@@ -59,6 +62,14 @@ struct Proj {
     }
 
     // The same for pairs sorted into groups by expert (dp4a projections only): each weight row read once a group.
+    bool step() const { return cuda::has_moe_step_mma(int(w->type), w->data, rb, expert_bytes, in); }
+    // The same on int8 tensor cores (step()), xs the scales of xq's blocks.
+    void run_step(const cuda::BlockQ8_1f* xq, const float2* xs, int x_div, const cuda::PairGroups& g, int group_size,
+                  float* res, int64_t out_stride, cudaStream_t s) const {
+        ZINC_CUDA_CHECK(cuda::moe_step_mma(int(w->type), w->data, rb, expert_bytes, out, in, xq, xs, x_div, g,
+                                           group_size, res, out_stride, s),
+                        "moe_ffn: moe_step_mma", w->name);
+    }
     void run_grouped(const cuda::BlockQ8_1f* xq, int x_div, const cuda::PairGroups& g, float* res, int64_t out_stride,
                      cudaStream_t s) const {
         ZINC_CUDA_CHECK(cuda::matvec_q_grouped(int(w->type), w->data, rb, expert_bytes, out, in, xq, x_div, g, res,
@@ -133,31 +144,42 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
     const cuda::MoeAffine down_aff{down_s, down_b, n_out};
 
     // The way, by the pairs per expert (see the top of the file).
-    enum class Way { pairs, grouped, mma };
+    enum class Way { pairs, grouped, step, mma };
     const int n_exp = int(first.n_exp);
     const int64_t n_pairs = T * K;
     const bool gate_up_q = first.dp4a && (!up || up->dp4a);
     const bool all_q = gate_up_q && down.dp4a;
+    // The step takes the gate and up projections on tensor cores, and the down projection too where it can (Gemma 4's
+    // 704-value down rows are Q8_0 in some layers, Q5_0 in others); else the dp4a matvecs take it, in their groups.
+    const bool gate_up_step = first.step() && (!up || up->step());
+    const bool down_step = gate_up_step && down.step();
     Way way = Way::pairs;
     if (gate_up_q && n_pairs >= n_exp && n_exp <= cuda::kMaxGroupExperts) {
         way = Way::grouped;
-        if (all_q && n_pairs >= moe_ways_.mma * n_exp && in % cuda::kMmaCols == 0 && n_ff % cuda::kMmaCols == 0)
+        if (gate_up_step && n_pairs < moe_ways_.step * n_exp)
+            way = Way::step;
+        else if (all_q && n_pairs >= moe_ways_.mma * n_exp && in % cuda::kMmaCols == 0 && n_ff % cuda::kMmaCols == 0)
             way = Way::mma;
     }
     const bool sorted = way == Way::mma;
 
-    // x in Q8_1 once for every token, when the matvecs of the first two ways read it that way.
+    // x in Q8_1 once for every token, when the matvecs of the first three ways read it that way (with its blocks'
+    // scales for the tensor cores' step).
     cuda::BlockQ8_1f* xq = nullptr;
+    float2* x_scales = nullptr;
     if (!sorted && gate_up_q) {
-        xq = static_cast<cuda::BlockQ8_1f*>(
-            scratch("moe x q8_1", static_cast<size_t>(T * (in / 32)) * sizeof(cuda::BlockQ8_1f), "moe_ffn"));
-        ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, T, in, xq, stream_), "moe_ffn: quantize_q8_1", first.w->name);
+        const size_t n_blocks = static_cast<size_t>(T * (in / 32));
+        xq = static_cast<cuda::BlockQ8_1f*>(scratch("moe x q8_1", n_blocks * sizeof(cuda::BlockQ8_1f), "moe_ffn"));
+        if (way == Way::step)
+            x_scales = static_cast<float2*>(scratch("moe x q8_1 scales", n_blocks * sizeof(float2), "moe_ffn"));
+        ZINC_CUDA_CHECK(cuda::quantize_q8_1(x.data, T, in, xq, stream_, x_scales), "moe_ffn: quantize_q8_1",
+                        first.w->name);
     }
     // Per-pair scratch: [gate | up] and down outputs in f32, and the activations (the sorted ways: in f32, then as f16
     // rows, beside the sorted f16 rows of x and each pair's place and expert id).
     const size_t act_bytes = sorted      ? cuda::f16_rows_bytes(1, n_ff) + size_t(n_ff) * sizeof(float) +
                                                cuda::f16_rows_bytes(1, in) + 2 * sizeof(int32_t)
-                             : down.dp4a ? static_cast<size_t>(n_ff / 32) * sizeof(cuda::BlockQ8_1f)
+                             : down.dp4a ? static_cast<size_t>(n_ff / 32) * (sizeof(cuda::BlockQ8_1f) + sizeof(float2))
                                          : static_cast<size_t>(n_ff) * sizeof(float);
     const size_t pair_bytes = static_cast<size_t>(2 * n_ff + n_out) * sizeof(float) + act_bytes;
     const int64_t Tc = cuda::moe_chunk_tokens(T, K, pair_bytes, kMoeScratchBudget);
@@ -166,19 +188,25 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
     auto* y = static_cast<float*>(scratch("moe down out", max_pairs * n_out * sizeof(float), "moe_ffn"));
     float* a_f32 = nullptr;
     cuda::BlockQ8_1f* a_q = nullptr;
+    float2* a_scales = nullptr;  // the step's: after the Q8_1 blocks
     if (!sorted) {
         void* a = scratch("moe activations", max_pairs * act_bytes, "moe_ffn");
-        if (down.dp4a)
+        if (down.dp4a) {
             a_q = static_cast<cuda::BlockQ8_1f*>(a);
-        else
+            a_scales = reinterpret_cast<float2*>(a_q + max_pairs * size_t(n_ff / 32));
+        } else {
             a_f32 = static_cast<float*>(a);
+        }
     }
 
-    // The pairs sorted by expert, for every way but the first: groups of kPairsPerGroup pairs for the matvecs, 32 or
-    // 64 for the tensor cores.
-    const int group_size = way == Way::grouped                   ? cuda::kPairsPerGroup
+    // The pairs sorted by expert, for every way but the first: groups of kPairsPerGroup pairs for the matvecs, 8, 16
+    // or 32 for the int8 step by the pairs per expert, 32 or 64 for the f16 tensor cores.
+    const int group_size = way == Way::grouped               ? cuda::kPairsPerGroup
+                           : way == Way::step                ? (!down_step || n_pairs <= 4 * n_exp ? 8
+                                                                : n_pairs <= 8 * n_exp              ? 16
+                                                                                                    : 32)
                            : n_pairs >= moe_ways_.wide * n_exp ? 64
-                                                                 : 32;
+                                                               : 32;
     cuda::PairGroups groups;
     int32_t* group_pairs = nullptr;
     cuda::PairGroup* group_list = nullptr;
@@ -241,7 +269,11 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
                             "moe_ffn: moe_combine", down.w->name);
             continue;
         }
-        if (way == Way::grouped) {
+        if (way == Way::step) {
+            const float2* xs_c = x_scales + t0 * (in / 32);
+            first.run_step(xq_c, xs_c, int(K), groups, group_size, h, 2 * n_ff, stream_);
+            if (up) up->run_step(xq_c, xs_c, int(K), groups, group_size, h + n_ff, 2 * n_ff, stream_);
+        } else if (way == Way::grouped) {
             first.run_grouped(xq_c, int(K), groups, h, 2 * n_ff, stream_);
             if (up) up->run_grouped(xq_c, int(K), groups, h + n_ff, 2 * n_ff, stream_);
         } else {
@@ -251,7 +283,11 @@ void CudaBackend::do_moe_ffn(const Act& x, const IdAct& ids, const Act& weights,
         ZINC_CUDA_CHECK(cuda::moe_activate(h, np, n_ff, id, gate_aff, up_aff, act, mw.alpha, mw.limit, a_f32, a_q,
                                            stream_),
                         "moe_ffn: moe_activate", first.w->name);
-        if (way == Way::grouped && down.dp4a) {
+        if (way == Way::step && down_step) {
+            ZINC_CUDA_CHECK(cuda::q8_1_scales(a_q, np * (n_ff / 32), a_scales, stream_), "moe_ffn: q8_1_scales",
+                            down.w->name);
+            down.run_step(a_q, a_scales, 1, groups, group_size, y, n_out, stream_);
+        } else if ((way == Way::grouped || way == Way::step) && down.dp4a) {
             down.run_grouped(a_q, 1, groups, y, n_out, stream_);
         } else if (way == Way::pairs && K <= cuda::kMaxDownSlots) {
             ZINC_CUDA_CHECK(cuda::moe_down_sum(int(down.w->type), down.w->data, down.rb, down.expert_bytes, n_out,
