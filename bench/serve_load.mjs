@@ -2,13 +2,14 @@
 // users' programs would put it:
 //
 //   node bench/serve_load.mjs --url http://127.0.0.1:8080/v1 [--concurrency 1,4,16,64] [--requests 4]
-//                             [--max-tokens 128] [--prompt-words 64] [--agent] [--turns 20] [--json]
+//                             [--max-tokens 128] [--prompt-words 64] [--completions] [--agent] [--turns 20] [--json]
 //
 // Load: for each concurrency C, C clients at once, each sending --requests streamed greedy chat requests one after
 // another (a prompt of its own of about --prompt-words words, --max-tokens tokens at most, the end of turn ignored
 // where the server allows it). Per level: the aggregate decode rate (completion tokens over the level's wall time),
 // time to first token and time between tokens (p50 / p99 over every request and every gap between two streamed
-// pieces of text), and the requests that failed.
+// pieces of text), and the requests that failed. --completions sends the load to /v1/completions, the prompt as text:
+// no chat template and no parsing of the reply, which a server may refuse for a random-weight model's text.
 //
 // --agent: one conversation of --turns turns as an agent holds it: a shared system prompt with tool definitions,
 // thinking on, earlier turns that called tools and got their results, and the reasoning of earlier replies, which
@@ -26,7 +27,8 @@ const OpenAI = require('openai');
 
 function parseArgs(argv) {
   const o = { url: 'http://127.0.0.1:8080/v1', concurrency: [1, 4, 16, 64], requests: 4, maxTokens: 128,
-              promptWords: 64, agent: false, turns: 20, json: false, apiKey: 'none', model: 'any' };
+              promptWords: 64, completions: false, agent: false, turns: 20, json: false, apiKey: 'none',
+              model: 'any' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = () => {
       if (i + 1 >= argv.length) throw new Error(`no value after ${a}`);
@@ -44,6 +46,7 @@ function parseArgs(argv) {
     else if (a === '--requests') o.requests = count(a, v());
     else if (a === '--max-tokens') o.maxTokens = count(a, v());
     else if (a === '--prompt-words') o.promptWords = count(a, v());
+    else if (a === '--completions') o.completions = true;
     else if (a === '--agent') o.agent = true;
     else if (a === '--turns') o.turns = count(a, v());
     else if (a === '--json') o.json = true;
@@ -74,18 +77,20 @@ async function streamed(client, o, messages, extra = {}) {
   let first = null, last = null, tokens = 0;
   const gaps = [];
   let usage = null;
-  const stream = await client.chat.completions.create({
-    model: o.model, messages, max_tokens: o.maxTokens, temperature: 0, stream: true,
-    stream_options: { include_usage: true }, ignore_eos: true, ...extra,
-  });
+  const common = { model: o.model, max_tokens: o.maxTokens, temperature: 0, stream: true,
+                   stream_options: { include_usage: true }, ignore_eos: true, ...extra };
+  const stream = o.completions && !o.agent
+    ? await client.completions.create({ prompt: messages.map(m => m.content).join('\n'), ...common })
+    : await client.chat.completions.create({ messages, ...common });
   let text = '', reasoning = '';
   for await (const chunk of stream) {
     if (chunk.usage) usage = chunk.usage;
     if (chunk.timings) usage = { ...(usage || {}), timings: chunk.timings };
     for (const ch of chunk.choices || []) {
-      const piece = (ch.delta?.content || '') + (ch.delta?.reasoning_content || '');
+      const content = ch.text ?? ch.delta?.content ?? '';
+      const piece = content + (ch.delta?.reasoning_content || '');
       if (!piece) continue;
-      text += ch.delta?.content || '';
+      text += content;
       reasoning += ch.delta?.reasoning_content || '';
       const now = performance.now();
       if (first === null) first = now - t0;
@@ -191,7 +196,8 @@ async function main() {
   const o = parseArgs(process.argv.slice(2));
   const client = new OpenAI({ baseURL: o.url, apiKey: o.apiKey, maxRetries: 0, timeout: 600000 });
   await waitReady(o);
-  const report = { url: o.url, max_tokens: o.maxTokens, prompt_words: o.promptWords, requests_per_client: o.requests };
+  const report = { url: o.url, endpoint: o.completions && !o.agent ? 'completions' : 'chat/completions',
+                   max_tokens: o.maxTokens, prompt_words: o.promptWords, requests_per_client: o.requests };
   if (o.agent) {
     report.agent = await agent(client, o);
   } else {
