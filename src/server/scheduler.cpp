@@ -155,7 +155,7 @@ struct Scheduler::Choice {
 constexpr int kPromptBudget = 256, kCpuPromptBudget = 32;
 
 Scheduler::Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel, backend::Backend* be)
-    : session_(session), metrics_(metrics), max_waiting_(max_waiting) {
+    : session_(session), metrics_(metrics), max_waiting_(max_waiting), parallel_(parallel) {
     if (session.family().n_seq() > 1) {
         if (!be || session.family().n_seq() < parallel)
             throw std::logic_error("Scheduler: several sequences need the backend and a family that holds them");
@@ -186,7 +186,9 @@ std::shared_ptr<Task> Scheduler::submit(Job job) {
     auto task = std::make_shared<Task>(std::move(job));
     {
         std::lock_guard<std::mutex> lk(mu_);
-        if (int(queue_.size()) >= max_waiting_ || stopping_) return nullptr;
+        // Jobs that arrive together while sequences are free take them at the next step: they do not wait.
+        const int free = std::max(0, parallel_ - running_.load());
+        if (int(queue_.size()) >= max_waiting_ + free || stopping_) return nullptr;
         queue_.push_back(task);
     }
     cv_.notify_all();

@@ -105,14 +105,15 @@ private:
 
 class Scheduler {
 public:
-    // `max_waiting`: jobs that may wait for their turn, the running ones aside. Where the session's family holds more
+    // `max_waiting`: jobs that may wait for their turn, the running ones and those that a free sequence will take at
+    // the worker's next step aside. Where the session's family holds more
     // than one sequence, choices decode together on up to `parallel` of them (it must hold them), the backend `be`
     // its own, and its other sequences keep states for later requests (engine::Generator's prefix cache).
     Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel = 1,
               backend::Backend* be = nullptr);
     ~Scheduler();
 
-    // Queues the job; nullptr when max_waiting jobs are waiting already.
+    // Queues the job; nullptr when max_waiting jobs are waiting already beyond the free sequences.
     std::shared_ptr<Task> submit(Job job);
     int waiting() const;
     int running() const { return running_; }
@@ -134,6 +135,7 @@ private:
     engine::Session& session_;
     Metrics& metrics_;
     const int max_waiting_;
+    const int parallel_;  // jobs that run at once
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<std::shared_ptr<Task>> queue_;

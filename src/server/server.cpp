@@ -70,9 +70,10 @@ Server::Server(ServerOptions options) : api_(std::make_unique<Api>()) {
     ho.max_body = o.max_body_bytes;
     ho.io_timeout_seconds = o.io_timeout_seconds;
     ho.max_connections = o.max_connections;
-    // Every waiting request holds a worker; a few more prepare requests (templates, tokens) meanwhile.
-    ho.workers = o.max_queue + 4;
-    ho.max_pending = 2 * o.max_queue + 8;
+    // Every request holds a worker while it waits and while it runs on one of the -np sequences; a few more prepare
+    // requests (templates, tokens) meanwhile. Requests that arrive together wait for a worker to wake up.
+    ho.workers = o.parallel + o.max_queue + 4;
+    ho.max_pending = 2 * ho.workers;
     http_ = std::make_unique<http::Server>(ho);
     guard();
     http_->set_error_writer([](http::Response& res, int status, const std::string& message) {

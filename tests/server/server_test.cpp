@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -478,6 +480,38 @@ INSTANTIATE_TEST_SUITE_P(Families, ServeTurns, ::testing::Values("qwen35", "gemm
                              std::replace(n.begin(), n.end(), '-', '_');
                              return n;
                          });
+
+// -np N runs N requests at once whatever --max-queue is: each running request holds an HTTP worker as a waiting one
+// does, so the workers are counted for both. Twelve clients stream at once on -np 12 --max-queue 1 and each waits,
+// at its first piece, until all twelve have theirs; with fewer workers than requests the first ones would wait for
+// the rest forever (here: until the time limit) and the rest would never begin.
+TEST(ServeParallel, EveryParallelSequenceTakesARequest) {
+    constexpr int kClients = 12;
+    ServeProcess srv({"-np", std::to_string(kClients), "--max-queue", "1"});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    std::mutex mu;
+    std::condition_variable cv;
+    int begun = 0;
+    std::vector<int> status(kClients, 0);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kClients; ++i)
+        clients.emplace_back([&, i] {
+            json body = chat_body("Story " + std::to_string(i) + ": once upon a time", 2000);
+            body["stream"] = true;
+            auto c = srv.client();
+            auto r = c.Post("/v1/chat/completions", body.dump(), "application/json", [&](const std::string&) {
+                std::unique_lock<std::mutex> lk(mu);
+                ++begun;
+                cv.notify_all();
+                cv.wait_for(lk, std::chrono::seconds(120), [&] { return begun == kClients; });
+                return false;  // hangs up
+            });
+            status[size_t(i)] = r ? r->status : -1;
+        });
+    for (std::thread& t : clients) t.join();
+    EXPECT_EQ(begun, kClients) << srv.log();
+    for (int i = 0; i < kClients; ++i) EXPECT_NE(status[size_t(i)], 503) << "client " << i;
+}
 
 // Continuous batching (-np): n choices of a request on fewer sequences than choices take them as they come free and
 // are the choices one sequence gives (choice i with seed + i); a client that leaves in the middle of its stream ends
