@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <unistd.h>
+
 #include "gguf/split.h"
 
 namespace zinc::hub {
@@ -57,7 +59,9 @@ std::optional<std::vector<RepoFile>> load_listing(const fs::path& cache, const M
 void save_listing(const fs::path& cache, const ModelName& name, const std::vector<RepoFile>& files) {
     const fs::path dir = repo_dir(cache, name);
     fs::create_directories(dir);
-    const fs::path p = dir / "files.json", tmp = dir / "files.json.tmp";
+    // A temporary file of this process's own: two pulls of one repository write the listing at once, and each
+    // renames its own into place (the same listing; the last one stays).
+    const fs::path p = dir / "files.json", tmp = dir / ("files.json." + std::to_string(getpid()) + ".tmp");
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         out << listing_json(files);
