@@ -23,7 +23,9 @@ CudaReport query_cuda() {
     return query_cuda_runtime();
 #else
     CudaReport r;
-    r.error = "this binary was built without the CUDA backend (no nvcc at build time)";
+    r.error =
+        "this binary was built without the CUDA backend (no nvcc or no GPU at build time; -DZINC_CUDA_ARCHS=all "
+        "builds it)";
     return r;
 #endif
 }
