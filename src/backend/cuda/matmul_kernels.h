@@ -71,9 +71,8 @@ cudaError_t matvec_q_acts(int type, const void* w, size_t row_bytes, int64_t n_o
                           const BlockQ8_1f* xq, int64_t n_act, float* out, int64_t out_stride, cudaStream_t s);
 // matmul_step_mma.cu: the same on int8 tensor cores, for weights of has_step_mma (Q4_K rows 16-byte aligned, Q6_K,
 // both of whole 256-value super-blocks; Q8_0 and MXFP4 of any whole 32-value blocks), xs the blocks' scales that
-// quantize_q8_1 (or q8_1_scales) wrote beside xq; every block's integer
-// product is exact and its scales are the matvec's, their f32 products are grouped otherwise and the blocks are added
-// in another order.
+// quantize_q8_1 (or q8_1_scales) wrote beside xq; every block's integer product is exact and its scales are the
+// matvec's, their f32 products are grouped otherwise and the blocks are added in another order.
 // A weight of few rows gives few blocks of 64 or 128 rows: its rows' values are then split in `splits` ranges, one block
 // each, whose sums go to `part` (splits * n_act * n_out floats) and are added up in order by a second kernel.
 // step_mma_splits: the splits that make at least target_blocks blocks (each split 2 or more steps of 256 values).

@@ -3,11 +3,12 @@
 // rows; and the same for the (token, expert) pairs of a MoE step, sorted by expert into groups (moe_step_mma): a
 // block takes one group's pairs as its tokens and that group's expert as its weights.
 // Each weight and activation enters an int8 mma.sync as the integer it is (a Q4_K nibble, a Q6_K quant less 32, a
-// Q8_0 byte, MXFP4's doubled E2M1 value; the activation's int8), so every block's integer dot product is exact, as the dp4a matvecs' are, and
-// the blocks' scales are then applied in f32. The scales are the matvec's; the f32 products they enter are grouped
-// otherwise (a Q4_K block's (s d_x) (d sc) less (dmin m) (d_x sum), with d_x sum made once per activation block by
-// quantize_q8_1), and a row's blocks are added in ascending order by the thread that holds the output, so a value is
-// within a few f32 roundings of that row's matvec, far inside the activations' own Q8_1 rounding.
+// Q8_0 byte, MXFP4's doubled E2M1 value; the activation's int8), so every block's integer dot product is exact, as
+// the dp4a matvecs' are, and the blocks' scales are then applied in f32. The scales are the matvec's; the f32 products
+// they enter are grouped otherwise (a Q4_K block's (s d_x) (d sc) less (dmin m) (d_x sum), with d_x sum made once per
+// activation block by quantize_q8_1), and a row's blocks are added in ascending order by the thread that holds the
+// output, so a value is within a few f32 roundings of that row's matvec, far inside the activations' own Q8_1
+// rounding.
 //
 // Tiles: a block of 8 warps, WM x WN, takes 16 WM weight rows and 8 NT WN tokens, warp w the 16 rows 16 (w % WM)
 // against the 8 NT tokens 8 NT (w / WM). A tile of 8 tokens has WN = 1, so that its 128 rows' bytes are unpacked and
