@@ -30,7 +30,7 @@
 namespace zinc::cli {
 namespace {
 
-struct Options {
+struct BenchArgs {
     ModelFlags model;  // the flags besides the lists below
     // As typed, each a list parse_int_list reads (bench_common.h); -m paths are split at commas too.
     std::vector<std::string> models, threads, ubatch, gpu_layers;
@@ -107,7 +107,7 @@ std::vector<int> ints(const std::vector<std::string>& given, int64_t lo, int64_t
 
 // Every combination in llama-bench's order: for each depth, the pp tests, the tg tests, then the -pg tests.
 // Lengths of 0 are skipped.
-std::vector<Test> tests_of(const Options& o) {
+std::vector<Test> tests_of(const BenchArgs& o) {
     std::vector<Test> tests;
     for (int d : ints(o.depth, 0, model::kMaxContext)) {
         for (int p : ints(o.prompt, 0, model::kMaxContext))
@@ -342,7 +342,7 @@ Profile profile_of(Runner& runner, backend::Backend& be, int depth, int n_prompt
 }
 
 // -m given several times or with commas, in turn.
-std::vector<std::string> model_paths(const Options& o) {
+std::vector<std::string> model_paths(const BenchArgs& o) {
     std::vector<std::string> v;
     if (o.models.empty()) {  // the model of -hf, or none
         if (o.model.open.path.empty()) throw CLI::RequiredError("-m,--model");
@@ -362,7 +362,7 @@ std::vector<std::string> model_paths(const Options& o) {
 
 // One model flags per combination of -m, -ngl, -ub and -t, in llama-bench's order (the model outermost, then the
 // GPU layers, micro-batch, threads); an empty list keeps the default.
-std::vector<ModelFlags> combinations(const Options& o) {
+std::vector<ModelFlags> combinations(const BenchArgs& o) {
     std::vector<std::string> ngl;
     for (const std::string& s : o.gpu_layers) {  // "all" stays a word; the rest are integers and ranges
         size_t start = 0;
@@ -405,7 +405,7 @@ std::vector<ModelFlags> combinations(const Options& o) {
     return v;
 }
 
-void run(const Options& o) {
+void run_bench(const BenchArgs& o) {
     const std::vector<ModelFlags> runs = combinations(o);
     const std::string output = o.json ? "json" : o.output;
     if (!o.npl.empty()) {
@@ -472,7 +472,7 @@ void run(const Options& o) {
 }  // namespace
 
 void register_bench(CLI::App& app) {
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<BenchArgs>();
     auto* cmd = app.add_subcommand(
         "bench",
         "Measure prompt (pp) and generation (tg) throughput as llama-bench does. Every depth (-d) runs with every "
@@ -562,7 +562,7 @@ void register_bench(CLI::App& app) {
                   "after the tests, time every op of one decode step at the largest depth, and of the longest prompt "
                   "(on a GPU, on the device: kernel time without launch gaps), and print them, longest first; with "
                   "--npl, one decode step of the most sequences");
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o] { run_bench(*o); });
 }
 
 }  // namespace zinc::cli

@@ -35,9 +35,9 @@ struct Timing {
     double total_rate() const { return double(c.n_kv()) / (t_pp + t_tg); }
 };
 
-class Runner {
+class BatchRunner {
 public:
-    Runner(engine::Family& f, backend::Backend& be) : f_(f), be_(be) {}
+    BatchRunner(engine::Family& f, backend::Backend& be) : f_(f), be_(be) {}
 
     // One repetition: {prompt seconds, generation seconds}. Every sequence starts afresh at position 0.
     std::pair<double, double> once(const Case& c) {
@@ -157,7 +157,7 @@ private:
     int steps_ = 0;
 };
 
-struct Report {
+struct BatchReport {
     std::string model;
     model::WeightBytes bytes;
     const engine::OpenPlan& plan;
@@ -234,9 +234,9 @@ void run_batched_bench(const BatchedBenchOptions& o) {
                                  om.plan.backend + " backend has its cache in one piece: give -npl more than 1");
     if (o.output == "md") write_out(describe_plan(om.plan) + "\n\n");
 
-    Report report{std::filesystem::path(flags.open.path).filename().string(), model::weight_bytes(*om.model),
+    BatchReport report{std::filesystem::path(flags.open.path).filename().string(), model::weight_bytes(*om.model),
                   om.plan, o.reps, {}};
-    Runner runner(om.session->family(), *om.backend);
+    BatchRunner runner(om.session->family(), *om.backend);
     {
         ProgressLine progress("bench", true);
         for (const Case& c : cases) report.results.push_back(runner.measure(c, o.reps, progress));

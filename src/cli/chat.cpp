@@ -34,7 +34,7 @@ std::atomic<bool> g_interrupted{false};
 
 void on_sigint(int) { g_interrupted = true; }
 
-struct Options {
+struct ChatArgs {
     ModelFlags model;
     std::string system;
     bool no_think = false;
@@ -162,7 +162,7 @@ std::vector<tokenizer::ChatMessage> load_conversation(const std::string& path) {
     return out;
 }
 
-void run(const Options& o) {
+void run_chat(const ChatArgs& o) {
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
     const chat::PromptOptions po = turn_options(o.reply, o.no_think);
@@ -310,7 +310,7 @@ void run(const Options& o) {
 }  // namespace
 
 void register_chat(CLI::App& app) {
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<ChatArgs>();
     auto* cmd = app.add_subcommand("chat", "Talk with a model in the terminal");
     add_model_options(cmd, o->model);
     cmd->add_option("--system,--system-prompt", o->system, "(also -sys) system message");
@@ -320,7 +320,7 @@ void register_chat(CLI::App& app) {
         ->transform(integer_in(-1, INT_MAX));
     add_sampling_options(cmd, o->sampling);
     add_reply_options(cmd, o->reply);
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o] { run_chat(*o); });
 }
 
 }  // namespace zinc::cli

@@ -33,7 +33,7 @@ constexpr std::streamoff kMaxHistoryBytes = 1 << 20;
 constexpr size_t kMaxHistoryLine = 1 << 16;
 
 #ifdef ZINC_HAVE_EDITLINE
-std::atomic<bool>* g_interrupted = nullptr;
+std::atomic<bool>* g_input_interrupted = nullptr;
 // Set by SIGTERM, SIGHUP or SIGQUIT: the chat ends at the next prompt.
 std::atomic<bool> g_quit{false};
 
@@ -42,7 +42,7 @@ void on_quit(int sig) {
     const ssize_t ignored = write(STDOUT_FILENO, kPasteOff, sizeof kPasteOff - 1);
     (void)ignored;
     g_quit = true;
-    if (g_interrupted) *g_interrupted = true;
+    if (g_input_interrupted) *g_input_interrupted = true;
     struct sigaction sa {};
     sa.sa_handler = SIG_DFL;
     sigemptyset(&sa.sa_mask);
@@ -71,7 +71,7 @@ int next_byte() {
         if (n == 0) return -1;
         if (errno != EINTR) return -1;
         // A signal that only asks for a redraw (SIGWINCH) goes on reading; Ctrl-C and the quitting ones end the read.
-        if (g_quit || (g_interrupted && *g_interrupted)) return -1;
+        if (g_quit || (g_input_interrupted && *g_input_interrupted)) return -1;
     }
 }
 
@@ -224,7 +224,7 @@ ChatInput::ChatInput(std::atomic<bool>& interrupted) : interrupted_(interrupted)
 #endif
     if (!editing_) return;
 #ifdef ZINC_HAVE_EDITLINE
-    g_interrupted = &interrupted_;
+    g_input_interrupted = &interrupted_;
     // libedit turns its characters back into bytes with the C library's locale: UTF-8, as terminal_getc reads.
     if (!setlocale(LC_CTYPE, "") || std::strcmp(nl_langinfo(CODESET), "UTF-8") != 0) setlocale(LC_CTYPE, "C.UTF-8");
     rl_getc_function = terminal_getc;  // before libedit starts: it installs the function once
@@ -246,7 +246,7 @@ ChatInput::~ChatInput() {
     const ssize_t ignored = write(STDOUT_FILENO, kPasteOff, sizeof kPasteOff - 1);  // the terminal may be gone
     (void)ignored;
     if (!history_file_.empty()) save_history(history_file_);
-    g_interrupted = nullptr;
+    g_input_interrupted = nullptr;
 #endif
 }
 

@@ -16,7 +16,7 @@
 namespace zinc::cli {
 namespace {
 
-struct Options {
+struct LogitsArgs {
     ModelFlags model;
     PromptFlags prompt;
     std::string ids, out, ids_out;
@@ -45,7 +45,7 @@ void write_npy(const std::string& path, const char* descr, const void* data, siz
     if (!f) throw std::runtime_error("error writing " + path + ": " + std::strerror(errno));
 }
 
-void run(const Options& o) {
+void run_logits(const LogitsArgs& o) {
     auto model = std::make_unique<gguf::Model>(o.model.open.path);
     std::vector<int32_t> ids;
     if (o.ids_option->count() > 0) {
@@ -90,7 +90,7 @@ void run(const Options& o) {
 }  // namespace
 
 void register_logits(CLI::App& app) {
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<LogitsArgs>();
     auto* cmd = app.add_subcommand("logits", "Write the logits of every prompt position as a float32 .npy");
     add_model_options(cmd, o->model);
     o->ids_option = cmd->add_option("--ids", o->ids, "the prompt as comma-separated token ids");
@@ -101,7 +101,7 @@ void register_logits(CLI::App& app) {
     cmd->add_option("--ids-out", o->ids_out, "also write the token ids as an int32 .npy");
     cmd->add_option("-b,--batch", o->batch, "tokens per forward call (default: the whole prompt)")
         ->transform(integer_in(1, INT_MAX));
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o] { run_logits(*o); });
 }
 
 }  // namespace zinc::cli

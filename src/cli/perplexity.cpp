@@ -18,7 +18,7 @@
 namespace zinc::cli {
 namespace {
 
-struct Options {
+struct PerplexityArgs {
     ModelFlags model;
     PromptFlags text;
     CLI::Option* ctx_option = nullptr;
@@ -55,11 +55,11 @@ std::string speed(int n_chunk, int n_ctx, double seconds, double tok_s) {
     return text("%d chunks of %d tokens in %.2f s: %.1f tok/s\n", n_chunk, n_ctx, seconds, tok_s);
 }
 
-void print_plan(const Options& o, const engine::OpenedModel& om) {
+void print_plan(const PerplexityArgs& o, const engine::OpenedModel& om) {
     if (o.model.verbose) std::fprintf(stderr, "zinc: %s\n", describe_plan(om.plan).c_str());
 }
 
-void run_perplexity(const Options& o) {
+void run_perplexity(const PerplexityArgs& o) {
     if (o.text.file.empty() && stdin_is_terminal())
         throw CLI::ValidationError("no text", "give it with -f FILE or on standard input");
     const std::string input = read_prompt(o.text);  // before the model is read
@@ -159,7 +159,7 @@ std::string kl_report(const engine::KlResult& r) {
     return s;
 }
 
-void run_kl_divergence(const Options& o) {
+void run_kl_divergence(const PerplexityArgs& o) {
     engine::KlBaseReader base(o.base);
     const engine::KlBaseHeader& h = base.header();
     ModelFlags flags = o.model;
@@ -209,7 +209,7 @@ void run_kl_divergence(const Options& o) {
 }  // namespace
 
 void register_perplexity(CLI::App& app) {
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<PerplexityArgs>();
     auto* cmd = app.add_subcommand("perplexity", "Perplexity of a model on a text, or its KL divergence from a "
                                                  "reference model, as llama-perplexity computes them");
     o->model.open.context.n_ctx = engine::kPerplexityContext;

@@ -13,7 +13,7 @@
 namespace zinc::cli {
 namespace {
 
-struct Options {
+struct RunArgs {
     ModelFlags model;
     PromptFlags prompt;
     std::string system;
@@ -23,7 +23,7 @@ struct Options {
     ReplyFlags reply;
 };
 
-void run(const Options& o) {
+void run_text(const RunArgs& o) {
     std::string text = read_prompt(o.prompt);  // a missing prompt is refused before the model is read
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
@@ -76,7 +76,7 @@ void run(const Options& o) {
 }  // namespace
 
 void register_run(CLI::App& app) {
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<RunArgs>();
     auto* cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to standard output");
     add_model_options(cmd, o->model);
     add_prompt_options(cmd, o->prompt);
@@ -89,7 +89,7 @@ void register_run(CLI::App& app) {
         ->transform(integer_in(-1, INT_MAX));
     add_sampling_options(cmd, o->sampling);
     add_reply_options(cmd, o->reply, chat);
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o] { run_text(*o); });
 }
 
 }  // namespace zinc::cli

@@ -27,7 +27,7 @@ constexpr int kGpuParallel = 4;
 // read whole.
 constexpr int kLeastCacheSeqs = 8;
 
-struct Options {
+struct ServeArgs {
     ModelFlags model;
     server::ServerOptions server;
     std::string alias;
@@ -54,7 +54,7 @@ std::atomic<bool> g_stop{false};
 
 void on_signal(int) { g_stop = true; }
 
-void run(const Options& o) {
+void run_serve(const ServeArgs& o) {
     server::ServerOptions so = o.server;
     so.sampling = {o.sampling.params, o.sampling.seed};
     if (!o.template_file.empty()) so.chat_template = read_file(o.template_file);
@@ -98,7 +98,7 @@ void run(const Options& o) {
     stop();
 }
 #else
-void run(const Options&) {
+void run_serve(const ServeArgs&) {
     throw std::runtime_error("this zinc was built without Boost.Beast (Debian: libboost-dev): no zinc serve");
 }
 #endif
@@ -106,7 +106,7 @@ void run(const Options&) {
 }  // namespace
 
 void register_serve(CLI::App& app) {
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<ServeArgs>();
     auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
     add_model_options(cmd, o->model);
     server::ServerOptions& so = o->server;
@@ -164,7 +164,7 @@ void register_serve(CLI::App& app) {
     // The request fields' defaults where a request leaves them out (the OpenAI API's, as the server had them).
     o->sampling.params = o->server.sampling.params;
     add_sampling_options(cmd, o->sampling);
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o] { run_serve(*o); });
 }
 
 }  // namespace zinc::cli

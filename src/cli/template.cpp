@@ -17,13 +17,13 @@
 namespace zinc::cli {
 namespace {
 
-struct Options {
+struct TemplateArgs {
     std::string model, template_file, messages, tools;
     bool no_generation_prompt = false;
     std::vector<std::string> vars;  // name=json
 };
 
-void render(const Options& o) {
+void render(const TemplateArgs& o) {
     tmpl::ChatRequest req;
     // A conversation file holds the messages, or an object with "messages" (and "tools"), as an OpenAI request.
     const nlohmann::ordered_json conv = read_json(o.messages, "--messages");
@@ -60,7 +60,7 @@ void render(const Options& o) {
 }  // namespace
 
 void register_template(CLI::App& app) {
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<TemplateArgs>();
     auto* cmd = app.add_subcommand(
         "template", "Render a model's chat template for a conversation (no weights are loaded) and print the prompt");
     auto* m = cmd->add_option("-m,--model", o->model, "GGUF file whose tokenizer.chat_template is rendered");
