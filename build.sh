@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # zinc's one entry point for building:
 #   bash build.sh run    set up, build, generate text with the built-in model
-#   bash build.sh test   set up, build the test configuration, run every test this machine can run, then the tests of
+#   bash build.sh test   set up, build the test configuration, run every test this machine can run but the `slow` ones
+#   bash build.sh ci     what CI runs (.ci/run): the same build, every test including the `slow` ones, then the tests of
 #                        the untrusted inputs again in a build with ASan and UBSan
 #   bash build.sh build  set up and build only
 #
@@ -15,19 +16,21 @@ jobs=$(nproc)
 
 case "$what" in
   build|run) bash scripts/setup.sh build ;;
-  test) bash scripts/setup.sh test ;;
+  test|ci) bash scripts/setup.sh test ;;
 esac
 
-configure_and_build() {  # dir, extra cmake args...
+configure() {  # dir, extra cmake args...
   local dir=$1; shift
   # shellcheck disable=SC2086  # ZINC_CMAKE_ARGS is a list of arguments
   cmake -S . -B "$dir" -G Ninja "$@" ${ZINC_CMAKE_ARGS:-}
-  cmake --build "$dir" -j "$jobs"
 }
 
 case "$what" in
   build|run)
-    configure_and_build build -DCMAKE_BUILD_TYPE=Release -DZINC_TESTS=OFF
+    configure build -DCMAKE_BUILD_TYPE=Release -DZINC_TESTS=OFF
+    # `run` needs the binary only; `build` adds the tools that make the project's own data (tools/).
+    # shellcheck disable=SC2046
+    cmake --build build -j "$jobs" $([ "$what" = run ] && echo --target zinc)
     if [ "$what" = run ]; then
       ./build/zinc devices
       # The built-in model: 5M parameters trained on the Brown corpus (data/brown/README.md); sampled, and -v
@@ -35,18 +38,25 @@ case "$what" in
       ./build/zinc run -m data/brown/brown-qwen3-5m-bf16.gguf -p "The jury said" -n 80 --temp 0.8 --top-k 40 -v
     fi
     ;;
-  test)
-    configure_and_build build-test -DCMAKE_BUILD_TYPE=Release -DZINC_WERROR=ON
+  test|ci)
+    configure build-test -DCMAKE_BUILD_TYPE=Release -DZINC_WERROR=ON
+    cmake --build build-test -j "$jobs"
+    if [ "$what" = test ]; then
+      # The tests that take tens of seconds each are labelled `slow`; CI runs them (bash build.sh ci).
+      (cd build-test && ctest --output-on-failure -j "$jobs" --timeout 1500 -LE slow)
+      exit 0
+    fi
     (cd build-test && ctest --output-on-failure -j "$jobs" --timeout 1500)
     # The tests of what reads untrusted input (templates, JSON, GGUF files, HTTP clients) again, everything built with
     # AddressSanitizer and UndefinedBehaviorSanitizer: a leak, an overflow or undefined behaviour fails them.
     # (Without -Werror: the sanitizers' instrumentation makes GCC warn about the standard library's own code.)
-    cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZINC_SANITIZE=ON
-    cmake --build build-sanitize -j "$jobs" --target zinc zinc_sanitize_tests zinc_server_tests
+    configure build-sanitize -DCMAKE_BUILD_TYPE=Debug -DZINC_SANITIZE=ON
+    cmake --build build-sanitize -j "$jobs" --target zinc zinc_sanitize_tests zinc_server_tests gguf_corpus_runner \
+      template_corpus_runner
     (cd build-sanitize && ctest --output-on-failure -j "$jobs" --timeout 1500 -L sanitize)
     ;;
   *)
-    echo "usage: bash build.sh run|test|build" >&2
+    echo "usage: bash build.sh run|test|ci|build" >&2
     exit 2
     ;;
 esac
