@@ -252,6 +252,44 @@ bool Generator::make_room() {
     return true;
 }
 
+std::vector<int32_t> Generator::pick(const backend::Act& lo, const std::vector<Slot*>& wanted) {
+    std::vector<int32_t> picked(wanted.size(), -1);
+    if (wanted.empty()) return picked;
+    const int64_t cols = lo.cols;
+    const auto not_finite = [] { throw std::runtime_error("the logits of a step were not finite"); };
+    // The argmax of every row in one launch where any row is greedy: a row of ids is all the host needs of those.
+    std::vector<int32_t> argmax;
+    for (const Slot* s : wanted)
+        if (!s->r.on_logits && s->sampler.greedy()) {
+            argmax.resize(wanted.size());
+            be_.argmax_rows(lo, argmax);
+            break;
+        }
+    for (size_t w = 0; w < wanted.size(); ++w) {
+        Slot& s = *wanted[w];
+        if (s.r.max_tokens >= 0 && s.result.generated >= s.r.max_tokens) continue;  // it ends without a token
+        const backend::Act row{lo.data + int64_t(w) * cols, 1, cols};
+        const int k = std::min(s.sampler.candidates_needed(), int(cols));
+        if (!s.r.on_logits && s.sampler.greedy()) {
+            if (argmax[w] < 0) not_finite();
+            picked[w] = argmax[w];
+        } else if (!s.r.on_logits && k > 0 && k <= backend::Backend::kMaxTopK) {
+            top_ids_.resize(size_t(k));
+            top_logits_.resize(size_t(k));
+            be_.top_k_last_row(row, k, top_ids_, top_logits_);
+            if (!std::isfinite(top_logits_[0])) not_finite();
+            picked[w] = s.sampler.sample_candidates(top_ids_, top_logits_);
+        } else {
+            logits_.resize(size_t(cols));
+            be_.download(row, logits_);
+            if (!std::all_of(logits_.begin(), logits_.end(), [](float v) { return std::isfinite(v); })) not_finite();
+            if (s.r.on_logits) s.r.on_logits(logits_);
+            picked[w] = s.sampler.sample(logits_);
+        }
+    }
+    return picked;
+}
+
 bool Generator::step() {
     resolve_waits();
     Batch b;
@@ -269,8 +307,7 @@ bool Generator::step() {
             if (!make_room()) throw;
         }
     }
-    logits_.resize(size_t(lo.rows * lo.cols));
-    if (lo.rows > 0) be_.download(lo, logits_);
+    const std::vector<int32_t> picked = pick(lo, wanted);
     // The rows are in the state now; a prompt's last row ends its prompt's time.
     for (size_t i = 0; i < b.size(); ++i) {
         Slot& s = *slots_[size_t(b.seq[i])];
@@ -295,15 +332,11 @@ bool Generator::step() {
     }
     for (size_t w = 0; w < wanted.size(); ++w) {
         Slot& s = *wanted[w];
-        std::span<float> row(logits_.data() + w * size_t(lo.cols), size_t(lo.cols));
-        if (!std::all_of(row.begin(), row.end(), [](float v) { return std::isfinite(v); }))
-            throw std::runtime_error("the logits of a step were not finite");
         if (s.r.max_tokens >= 0 && s.result.generated >= s.r.max_tokens) {
             finish(s, GenerateResult::Stop::MaxTokens);
             continue;
         }
-        if (s.r.on_logits) s.r.on_logits(row);
-        const int32_t t = s.sampler.sample(row);
+        const int32_t t = picked[w];
         if (tok_.is_eog(t)) {
             finish(s, GenerateResult::Stop::EndOfGeneration);
             continue;

@@ -2,8 +2,8 @@
 // takes a free sequence, and each step() is one forward pass over the rows of every running request, a chunk of a
 // prompt still being read or the token its last step chose. Requests join and leave between steps, and a long prompt
 // is read a chunk a step beside the others' decoding, so no stream waits for another's whole prompt. A request's
-// tokens are chosen from its row's logits on the host by its own sampler, and its text, stops and result are those of
-// Session::generate for the same prompt.
+// tokens are chosen by its own sampler from what the device gives back of its row's logits (the argmax, the top-k
+// candidates, or the whole row), and its text, stops and result are those of Session::generate for the same prompt.
 //
 // The sequences beyond the running requests are a prefix cache. A sequence whose request has ended keeps its state,
 // and where the family can resume a state only at its end (recurrent state, sliding-window rings), a request's state
@@ -114,6 +114,12 @@ private:
     // neither can be.
     bool make_room();
 
+    // Each wanted row's next token, in wanted's order, from the step's logits lo (one row each): the device's argmax
+    // for a greedy sampler, its top-k candidates where the sampler needs no more, else the whole row brought back
+    // (also for on_logits), so that a step of many sequences does not bring back every row's whole vocabulary. The
+    // same tokens as the sampler picks from whole rows (Session::generate's choice).
+    std::vector<int32_t> pick(const backend::Act& lo, const std::vector<Slot*>& wanted);
+
     Family& family_;
     backend::Backend& be_;
     const tokenizer::Tokenizer& tok_;
@@ -124,7 +130,9 @@ private:
     std::vector<std::vector<int32_t>> kept_;    // the tokens in the state of each free sequence
     std::vector<uint64_t> last_used_;           // when each free sequence's state was kept or last forked from
     uint64_t clock_ = 0;
-    std::vector<float> logits_;                 // the step's logits, brought back
+    std::vector<float> logits_;                 // a row of logits brought back
+    std::vector<int32_t> top_ids_;              // a row's top-k candidates
+    std::vector<float> top_logits_;
 };
 
 }  // namespace zinc::engine

@@ -41,7 +41,9 @@ TEST_P(Generator, RequestsTogetherAsEachAlone) {
     struct Ask {
         std::vector<int32_t> prompt;
         int max_tokens;
-        zinc::engine::SamplerParams sampling;  // greedy for even requests, sampled with a seed of its own for odd
+        // greedy for even requests, sampled with a seed of its own for odd; the last with a repeat penalty too, so
+        // that its sampler reads its whole row of logits where the others take the device's argmax or top k
+        zinc::engine::SamplerParams sampling;
     };
     std::vector<Ask> asks;
     for (int i = 0; i < 6; ++i) {
@@ -51,6 +53,7 @@ TEST_P(Generator, RequestsTogetherAsEachAlone) {
             sp.temperature = 0.9f;
             sp.seed = uint64_t(100 + i);
         }
+        if (i == 5) sp.repeat_penalty = 1.3f;
         asks.push_back({std::vector<int32_t>(base.begin() + i % 3, base.begin() + i % 3 + std::ptrdiff_t(n)),
                         4 + 2 * ((i * 5) % 6), sp});
     }
