@@ -582,13 +582,7 @@ function drawList() {
     }
     open.onclick = () => {
       if (running) return setStatus('Wait for the reply to end, or stop it, before changing conversations.');
-      currentId = c.id;
-      editing = -1;
-      hideNotice();
-      saveAll();
-      drawConversation();
-      if (narrow()) closeMenu(false);
-      $('input').focus();
+      showConversation(c.id);
     };
     const del = document.createElement('button');
     del.type = 'button';
@@ -900,8 +894,14 @@ function resend(at, text) {
 
 function newConversation() {
   if (running) return;
-  currentId = null;
+  showConversation(null);
+}
+
+// Shows conversation `id` (null: a new one), ready for the next message.
+function showConversation(id) {
+  currentId = id;
   editing = -1;
+  hideNotice();
   current();
   saveAll();
   drawConversation();
