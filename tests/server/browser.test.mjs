@@ -4,19 +4,14 @@
 // regenerate, edit, copy, the keyboard, contrast) and the pictures of docs/serve.md are page.test.mjs's.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './js/browser.mjs';
 import { startServer, settledMetric } from './js/serve.mjs';
 
 let server, browser;
 
 before(async () => {
   server = await startServer([], { model: process.env.ZINC_PAGE_MODEL || undefined });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    // No sandbox as root in CI; nothing of Chromium's own that would reach for the network.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

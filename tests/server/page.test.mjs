@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './js/browser.mjs';
 import { startServer } from './js/serve.mjs';
 
 const KEY = 'sesame';
@@ -21,14 +21,9 @@ const SHOTS = process.env.ZINC_SCREENSHOTS;
 let server, browser;
 
 before(async () => {
-  // The built-in model has a context of 512; without it, the fixture held to the same context.
-  server = existsSync(BROWN) ? await startServer(['--api-key', KEY], { model: BROWN })
-                             : await startServer(['--api-key', KEY, '-c', '512']);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
+  assert.ok(existsSync(BROWN), `the built-in model is missing: ${BROWN}`);
+  server = await startServer(['--api-key', KEY], { model: BROWN });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();
