@@ -27,7 +27,16 @@ void Sampler::accept(int32_t token) {
     while (static_cast<int>(recent_.size()) > p_.penalty_last_n) recent_.pop_front();
 }
 
-int Sampler::candidates_needed() const { return p_.temperature > 0.0f && !penalties() ? std::max(p_.top_k, 0) : 0; }
+int Sampler::candidates_needed() const {
+    if (penalties()) return 0;
+    const int banned = int(p_.banned.size());
+    if (p_.temperature <= 0.0f) return banned > 0 ? 1 + banned : 0;
+    return p_.top_k > 0 ? p_.top_k + banned : 0;
+}
+
+bool Sampler::is_banned(int32_t id) const {
+    return std::find(p_.banned.begin(), p_.banned.end(), id) != p_.banned.end();
+}
 
 int32_t Sampler::sample(std::span<float> logits) {
     const int32_t n = static_cast<int32_t>(logits.size());
@@ -41,6 +50,8 @@ int32_t Sampler::sample(std::span<float> logits) {
             l -= float(c) * p_.frequency_penalty + p_.presence_penalty;
         }
     }
+    for (int32_t t : p_.banned)
+        if (t >= 0 && t < n) logits[t] = -INFINITY;
     if (p_.temperature <= 0.0f) return argmax(logits);
 
     // Candidates sorted by logit, then cut by top-k (here), top-p and min-p (sample_candidates).
@@ -55,8 +66,28 @@ int32_t Sampler::sample(std::span<float> logits) {
     return sample_candidates(idx, vals);
 }
 
-int32_t Sampler::sample_candidates(std::span<const int32_t> idx, std::span<const float> logits) {
-    if (idx.empty() || idx.size() != logits.size()) throw std::invalid_argument("sample_candidates: no candidates");
+int32_t Sampler::sample_candidates(std::span<const int32_t> all_idx, std::span<const float> all_logits) {
+    if (all_idx.size() != all_logits.size()) throw std::invalid_argument("sample_candidates: ids and logits differ");
+    // The banned tokens leave the candidates, and the top k of the rest stay.
+    std::vector<int32_t> kept_idx;
+    std::vector<float> kept_logits;
+    std::span<const int32_t> idx = all_idx;
+    std::span<const float> logits = all_logits;
+    if (!p_.banned.empty()) {
+        for (size_t i = 0; i < all_idx.size(); ++i)
+            if (!is_banned(all_idx[i])) {
+                kept_idx.push_back(all_idx[i]);
+                kept_logits.push_back(all_logits[i]);
+            }
+        idx = kept_idx;
+        logits = kept_logits;
+    }
+    if (p_.top_k > 0 && idx.size() > size_t(p_.top_k)) {
+        idx = idx.first(size_t(p_.top_k));
+        logits = logits.first(size_t(p_.top_k));
+    }
+    if (idx.empty()) throw std::invalid_argument("sample_candidates: no candidates");
+    if (p_.temperature <= 0.0f) return idx[0];  // greedy with banned tokens: the first of the others
     std::vector<double> prob(idx.size());
     const double mx = logits[0];
     double sum = 0;

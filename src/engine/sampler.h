@@ -6,6 +6,7 @@
 #include <deque>
 #include <random>
 #include <span>
+#include <vector>
 
 namespace zinc::engine {
 
@@ -19,6 +20,9 @@ struct SamplerParams {
     float frequency_penalty = 0.0f; // subtracted per occurrence of a recent token
     int penalty_last_n = 64;        // how many recent tokens the penalties look at
     uint64_t seed = 0;
+    // Tokens never chosen, as if their logits were -inf (llama.cpp's ignore_eos bans the end-of-generation tokens
+    // so); a few at most, since each widens the candidates asked of the backend.
+    std::vector<int32_t> banned;
 };
 
 class Sampler {
@@ -26,18 +30,21 @@ public:
     explicit Sampler(const SamplerParams& p);
     // `logits` may be modified (penalties). Returns the chosen token id.
     int32_t sample(std::span<float> logits);
-    // When the choice depends only on the top_k largest logits (temperature sampling with top-k and no
-    // penalties): that k, so the backend can select the candidates and only they come back to the host; else 0.
+    // When the choice depends only on the largest logits (temperature sampling with top-k, or greedy with banned
+    // tokens; no penalties): how many, so the backend can select the candidates and only they come back to the host
+    // (top_k, or 1, and one more for each banned token, which may be among them); else 0.
     int candidates_needed() const;
-    // sample() from the candidates alone: ids and their logits, ordered by logit (descending, then id ascending).
+    // sample() from the candidates alone: ids and their logits, ordered by logit (descending, then id ascending),
+    // at least candidates_needed() of them (or the whole row's).
     int32_t sample_candidates(std::span<const int32_t> ids, std::span<const float> logits);
     // Records a token of the context (prompt or generated) for the penalties.
     void accept(int32_t token);
     void reset();
-    // Plain argmax with no penalties: the choice depends on nothing but the largest logit.
-    bool greedy() const { return p_.temperature <= 0.0f && !penalties(); }
+    // Plain argmax with no penalties and no banned tokens: the choice depends on nothing but the largest logit.
+    bool greedy() const { return p_.temperature <= 0.0f && !penalties() && p_.banned.empty(); }
 
 private:
+    bool is_banned(int32_t id) const;
     bool penalties() const {
         return p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
     }

@@ -101,7 +101,8 @@ void check_prompt_length(size_t n, int n_ctx, const char* param) {
                      param, "context_length_exceeded");
 }
 
-engine::SamplerParams sampling(const json& body, const SamplingDefaults& defaults, int n_ctx) {
+engine::SamplerParams sampling(const json& body, const SamplingDefaults& defaults, int n_ctx,
+                               const std::vector<int32_t>& eog) {
     const engine::SamplerParams& d = defaults.params;
     engine::SamplerParams sp = d;
     sp.temperature = float(number(body, "temperature", 0.0, 2.0, d.temperature));
@@ -116,6 +117,7 @@ engine::SamplerParams sampling(const json& body, const SamplingDefaults& default
     sp.seed = uint64_t(integer(body, "seed", INT64_MIN, INT64_MAX, seed));
     if (has(body, "logit_bias") && !(body["logit_bias"].is_object() && body["logit_bias"].empty()))
         throw BadRequest("logit_bias is not supported", "logit_bias");
+    if (boolean(body, "ignore_eos", false)) sp.banned = eog;
     return sp;
 }
 

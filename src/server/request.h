@@ -47,13 +47,19 @@ void check_prompt_length(size_t n, int n_ctx, const char* param);
 // The sampling of a request that leaves it out: serve's --temp, --top-k, ... as zinc run takes them; seed < 0 draws
 // one for each request.
 struct SamplingDefaults {
-    engine::SamplerParams params{0.8f, 40, 0.95f, 0.05f};
+    engine::SamplerParams params = [] {
+        engine::SamplerParams p;  // llama.cpp's defaults: top-k 40, top-p 0.95, min-p 0.05 as SamplerParams has them
+        p.temperature = 0.8f;
+        return p;
+    }();
     int64_t seed = -1;
 };
 
-// The sampling fields that chat and completions share (temperature, top_p, top_k, min_p, the penalties, seed), the
-// defaults' where a field is left out; a penalty window of -1 is the whole context of n_ctx.
-engine::SamplerParams sampling(const json& body, const SamplingDefaults& defaults, int n_ctx);
+// The sampling fields that chat and completions share (temperature, top_p, top_k, min_p, the penalties, seed, and
+// llama.cpp's ignore_eos, which bans the end-of-generation tokens `eog`), the defaults' where a field is left out; a
+// penalty window of -1 is the whole context of n_ctx.
+engine::SamplerParams sampling(const json& body, const SamplingDefaults& defaults, int n_ctx,
+                               const std::vector<int32_t>& eog);
 
 // The limits every generating request is held to.
 struct Limits {

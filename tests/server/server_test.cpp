@@ -134,6 +134,31 @@ TEST(Serve, StopStringsAreNotInTheReply) {
     EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
 }
 
+// ignore_eos (llama.cpp's): the end of turn is never chosen, so the greedy reply runs to max_tokens, the reply without
+// it and then more; a value that is not a boolean is refused.
+TEST(Serve, IgnoreEos) {
+    ServeProcess srv({});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    json body = chat_body("What is 2+2?", 64);
+    auto ended = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    body["ignore_eos"] = true;
+    auto longer = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(ended && longer);
+    const json e = json::parse(ended->body), l = json::parse(longer->body);
+    ASSERT_EQ(e["choices"][0]["finish_reason"], "stop") << ended->body;  // the fixture's reply ends early
+    EXPECT_LT(e["usage"]["completion_tokens"].get<int>(), 64);
+    EXPECT_EQ(l["choices"][0]["finish_reason"], "length") << longer->body;
+    EXPECT_EQ(l["usage"]["completion_tokens"], 64);
+    const std::string short_text = e["choices"][0]["message"]["content"];
+    EXPECT_EQ(l["choices"][0]["message"]["content"].get<std::string>().substr(0, short_text.size()), short_text);
+    body["ignore_eos"] = "yes";
+    auto bad = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_EQ(json::parse(bad->body)["error"]["param"], "ignore_eos");
+}
+
 // Malformed and hostile requests get OpenAI's error bodies with a 4xx code; the server keeps serving.
 TEST(Serve, BadRequestsAreAnsweredWithErrors) {
     ServeProcess srv({"--api-key", "sesame"});
@@ -186,11 +211,12 @@ TEST(Serve, BadRequestsAreAnsweredWithErrors) {
     EXPECT_EQ(ok->status, 200) << ok->body;
 }
 
-// GET /props: llama.cpp's server's shape with the context a request has, the reply limit (-n) and the sampling
-// defaults the flags set, the model's name, file and template; behind the API key as /slots is, not as /health.
+// GET /props: llama.cpp's server's shape with the context a request has, the reply limit (-n), the sequences (-np,
+// whose default depends on the backend) and the sampling defaults the flags set, the model's name, file and template;
+// behind the API key as /slots is, not as /health.
 TEST(Serve, Props) {
-    ServeProcess srv({"--api-key", "sesame", "-c", "512", "-n", "200", "--temp", "0.5", "--top-k", "20", "--alias",
-                      "tiny"});
+    ServeProcess srv({"--api-key", "sesame", "-c", "512", "-n", "200", "-np", "2", "--temp", "0.5", "--top-k", "20",
+                      "--alias", "tiny"});
     ASSERT_GT(srv.port(), 0) << srv.log();
     auto c = srv.client();
     const zinc::test::Headers auth = {{"Authorization", "Bearer sesame"}};
@@ -214,7 +240,7 @@ TEST(Serve, Props) {
     EXPECT_EQ(g["params"]["min_p"], 0.05) << p;
     EXPECT_EQ(g["params"]["seed"], -1) << p;  // a random seed for each request
     EXPECT_EQ(p["limits"]["max_tokens"], 200) << p;
-    EXPECT_EQ(p["total_slots"], 1) << p;
+    EXPECT_EQ(p["total_slots"], 2) << p;
     EXPECT_EQ(p["model_alias"], "tiny") << p;
     EXPECT_NE(p["model_path"].get<std::string>().find("qwen3-q8_0.gguf"), std::string::npos) << p;
     EXPECT_NE(p["chat_template"].get<std::string>().find("im_start"), std::string::npos) << p;  // Qwen3's own

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -143,4 +145,47 @@ TEST(Sampler, CandidatesNeededOnlyWithoutPenalties) {
     EXPECT_EQ(Sampler(p).candidates_needed(), 20);
     p.repeat_penalty = 1.1f;
     EXPECT_EQ(Sampler(p).candidates_needed(), 0);  // penalties change logits outside the top k
+}
+
+// Banned tokens (ignore_eos's end-of-generation tokens) are never chosen, greedy or sampled, and the candidates the
+// backend selects (top_k, or 1, plus one for each banned token) draw exactly what the whole row draws.
+TEST(Sampler, BannedTokensAreNeverChosen) {
+    auto be = zinc::backend::make_cpu_backend(1);
+    zinc::backend::Act row = be->alloc(1, 500);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 3.0f);
+    for (float temperature : {0.0f, 0.9f}) {
+        SamplerParams p;
+        p.temperature = temperature;
+        p.top_k = 20;
+        p.seed = 11;
+        ASSERT_EQ(Sampler(p).greedy(), temperature == 0.0f);
+        for (int step = 0; step < 200; ++step) {
+            std::vector<float> l(500);
+            for (auto& v : l) v = std::round(nd(rng) * 4.0f) / 4.0f;  // many exact ties
+            // The three largest logits' tokens banned: the choice must come from the others.
+            std::vector<int32_t> order(l.size());
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+            SamplerParams q = p;
+            q.banned = {order[0], order[2], order[1]};
+            Sampler w(q), c(q);
+            EXPECT_FALSE(w.greedy());
+            const int k = c.candidates_needed();
+            ASSERT_EQ(k, (temperature == 0.0f ? 1 : 20) + 3);
+            be->upload(row, l);
+            std::vector<int32_t> ids(static_cast<size_t>(k));
+            std::vector<float> vals(static_cast<size_t>(k));
+            be->top_k_last_row(row, k, ids, vals);
+            std::vector<float> copy = l;
+            const int32_t got = w.sample(copy);
+            EXPECT_EQ(c.sample_candidates(ids, vals), got) << "step " << step;
+            EXPECT_NE(got, order[0]);
+            EXPECT_NE(got, order[1]);
+            EXPECT_NE(got, order[2]);
+            if (temperature == 0.0f) {
+                EXPECT_EQ(got, order[3]) << "step " << step;
+            }
+        }
+    }
 }
