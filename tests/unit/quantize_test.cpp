@@ -9,9 +9,11 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "fixture_model.h"
 #include "gguf/writer.h"
 #include "gguf_test_util.h"
+#include "hub/digest.h"
 #include "logits_compare.h"
 #include "model/metadata.h"
 #include "model/quant_mix.h"
@@ -337,6 +340,26 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizeLikeLlamaQuantize,
                                            LlamaQuantized{"qwen35moe", "Q8_0"}, LlamaQuantized{"gemma4", "Q8_0"},
                                            LlamaQuantized{"gemma4moe", "Q8_0"}),
                          [](const auto& info) { return std::string(info.param.family) + "_" + info.param.type; });
+
+// Every mix llama-quantize makes without an importance matrix, of the qwen3 F32 fixture: zinc's file has the digest of
+// llama-quantize's (tests/data/quant/llama_quantize_qwen3.sha256, tests/data/quant/README.md).
+TEST(Quantize, EveryMixAsLlamaQuantizeWritesIt) {
+    std::ifstream digests(ZINC_TEST_DATA_DIR "/quant/llama_quantize_qwen3.sha256");
+    ASSERT_TRUE(digests) << "tests/data/quant/llama_quantize_qwen3.sha256 is missing";
+    TempDir dir;
+    int mixes = 0;
+    for (std::string line; std::getline(digests, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream fields(line);
+        std::string mix, want;
+        ASSERT_TRUE(fields >> mix >> want) << line;
+        const std::string out = dir.file(mix + ".gguf");
+        quantize(kQwen3F32, out, mix);
+        EXPECT_EQ(zinc::hub::file_sha256(out), want) << mix;
+        ++mixes;
+    }
+    EXPECT_EQ(mixes, 17);
+}
 
 // gpt-oss is the one deliberate difference: zinc keeps its expert stacks MXFP4 in every mix (as the released files
 // have them), where llama-quantize gives the F32 fixture's experts the mix's type.
