@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -19,10 +18,13 @@
 #include "brown_model.h"
 #include "engine/open_model.h"
 #include "engine/perplexity.h"
+#include "error_of.h"
 #include "gguf_test_util.h"
 #include "zinc_binary.h"
 
 namespace {
+
+using zinc::test::error_of;
 
 namespace engine = zinc::engine;
 using zinc::test::TempDir;
@@ -41,15 +43,6 @@ engine::OpenedModel open(const std::string& path) {
     o.context = {kCtx, 48};
     o.all_logits = true;
     return engine::open_model(o);
-}
-
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

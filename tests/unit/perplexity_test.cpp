@@ -11,17 +11,19 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "engine/open_model.h"
+#include "error_of.h"
 #include "gguf_test_util.h"
 #include "zinc_binary.h"
 
 namespace {
+
+using zinc::test::error_of;
 
 namespace engine = zinc::engine;
 using zinc::test::TempDir;
@@ -101,15 +103,6 @@ engine::PerplexityResult measure(engine::OpenedModel& m, int max_chunks, const s
     o.save_base = base;
     o.top_k = top_k;
     return engine::perplexity(m.session->family(), engine::vocabulary_of(*m.session), text_tokens(m), o);
-}
-
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
 }
 
 TEST(Perplexity, IsExpOfTheMeanNllOfTheSecondHalves) {

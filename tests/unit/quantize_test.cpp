@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.h"
 #include "fixture_model.h"
 #include "gguf/writer.h"
 #include "gguf_test_util.h"
@@ -31,6 +32,8 @@
 #include "zinc_binary.h"
 
 namespace {
+
+using zinc::test::error_of;
 
 using zinc::gguf::TensorType;
 using zinc::model::QuantMix;
@@ -51,17 +54,6 @@ zinc::synth::Progress quantize(const std::string& in, const std::string& out, co
     zinc::synth::Progress last;
     zinc::synth::write_quantized(zinc::synth::plan_quantize(o), zinc::test::checked_progress(last));
     return last;
-}
-
-// The message of what `f` throws; empty when it does not throw.
-template <class F>
-std::string error_of(F f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
 }
 
 std::string plan_error(const std::string& in, const std::string& out, const std::string& type = "Q4_K_M") {
