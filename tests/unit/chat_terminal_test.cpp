@@ -13,7 +13,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,23 +25,37 @@
 
 namespace {
 
-// A directory of its own for each chat's state (its history file), so that no test reads or writes the user's.
-std::string fresh_state_dir() {
-    static std::atomic<int> n{0};
-    const std::string dir = ::testing::TempDir() + "zinc_state_" + std::to_string(::getpid()) + "_" +
-                            std::to_string(n++);
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
-}
+// A directory of its own for each chat's state (its history file), so that no test reads or writes the user's;
+// removed with everything in it at the end of its scope.
+class StateDir {
+public:
+    StateDir() {
+        static std::atomic<int> n{0};
+        path_ = ::testing::TempDir() + "zinc_state_" + std::to_string(::getpid()) + "_" + std::to_string(n++);
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~StateDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    StateDir(const StateDir&) = delete;
+    StateDir& operator=(const StateDir&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
 
 class Terminal {
 public:
-    // Starts `zinc` with `args` on a new pseudo-terminal, its state (XDG_STATE_HOME) in `state_dir`.
-    explicit Terminal(const std::vector<std::string>& args, const std::string& state_dir = fresh_state_dir()) {
+    // Starts `zinc` with `args` on a new pseudo-terminal, its state (XDG_STATE_HOME) in `state_dir`, or in a
+    // directory of its own.
+    explicit Terminal(const std::vector<std::string>& args, const std::string& state_dir = "") {
+        const std::string& state = state_dir.empty() ? own_state_.path() : state_dir;
         pid_ = forkpty(&fd_, nullptr, nullptr, nullptr);
         if (pid_ == 0) {
-            setenv("XDG_STATE_HOME", state_dir.c_str(), 1);
+            setenv("XDG_STATE_HOME", state.c_str(), 1);
             std::vector<char*> argv;
             argv.push_back(const_cast<char*>("zinc"));
             for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -91,6 +104,7 @@ public:
     }
 
 private:
+    StateDir own_state_;  // the state of a terminal given no directory for it
     pid_t pid_ = -1;
     int fd_ = -1;
     std::string out_;
@@ -101,7 +115,8 @@ TEST(ChatTerminal, EditingHistoryAndCommands) {
 #ifndef ZINC_HAVE_EDITLINE
     GTEST_SKIP() << "zinc was built without libedit (Debian: libedit-dev): its chat prompt reads plain lines";
 #endif
-    const std::string saved = ::testing::TempDir() + "zinc_terminal_" + std::to_string(::getpid()) + ".json";
+    const StateDir dir;
+    const std::string saved = dir.path() + "/conversation.json";
     Terminal t({"chat", "-m", ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf", "-n", "2", "--temp", "0", "-t", "1"});
     if (!t.started()) GTEST_SKIP() << "no pseudo-terminal could be opened here (forkpty failed)";
     ASSERT_TRUE(t.wait_for("> ")) << t.output();
@@ -122,14 +137,14 @@ TEST(ChatTerminal, EditingHistoryAndCommands) {
     ASSERT_EQ(j["messages"].size(), 4u) << j.dump();
     EXPECT_EQ(j["messages"][0]["content"], "hello");
     EXPECT_EQ(j["messages"][2]["content"], "hello");
-    std::remove(saved.c_str());
 }
 
 TEST(ChatTerminal, PastedBlockAndAFullContext) {
 #ifndef ZINC_HAVE_EDITLINE
     GTEST_SKIP() << "zinc was built without libedit (Debian: libedit-dev): its chat prompt reads plain lines";
 #endif
-    const std::string saved = ::testing::TempDir() + "zinc_terminal_paste_" + std::to_string(::getpid()) + ".json";
+    const StateDir dir;
+    const std::string saved = dir.path() + "/conversation.json";
     Terminal t({"chat", "-m", ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf", "-n", "3", "--temp", "0", "-t", "1", "-c",
                 "48", "-sys", "Sys."});
     if (!t.started()) GTEST_SKIP() << "no pseudo-terminal could be opened here (forkpty failed)";
@@ -155,7 +170,6 @@ TEST(ChatTerminal, PastedBlockAndAFullContext) {
     ASSERT_EQ(j["messages"].size(), 3u) << j.dump();
     EXPECT_EQ(j["messages"][0]["content"], "Sys.");
     EXPECT_EQ(j["messages"][1]["content"], "line one\nline two");
-    std::remove(saved.c_str());
 }
 
 // The prompt token counts that -v reports, one per message the model was sent.
@@ -178,7 +192,8 @@ TEST(ChatTerminal, BracketedPasteFencedBlockRegenAndHistoryFile) {
 #ifndef ZINC_HAVE_EDITLINE
     GTEST_SKIP() << "zinc was built without libedit (Debian: libedit-dev): its chat prompt reads plain lines";
 #endif
-    const std::string state = fresh_state_dir(), history = state + "/zinc/chat_history";
+    const StateDir dir;
+    const std::string state = dir.path(), history = state + "/zinc/chat_history";
     const std::string saved = state + "/conversation.json", again = state + "/again.json";
     const std::vector<std::string> args = {"chat", "-m", ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf", "-n", "3",
                                            "--temp", "0", "-t", "1", "-v"};
@@ -245,7 +260,8 @@ TEST(ChatTerminal, BracketedPasteFencedBlockRegenAndHistoryFile) {
 // Piped input is read line by line as before: no terminal modes written, no history kept, escape sequences taken as
 // text, and the """ forms as at a terminal.
 TEST(ChatTerminal, PipedInputIsReadLineByLine) {
-    const std::string state = fresh_state_dir(), saved = state + "/c.json";
+    const StateDir dir;
+    const std::string state = dir.path(), saved = state + "/c.json";
     setenv("XDG_STATE_HOME", state.c_str(), 1);  // where a history would go
     const auto r = zinc::test::run_zinc(
         "chat -m " + zinc::test::shell_word(ZINC_FIXTURES_DIR "/qwen3/qwen3-q8_0.gguf") + " -n 2 --temp 0 -t 1 -v",
