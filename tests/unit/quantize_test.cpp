@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <ostream>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -542,64 +543,65 @@ TEST(Quantize, RefusesWeightsItCannotEncode) {
     EXPECT_FALSE(std::filesystem::exists(out + ".tmp"));
 }
 
-// The quantized files run through the engine, with logits near the F32 model's: closer the more bits. This tiny
-// random model is far more sensitive to weight rounding than a trained one (tests/fixtures/README.md: its BF16 file
-// is 1.1e-2 from the F32 logits, Q4_K_M 0.27); the bounds are about 1.3 times what these files give.
-TEST(Quantize, LogitsNearTheF32Model) {
+namespace {
+
+// The quantized files of the qwen3 F32 fixture run through the engine: for each mix, its logits' distance from the F32
+// model's (relative L2, below max_rel_l2) and the positions whose top token agrees (of 64, at least
+// min_argmax_agree). Returns each mix's distance.
+struct MixBound {
+    const char* mix;
+    double max_rel_l2;
+    size_t min_argmax_agree;
+};
+std::map<std::string, double> check_mix_logits(std::span<const MixBound> bounds) {
     TempDir dir;
     const auto fx = zinc::test::load_fixture_meta(kFixtures + "qwen3/meta.json");
     const auto f32 = zinc::test::run_logits(kQwen3F32, fx.prompt, fx.prompt.size());
     const size_t n_vocab = f32.size() / fx.prompt.size();
-    const struct {
-        const char* mix;
-        double max_rel_l2;
-        size_t min_argmax_agree;  // of 64 positions
-    } cases[] = {{"F16", 2e-3, 64}, {"BF16", 2e-2, 60}, {"Q8_0", 5e-2, 56},
-                 {"Q6_K", 0.13, 48}, {"Q4_K_M", 0.35, 28}, {"Q4_0", 0.45, 28}};
-    double last = 0;
-    for (const auto& c : cases) {
-        const std::string out = dir.file(std::string(c.mix) + ".gguf");
-        quantize(kQwen3F32, out, c.mix);
+    std::map<std::string, double> rel;
+    for (const MixBound& b : bounds) {
+        const std::string out = dir.file(std::string(b.mix) + ".gguf");
+        quantize(kQwen3F32, out, b.mix);
         const auto got = zinc::test::run_logits(out, fx.prompt, fx.prompt.size());
         const auto s = zinc::test::compare_logits(got, f32, n_vocab);
-        std::printf("qwen3 %s vs f32: %s\n", c.mix, s.summary().c_str());
-        EXPECT_LT(s.rel_l2, c.max_rel_l2) << c.mix;
-        EXPECT_GT(s.rel_l2, last) << c.mix << ": not further from F32 than a mix with more bits";
-        EXPECT_GE(s.argmax_agree, c.min_argmax_agree) << c.mix;
-        last = s.rel_l2;
+        std::printf("qwen3 %s vs f32: %s\n", b.mix, s.summary().c_str());
+        EXPECT_LT(s.rel_l2, b.max_rel_l2) << b.mix;
+        EXPECT_GE(s.argmax_agree, b.min_argmax_agree) << b.mix;
+        rel[b.mix] = s.rel_l2;
     }
+    return rel;
+}
+
+// Each of `mixes` further from F32 than the one before it.
+void expect_further_in_order(const std::map<std::string, double>& rel, std::span<const char* const> mixes) {
+    for (size_t i = 1; i < mixes.size(); ++i)
+        EXPECT_GT(rel.at(mixes[i]), rel.at(mixes[i - 1])) << mixes[i] << ": not further from F32 than " << mixes[i - 1];
+}
+
+}  // namespace
+
+// The common mixes: logits near the F32 model's, closer the more bits. This tiny random model is far more sensitive
+// to weight rounding than a trained one (tests/fixtures/README.md: its BF16 file is 1.1e-2 from the F32 logits,
+// Q4_K_M 0.27); the bounds are about 1.3 times what these files give.
+TEST(Quantize, LogitsNearTheF32Model) {
+    const MixBound bounds[] = {{"F16", 2e-3, 64},  {"BF16", 2e-2, 60},   {"Q8_0", 5e-2, 56},
+                               {"Q6_K", 0.13, 48}, {"Q4_K_M", 0.35, 28}, {"Q4_0", 0.45, 28}};
+    const auto rel = check_mix_logits(bounds);
+    const char* const more_bits_first[] = {"F16", "BF16", "Q8_0", "Q6_K", "Q4_K_M", "Q4_0"};
+    expect_further_in_order(rel, more_bits_first);
 }
 
 // Every other llama-quantize mix of the fixture runs through the engine too: finite logits near the F32 model's, for
 // the tensors' types as the mix picks them (the fixture's 2 layers give Q3_K_M's ffn_down Q4_K, Q4_K_S's Q5_K and so
 // on; the bounds are about 1.3 times what these files give).
 TEST(Quantize, EveryOtherMixRuns) {
-    TempDir dir;
-    const auto fx = zinc::test::load_fixture_meta(kFixtures + "qwen3/meta.json");
-    const auto f32 = zinc::test::run_logits(kQwen3F32, fx.prompt, fx.prompt.size());
-    const size_t n_vocab = f32.size() / fx.prompt.size();
-    const struct {
-        const char* mix;
-        double max_rel_l2;
-        size_t min_argmax_agree;  // of 64 positions
-    } cases[] = {{"Q5_K_M", 0.20, 38}, {"Q5_K_S", 0.21, 36}, {"Q5_1", 0.21, 34},   {"Q5_0", 0.24, 35},
-                 {"Q4_K_S", 0.35, 28}, {"Q4_1", 0.39, 24},   {"IQ4_XS", 0.39, 29}, {"IQ4_NL", 0.40, 29},
-                 {"Q3_K_L", 0.56, 19}, {"Q3_K_M", 0.59, 17}, {"Q3_K_S", 0.75, 7},  {"Q2_K", 1.07, 4}};
-    std::map<std::string, double> rel;
-    for (const auto& c : cases) {
-        const std::string out = dir.file(std::string(c.mix) + ".gguf");
-        quantize(kQwen3F32, out, c.mix);
-        const auto got = zinc::test::run_logits(out, fx.prompt, fx.prompt.size());
-        const auto s = zinc::test::compare_logits(got, f32, n_vocab);
-        std::printf("qwen3 %s vs f32: %s\n", c.mix, s.summary().c_str());
-        EXPECT_LT(s.rel_l2, c.max_rel_l2) << c.mix;
-        EXPECT_GE(s.argmax_agree, c.min_argmax_agree) << c.mix;
-        rel[c.mix] = s.rel_l2;
-    }
+    const MixBound bounds[] = {{"Q5_K_M", 0.20, 38}, {"Q5_K_S", 0.21, 36}, {"Q5_1", 0.21, 34},   {"Q5_0", 0.24, 35},
+                               {"Q4_K_S", 0.35, 28}, {"Q4_1", 0.39, 24},   {"IQ4_XS", 0.39, 29}, {"IQ4_NL", 0.40, 29},
+                               {"Q3_K_L", 0.56, 19}, {"Q3_K_M", 0.59, 17}, {"Q3_K_S", 0.75, 7},  {"Q2_K", 1.07, 4}};
+    const auto rel = check_mix_logits(bounds);
     // The K-quant mixes of fewer bits are further from F32 (measured 0.16, 0.27, 0.43, 0.58, 0.82).
-    const char* fewer_bits[] = {"Q5_K_M", "Q4_K_S", "Q3_K_L", "Q3_K_S", "Q2_K"};
-    for (size_t i = 1; i < std::size(fewer_bits); ++i)
-        EXPECT_GT(rel[fewer_bits[i]], rel[fewer_bits[i - 1]]) << fewer_bits[i] << " vs " << fewer_bits[i - 1];
+    const char* const fewer_bits[] = {"Q5_K_M", "Q4_K_S", "Q3_K_L", "Q3_K_S", "Q2_K"};
+    expect_further_in_order(rel, fewer_bits);
 }
 
 // --- The command.
