@@ -90,6 +90,19 @@ TEST(BrownModel, PerplexityMatchesLlamaCpp) {
     }
 }
 
+// The F32 model's log-probabilities on the first 40 held-out chunks of 512, saved as a top-K base at `path`: its float
+// log-probabilities keep KLs this small, which the full form's 16 bits would blur.
+void save_f32_base(const std::string& path) {
+    BrownFile f32("F32");
+    zinc::engine::PerplexityOptions o;
+    o.n_ctx = 512;
+    o.max_chunks = 40;
+    o.save_base = path;
+    o.top_k = zinc::engine::kKlBaseTopK;
+    zinc::engine::perplexity(f32.session().family(), zinc::engine::vocabulary_of(f32.session()),
+                             brown_heldout_tokens(f32.session()), o);
+}
+
 // Each quantization against the full-precision model on the first 40 held-out chunks (10,200 scored positions).
 // Measured (mean KLD, 99th percentile, same top): BF16 5.9e-6, 3.7e-5, 99.78%; Q8_0 1.75e-4, 1.0e-3, 98.65%; Q6_K
 // 1.10e-3, 6.8e-3, 96.74%; Q4_K_M 5.8e-3, 4.3e-2, 93.51%; Q4_0 9.0e-3, 5.9e-2, 92.01% (the whole held-out text gives
@@ -97,17 +110,7 @@ TEST(BrownModel, PerplexityMatchesLlamaCpp) {
 // BF16 differs from F32 only in that the CPU rounds activations to bf16 before the dot products of BF16 weights.
 TEST(BrownModel, QuantizedFilesAgainstF32) {
     const std::string base = ::testing::TempDir() + "brown_f32_" + std::to_string(::getpid()) + ".kld";
-    {
-        BrownFile f32("F32");
-        zinc::engine::PerplexityOptions o;
-        o.n_ctx = 512;
-        o.max_chunks = 40;
-        o.save_base = base;
-        // The top-K base: its float log-probabilities keep KLs this small, which the full form's 16 bits would blur.
-        o.top_k = zinc::engine::kKlBaseTopK;
-        zinc::engine::perplexity(f32.session().family(), zinc::engine::vocabulary_of(f32.session()),
-                                 brown_heldout_tokens(f32.session()), o);
-    }
+    save_f32_base(base);
     struct Bound {
         const char* type;
         double max_kld, max_kld99, min_same_top;
@@ -144,17 +147,7 @@ TEST(BrownModel, QuantizedFilesAgainstF32) {
 TEST(BrownModel, KvCacheTypesAgainstF32) {
     using zinc::backend::KvType;
     const std::string base = ::testing::TempDir() + "brown_f32_kv_" + std::to_string(::getpid()) + ".kld";
-    {
-        BrownFile f32("F32");
-        zinc::engine::PerplexityOptions o;
-        o.n_ctx = 512;
-        o.max_chunks = 40;
-        o.save_base = base;
-        // The top-K base: its float log-probabilities keep KLs this small, which the full form's 16 bits would blur.
-        o.top_k = zinc::engine::kKlBaseTopK;
-        zinc::engine::perplexity(f32.session().family(), zinc::engine::vocabulary_of(f32.session()),
-                                 brown_heldout_tokens(f32.session()), o);
-    }
+    save_f32_base(base);
     struct Bound {
         KvType cache;
         double max_kld, max_kld99, min_same_top;
