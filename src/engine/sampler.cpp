@@ -14,7 +14,9 @@ int32_t argmax(std::span<const float> logits) {
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-Sampler::Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {}
+Sampler::Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) {
+    std::sort(p_.banned.begin(), p_.banned.end());  // for is_banned's search: a request may ban thousands
+}
 
 void Sampler::reset() {
     rng_.seed(p_.seed);
@@ -28,18 +30,20 @@ void Sampler::accept(int32_t token) {
 }
 
 int Sampler::candidates_needed() const {
-    if (penalties()) return 0;
+    if (penalties() || !p_.bias.empty()) return 0;
     const int banned = int(p_.banned.size());
     if (p_.temperature <= 0.0f) return banned > 0 ? 1 + banned : 0;
     return p_.top_k > 0 ? p_.top_k + banned : 0;
 }
 
 bool Sampler::is_banned(int32_t id) const {
-    return std::find(p_.banned.begin(), p_.banned.end(), id) != p_.banned.end();
+    return std::binary_search(p_.banned.begin(), p_.banned.end(), id);
 }
 
 int32_t Sampler::sample(std::span<float> logits) {
     const int32_t n = static_cast<int32_t>(logits.size());
+    for (const auto& [t, b] : p_.bias)
+        if (t >= 0 && t < n) logits[t] += b;
     if (penalties()) {
         std::unordered_map<int32_t, int> count;
         for (int32_t t : recent_)

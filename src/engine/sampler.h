@@ -6,6 +6,7 @@
 #include <deque>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace zinc::engine {
@@ -21,8 +22,11 @@ struct SamplerParams {
     int penalty_last_n = 64;        // how many recent tokens the penalties look at
     uint64_t seed = 0;
     // Tokens never chosen, as if their logits were -inf (llama.cpp's ignore_eos bans the end-of-generation tokens
-    // so); a few at most, since each widens the candidates asked of the backend.
+    // so, OpenAI's logit_bias of -100 any token); a few at most keep the candidates asked of the backend few.
     std::vector<int32_t> banned;
+    // (token, value) added to its logit before anything else (OpenAI's logit_bias); the sampler then reads the whole
+    // row.
+    std::vector<std::pair<int32_t, float>> bias;
 };
 
 class Sampler {
@@ -31,7 +35,7 @@ public:
     // `logits` may be modified (penalties). Returns the chosen token id.
     int32_t sample(std::span<float> logits);
     // When the choice depends only on the largest logits (temperature sampling with top-k, or greedy with banned
-    // tokens; no penalties): how many, so the backend can select the candidates and only they come back to the host
+    // tokens; no penalties, no bias): how many, so the backend can select the candidates and only they come back to the host
     // (top_k, or 1, and one more for each banned token, which may be among them); else 0.
     int candidates_needed() const;
     // sample() from the candidates alone: ids and their logits, ordered by logit (descending, then id ascending),
@@ -40,8 +44,8 @@ public:
     // Records a token of the context (prompt or generated) for the penalties.
     void accept(int32_t token);
     void reset();
-    // Plain argmax with no penalties and no banned tokens: the choice depends on nothing but the largest logit.
-    bool greedy() const { return p_.temperature <= 0.0f && !penalties() && p_.banned.empty(); }
+    // Plain argmax with no penalties, banned tokens or bias: the choice depends on nothing but the largest logit.
+    bool greedy() const { return p_.temperature <= 0.0f && !penalties() && p_.banned.empty() && p_.bias.empty(); }
 
 private:
     bool is_banned(int32_t id) const;

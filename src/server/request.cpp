@@ -1,5 +1,6 @@
 #include "server/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -11,6 +12,28 @@ namespace {
 bool has(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
 std::string range_text(double lo, double hi) { return json(lo).dump() + " and " + json(hi).dump(); }
+
+// OpenAI's logit_bias: {"token id": a value from -100 to 100} added to the token's logit; -100 bans it.
+void logit_bias(const json& lb, int n_vocab, engine::SamplerParams& sp) {
+    if (!lb.is_object()) throw BadRequest("logit_bias must be an object of token ids and numbers", "logit_bias");
+    for (const auto& [key, v] : lb.items()) {
+        const bool digits = !key.empty() && key.size() <= 10 &&
+                            std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const long long id = digits ? std::stoll(key) : -1;
+        if (id < 0 || id >= n_vocab)
+            throw BadRequest("logit_bias: \"" + key.substr(0, 32) + "\" is not a token id of this model (0 to " +
+                                 std::to_string(n_vocab - 1) + ")",
+                             "logit_bias");
+        if (!v.is_number() || !(v.get<double>() >= -100 && v.get<double>() <= 100))
+            throw BadRequest("logit_bias: the value of token " + key + " must be a number from -100 to 100",
+                             "logit_bias");
+        const float b = float(v.get<double>());
+        if (b <= -100)
+            sp.banned.push_back(int32_t(id));
+        else if (b != 0)
+            sp.bias.emplace_back(int32_t(id), b);
+    }
+}
 
 }  // namespace
 
@@ -102,7 +125,7 @@ void check_prompt_length(size_t n, int n_ctx, const char* param) {
 }
 
 engine::SamplerParams sampling(const json& body, const SamplingDefaults& defaults, int n_ctx,
-                               const std::vector<int32_t>& eog) {
+                               const tokenizer::Tokenizer& tok) {
     const engine::SamplerParams& d = defaults.params;
     engine::SamplerParams sp = d;
     sp.temperature = float(number(body, "temperature", 0.0, 2.0, d.temperature));
@@ -115,9 +138,9 @@ engine::SamplerParams sampling(const json& body, const SamplingDefaults& default
     if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;  // --repeat-last-n -1: the whole context
     const int64_t seed = defaults.seed >= 0 ? defaults.seed : int64_t(std::random_device{}());
     sp.seed = uint64_t(integer(body, "seed", INT64_MIN, INT64_MAX, seed));
-    if (has(body, "logit_bias") && !(body["logit_bias"].is_object() && body["logit_bias"].empty()))
-        throw BadRequest("logit_bias is not supported", "logit_bias");
-    if (boolean(body, "ignore_eos", false)) sp.banned = eog;
+    if (has(body, "logit_bias")) logit_bias(body["logit_bias"], tok.n_vocab(), sp);
+    if (boolean(body, "ignore_eos", false))
+        sp.banned.insert(sp.banned.end(), tok.eog_ids().begin(), tok.eog_ids().end());
     return sp;
 }
 

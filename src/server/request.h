@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
 
 namespace zinc::server {
 
@@ -55,11 +56,11 @@ struct SamplingDefaults {
     int64_t seed = -1;
 };
 
-// The sampling fields that chat and completions share (temperature, top_p, top_k, min_p, the penalties, seed, and
-// llama.cpp's ignore_eos, which bans the end-of-generation tokens `eog`), the defaults' where a field is left out; a
-// penalty window of -1 is the whole context of n_ctx.
+// The sampling fields that chat and completions share (temperature, top_p, top_k, min_p, the penalties, seed,
+// logit_bias of tok's ids, and llama.cpp's ignore_eos, which bans tok's end-of-generation tokens), the defaults' where
+// a field is left out; a penalty window of -1 is the whole context of n_ctx.
 engine::SamplerParams sampling(const json& body, const SamplingDefaults& defaults, int n_ctx,
-                               const std::vector<int32_t>& eog);
+                               const tokenizer::Tokenizer& tok);
 
 // The limits every generating request is held to.
 struct Limits {

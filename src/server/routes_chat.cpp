@@ -213,7 +213,7 @@ void chat_routes(http::Server& http, Api& api) {
                 throw BadRequest("only the text response format is served", "response_format");
             job.n = int(integer(body, "n", 1, api.opt.limits.max_n, 1));
             job.max_tokens = max_tokens(body, api.opt.limits);
-            job.sampling = sampling(body, api.opt.sampling, api.n_ctx(), api.tokenizer().eog_ids());
+            job.sampling = sampling(body, api.opt.sampling, api.n_ctx(), api.tokenizer());
             job.stops = stop_strings(body);
             if (boolean(body, "logprobs", false))
                 job.top_logprobs = int(integer(body, "top_logprobs", 0, api.opt.limits.max_logprobs, 0));

@@ -160,7 +160,7 @@ void completion_routes(http::Server& http, Api& api) {
                 !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty()))
                 throw BadRequest("suffix is not supported", "suffix");
             job.max_tokens = max_tokens(body, api.opt.limits);
-            job.sampling = sampling(body, api.opt.sampling, api.n_ctx(), api.tokenizer().eog_ids());
+            job.sampling = sampling(body, api.opt.sampling, api.n_ctx(), api.tokenizer());
             job.stops = stop_strings(body);
             job.top_logprobs = int(integer(body, "logprobs", 0, api.opt.limits.max_logprobs, -1));
             const bool echo = boolean(body, "echo", false);

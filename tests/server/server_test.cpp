@@ -159,6 +159,37 @@ TEST(Serve, IgnoreEos) {
     EXPECT_EQ(json::parse(bad->body)["error"]["param"], "ignore_eos");
 }
 
+// logit_bias: a token given +100 is the greedy reply's every token; given -100 it is never chosen, and the next
+// favoured token takes its place.
+TEST(Serve, LogitBias) {
+    ServeProcess srv({});
+    ASSERT_GT(srv.port(), 0) << srv.log();
+    auto c = srv.client();
+    const auto token = [&](const std::string& text) {
+        auto r = c.Post("/tokenize", json{{"content", text}}.dump(), "application/json");
+        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+        return r ? json::parse(r->body)["tokens"][0].get<int>() : -1;
+    };
+    const auto piece = [&](int id) {
+        auto r = c.Post("/detokenize", json{{"tokens", {id}}}.dump(), "application/json");
+        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+        return r ? json::parse(r->body)["content"].get<std::string>() : std::string();
+    };
+    const int x = token("the"), y = token("and");
+    ASSERT_NE(x, y);
+    const auto reply = [&](double bx, double by) {
+        json body = {{"prompt", "Once upon a time"}, {"max_tokens", 5}, {"temperature", 0}};
+        body["logit_bias"] = {{std::to_string(x), bx}, {std::to_string(y), by}};
+        auto r = c.Post("/v1/completions", body.dump(), "application/json");
+        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : srv.log());
+        return r ? json::parse(r->body)["choices"][0]["text"].get<std::string>() : std::string();
+    };
+    std::string xs, ys;
+    for (int i = 0; i < 5; ++i) xs += piece(x), ys += piece(y);
+    EXPECT_EQ(reply(100, 50), xs);
+    EXPECT_EQ(reply(-100, 50), ys);
+}
+
 // Malformed and hostile requests get OpenAI's error bodies with a 4xx code; the server keeps serving.
 TEST(Serve, BadRequestsAreAnsweredWithErrors) {
     ServeProcess srv({"--api-key", "sesame"});

@@ -189,3 +189,20 @@ TEST(Sampler, BannedTokensAreNeverChosen) {
         }
     }
 }
+
+// A logit bias is added before anything else: it can make any token the greedy choice; the sampler then reads the
+// whole row (no candidates from the backend).
+TEST(Sampler, BiasIsAddedToTheLogits) {
+    SamplerParams p;
+    p.bias = {{3, 5.0f}};
+    Sampler s(p);
+    EXPECT_FALSE(s.greedy());
+    EXPECT_EQ(s.candidates_needed(), 0);
+    std::vector<float> l = {1.0f, 4.0f, 2.0f, 0.0f};
+    EXPECT_EQ(s.sample(l), 3);  // 0 + 5 beats 4
+    p.bias = {{3, 3.0f}};
+    std::vector<float> m = {1.0f, 4.0f, 2.0f, 0.0f};
+    EXPECT_EQ(Sampler(p).sample(m), 1);
+    p.temperature = 0.8f;
+    EXPECT_EQ(Sampler(p).candidates_needed(), 0);
+}
