@@ -2,7 +2,7 @@
 # zinc's one entry point for building:
 #   bash build.sh run    set up, build, generate text with the built-in model
 #   bash build.sh test   set up, build the test configuration, run every test this machine can run but the `slow` ones
-#   bash build.sh ci     what CI runs (.ci/run): the same build, every test including the `slow` ones, then the tests of
+#   bash build.sh slow   after `test` (CI runs both, .ci/run): the tests labelled `slow`, then the tests of
 #                        the untrusted inputs again in a build with ASan and UBSan
 #   bash build.sh build  set up and build only
 #
@@ -16,7 +16,7 @@ jobs=$(nproc)
 
 case "$what" in
   build|run) bash scripts/setup.sh build ;;
-  test|ci) bash scripts/setup.sh test ;;
+  test|slow) bash scripts/setup.sh test ;;
 esac
 
 configure() {  # dir, extra cmake args...
@@ -38,15 +38,15 @@ case "$what" in
       ./build/zinc run -m data/brown/brown-qwen3-5m-bf16.gguf -p "The jury said" -n 80 --temp 0.8 --top-k 40 -v
     fi
     ;;
-  test|ci)
+  test|slow)
     configure build-test -DCMAKE_BUILD_TYPE=Release -DZINC_WERROR=ON
     cmake --build build-test -j "$jobs"
     if [ "$what" = test ]; then
-      # The tests that take tens of seconds each are labelled `slow`; CI runs them (bash build.sh ci).
+      # The tests that take tens of seconds each are labelled `slow`; CI runs them after these (bash build.sh slow).
       (cd build-test && ctest --output-on-failure -j "$jobs" --timeout 1500 -LE slow)
       exit 0
     fi
-    (cd build-test && ctest --output-on-failure -j "$jobs" --timeout 1500)
+    (cd build-test && ctest --output-on-failure -j "$jobs" --timeout 1500 -L slow)
     # The tests of what reads untrusted input (templates, JSON, GGUF files, HTTP clients) again, everything built with
     # AddressSanitizer and UndefinedBehaviorSanitizer: a leak, an overflow or undefined behaviour fails them.
     # (Without -Werror: the sanitizers' instrumentation makes GCC warn about the standard library's own code.)
@@ -56,7 +56,7 @@ case "$what" in
     (cd build-sanitize && ctest --output-on-failure -j "$jobs" --timeout 1500 -L sanitize)
     ;;
   *)
-    echo "usage: bash build.sh run|test|ci|build" >&2
+    echo "usage: bash build.sh run|test|slow|build" >&2
     exit 2
     ;;
 esac
