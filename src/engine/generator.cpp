@@ -260,7 +260,7 @@ std::vector<int32_t> Generator::pick(const backend::Act& lo, const std::vector<S
     // The argmax of every row in one launch where any row is greedy: a row of ids is all the host needs of those.
     std::vector<int32_t> argmax;
     for (const Slot* s : wanted)
-        if (!s->r.on_logits && s->sampler.greedy()) {
+        if (pick_way(s->sampler, bool(s->r.on_logits), cols).pick == Pick::argmax) {
             argmax.resize(wanted.size());
             be_.argmax_rows(lo, argmax);
             break;
@@ -269,20 +269,20 @@ std::vector<int32_t> Generator::pick(const backend::Act& lo, const std::vector<S
         Slot& s = *wanted[w];
         if (s.r.max_tokens >= 0 && s.result.generated >= s.r.max_tokens) continue;  // it ends without a token
         const backend::Act row{lo.data + int64_t(w) * cols, 1, cols};
-        const int k = std::min(s.sampler.candidates_needed(), int(cols));
-        if (!s.r.on_logits && s.sampler.greedy()) {
+        const auto [way, k] = pick_way(s.sampler, bool(s.r.on_logits), cols);
+        if (way == Pick::argmax) {
             if (argmax[w] < 0) not_finite();
             picked[w] = argmax[w];
-        } else if (!s.r.on_logits && k > 0 && k <= backend::Backend::kMaxTopK) {
+        } else if (way == Pick::top_k) {
             top_ids_.resize(size_t(k));
             top_logits_.resize(size_t(k));
             be_.top_k_last_row(row, k, top_ids_, top_logits_);
-            if (!std::isfinite(top_logits_[0])) not_finite();
+            if (!all_finite(top_logits_)) not_finite();
             picked[w] = s.sampler.sample_candidates(top_ids_, top_logits_);
         } else {
             logits_.resize(size_t(cols));
             be_.download(row, logits_);
-            if (!std::all_of(logits_.begin(), logits_.end(), [](float v) { return std::isfinite(v); })) not_finite();
+            if (!all_finite(logits_)) not_finite();
             if (s.r.on_logits) s.r.on_logits(logits_);
             picked[w] = s.sampler.sample(logits_);
         }

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/backend.h"
+
 namespace zinc::engine {
 
 int32_t argmax(std::span<const float> logits) {
@@ -120,6 +122,18 @@ int32_t Sampler::sample_candidates(std::span<const int32_t> all_idx, std::span<c
     for (size_t i = 0; i < keep; ++i) w[i] = std::exp((double(logits[i]) - mx) / p_.temperature);
     std::discrete_distribution<size_t> dist(w.begin(), w.end());
     return idx[dist(rng_)];
+}
+
+PickWay pick_way(const Sampler& sampler, bool reads_logits, int64_t n_vocab) {
+    if (reads_logits) return {};
+    if (sampler.greedy()) return {Pick::argmax, 0};
+    const int k = static_cast<int>(std::min<int64_t>(sampler.candidates_needed(), n_vocab));
+    if (k > 0 && k <= backend::Backend::kMaxTopK) return {Pick::top_k, k};
+    return {};
+}
+
+bool all_finite(std::span<const float> logits) {
+    return std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); });
 }
 
 }  // namespace zinc::engine

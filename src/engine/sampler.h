@@ -60,4 +60,19 @@ private:
 
 int32_t argmax(std::span<const float> logits);
 
+// What a step brings back from the backend for a row that `sampler` picks from: the argmax alone for plain greedy
+// decoding, the top k candidates where the sampler needs no more, else the whole row (also wherever the caller reads
+// the logits itself).
+enum class Pick { logits, argmax, top_k };
+struct PickWay {
+    Pick pick = Pick::logits;
+    int k = 0;  // the candidates of Pick::top_k
+};
+PickWay pick_way(const Sampler& sampler, bool reads_logits, int64_t n_vocab);
+
+// A NaN or an infinity would be sampled as some token, and every token after it as well: what the backend brought
+// back for a row is checked before it is sampled (the argmax is -1, the first of the top k +inf where the row held
+// one).
+bool all_finite(std::span<const float> logits);
+
 }  // namespace zinc::engine

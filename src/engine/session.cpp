@@ -56,12 +56,8 @@ int32_t Session::eval(std::span<const int32_t> ids, Pick pick, int k) {
     case Pick::logits: family_->forward(ids, pos0, false, logits_); break;
     }
     tokens_.insert(tokens_.end(), ids.begin(), ids.end());
-    // A NaN or an infinity would be sampled as some token, and every token after it as well: the generation stops
-    // with where it came from. The backends say so for the argmax (-1) and the top k (+inf first).
-    const bool finite = pick == Pick::argmax  ? next >= 0
-                        : pick == Pick::top_k ? std::isfinite(top_logits_[0])
-                                              : std::all_of(logits_.begin(), logits_.end(),
-                                                            [](float x) { return std::isfinite(x); });
+    // Where the logits are not finite the generation stops with where it came from (all_finite).
+    const bool finite = pick == Pick::argmax ? next >= 0 : all_finite(pick == Pick::top_k ? top_logits_ : logits_);
     if (!finite) {
         const std::vector<int32_t> context = std::move(tokens_);
         tokens_.clear();
@@ -85,13 +81,7 @@ std::span<float> Session::push(int32_t id) {
 GenerateResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& opts, Sampler& sampler,
                                  const std::function<bool(int32_t, const std::string&)>& on_text) {
     GenerateResult r;
-    // What comes back from the backend per token: the argmax alone for plain greedy decoding, the top-k candidates
-    // when the sampler needs no more, else (also for on_logits) the whole row of logits.
-    const int k = std::min(sampler.candidates_needed(), n_vocab());
-    const Pick pick = opts.on_logits                               ? Pick::logits
-                      : sampler.greedy()                           ? Pick::argmax
-                      : k > 0 && k <= backend::Backend::kMaxTopK ? Pick::top_k
-                                                                  : Pick::logits;
+    const auto [pick, k] = pick_way(sampler, bool(opts.on_logits), n_vocab());
     auto t0 = std::chrono::steady_clock::now();
     int32_t next = eval(prompt.subspan(keep_prefix(prompt)), pick, k);
     r.prompt_seconds = seconds_since(t0);

@@ -70,7 +70,6 @@ private:
     size_t keep_prefix(std::span<const int32_t> ids);
     // What eval() brings back of the last logits: all of them (logits_), their argmax (returned), or their k
     // largest (top_ids_, top_logits_).
-    enum class Pick { logits, argmax, top_k };
     // Runs ids after `tokens()`; returns the argmax with Pick::argmax, else -1.
     int32_t eval(std::span<const int32_t> ids, Pick pick, int k = 0);
 
