@@ -1,6 +1,7 @@
 #include "chat/output_parser.h"
 
 #include "chat/text_scan.h"
+#include "model/families.h"
 
 namespace zinc::chat {
 
@@ -54,16 +55,18 @@ std::unique_ptr<OutputParser> make_output_parser(OutputFormat format, ParserOpti
 }
 
 OutputFormat detect_output_format(std::string_view tmpl, std::string_view arch) {
-    if (contains(tmpl, "<|channel|>") || (contains(tmpl, "<|start|>") && contains(tmpl, "<|message|>")) ||
-        arch == "gpt-oss") {
+    // In this order, the first format whose markers the template holds or that the architecture's row names.
+    const model::Architecture* a = model::find_architecture(arch);
+    const auto named = [&](OutputFormat f) { return a && a->reply_format == to_string(f); };
+    if (named(OutputFormat::harmony) || contains(tmpl, "<|channel|>") ||
+        (contains(tmpl, "<|start|>") && contains(tmpl, "<|message|>")))
         return OutputFormat::harmony;
-    }
-    if (contains(tmpl, "<|turn>") || contains(tmpl, "<|channel>") || arch == "gemma4") return OutputFormat::gemma4;
-    if (contains(tmpl, "<think>") || contains(tmpl, "<tool_call>") || arch == "qwen3" || arch == "qwen35" ||
-        arch == "qwen35moe") {
+    if (named(OutputFormat::gemma4) || contains(tmpl, "<|turn>") || contains(tmpl, "<|channel>"))
+        return OutputFormat::gemma4;
+    if (named(OutputFormat::qwen) || contains(tmpl, "<think>") || contains(tmpl, "<tool_call>"))
         return OutputFormat::qwen;
-    }
-    if (contains(tmpl, "<|python_tag|>") || contains(tmpl, "<|start_header_id|>")) return OutputFormat::llama3_json;
+    if (named(OutputFormat::llama3_json) || contains(tmpl, "<|python_tag|>") || contains(tmpl, "<|start_header_id|>"))
+        return OutputFormat::llama3_json;
     return OutputFormat::plain;
 }
 

@@ -420,10 +420,12 @@ backend::MoeWeights moe_weights(const model::Experts<backend::Weight>& e, backen
 
 std::unique_ptr<Family> make_family(const gguf::Model& m, backend::Backend& be, ContextSize size) {
     const std::string& arch = m.get("general.architecture").get_string();
-    if (model::is_llama_like(arch)) return std::make_unique<LlamaLike>(m, be, size);
-    if (model::is_qwen35(arch)) return std::make_unique<Qwen35>(m, be, size);
-    if (model::is_gemma4(arch)) return std::make_unique<Gemma4>(m, be, size);
-    if (model::is_gpt_oss(arch)) return std::make_unique<GptOss>(m, be, size);
+    switch (model::family_of(m.first().path(), arch)) {
+    case model::FamilyKind::llama_like: return std::make_unique<LlamaLike>(m, be, size);
+    case model::FamilyKind::qwen35: return std::make_unique<Qwen35>(m, be, size);
+    case model::FamilyKind::gemma4: return std::make_unique<Gemma4>(m, be, size);
+    case model::FamilyKind::gpt_oss: return std::make_unique<GptOss>(m, be, size);
+    }
     model::unsupported_architecture(m.first().path(), arch);
 }
 

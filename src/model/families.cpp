@@ -36,13 +36,41 @@ std::vector<TensorSpec> list(const Metadata& md, bool tied, const Params& p) {
 
 }  // namespace
 
+std::span<const Architecture> architectures() {
+    using F = FamilyKind;
+    static constexpr Architecture kAll[] = {
+        {"llama", F::llama_like, ""},  {"qwen3", F::llama_like, "qwen"},   {"qwen35", F::qwen35, "qwen"},
+        {"qwen35moe", F::qwen35, "qwen"}, {"gemma4", F::gemma4, "gemma4"}, {"gpt-oss", F::gpt_oss, "harmony"},
+    };
+    return kAll;
+}
+
+const Architecture* find_architecture(std::string_view arch) {
+    for (const Architecture& a : architectures())
+        if (a.name == arch) return &a;
+    return nullptr;
+}
+
+FamilyKind family_of(const std::string& name, const std::string& arch) {
+    const Architecture* a = find_architecture(arch);
+    if (!a) unsupported_architecture(name, arch);
+    return a->family;
+}
+
 const std::string& supported_architectures() {
-    static const std::string s = "llama, qwen3, qwen35, qwen35moe, gemma4, gpt-oss";
+    static const std::string s = [] {
+        std::string r;
+        for (const Architecture& a : architectures()) r += (r.empty() ? "" : ", ") + std::string(a.name);
+        return r;
+    }();
     return s;
 }
 
-bool is_supported_architecture(const std::string& arch) {
-    return is_llama_like(arch) || is_qwen35(arch) || is_gemma4(arch) || is_gpt_oss(arch);
+bool is_supported_architecture(const std::string& arch) { return find_architecture(arch) != nullptr; }
+
+bool is_family(const std::string& arch, FamilyKind family) {
+    const Architecture* a = find_architecture(arch);
+    return a && a->family == family;
 }
 
 void unsupported_architecture(const std::string& name, const std::string& arch) {
@@ -51,12 +79,13 @@ void unsupported_architecture(const std::string& name, const std::string& arch) 
 }
 
 std::vector<TensorSpec> list_tensors(const Metadata& md, bool tied) {
-    const std::string& a = md.arch();
-    if (is_llama_like(a)) return list<LlamaLikeWeights<Unbound>>(md, tied, read_llama_like_params(md));
-    if (is_qwen35(a)) return list<Qwen35Weights<Unbound>>(md, tied, read_qwen35_params(md));
-    if (is_gemma4(a)) return list<Gemma4Weights<Unbound>>(md, tied, read_gemma4_params(md));
-    if (is_gpt_oss(a)) return list<GptOssWeights<Unbound>>(md, tied, read_gpt_oss_params(md));
-    unsupported_architecture(md.name(), a);
+    switch (family_of(md.name(), md.arch())) {
+    case FamilyKind::llama_like: return list<LlamaLikeWeights<Unbound>>(md, tied, read_llama_like_params(md));
+    case FamilyKind::qwen35: return list<Qwen35Weights<Unbound>>(md, tied, read_qwen35_params(md));
+    case FamilyKind::gemma4: return list<Gemma4Weights<Unbound>>(md, tied, read_gemma4_params(md));
+    case FamilyKind::gpt_oss: return list<GptOssWeights<Unbound>>(md, tied, read_gpt_oss_params(md));
+    }
+    unsupported_architecture(md.name(), md.arch());
 }
 
 }  // namespace zinc::model

@@ -1,12 +1,12 @@
 #include "model/gemma4.h"
 
-namespace zinc::model {
+#include "model/families.h"
 
-bool is_gemma4(const std::string& arch) { return arch == "gemma4"; }
+namespace zinc::model {
 
 Gemma4Params read_gemma4_params(const Metadata& md) {
     Gemma4Params p;
-    if (!is_gemma4(md.arch())) md.fail("architecture " + md.arch() + " is not gemma4");
+    if (!is_family(md.arch(), FamilyKind::gemma4)) md.fail("architecture " + md.arch() + " is not gemma4");
     p.n_layer = md.count("block_count", kMaxLayers);
     p.n_embd = md.count("embedding_length");
     p.n_head = md.count("attention.head_count");

@@ -30,7 +30,6 @@ struct Gemma4Params {
     float layer_rope_base(int l) const { return swa[l] ? rope_base_swa : rope_base; }
 };
 
-bool is_gemma4(const std::string& arch);
 Gemma4Params read_gemma4_params(const Metadata& md);
 
 template <class W>

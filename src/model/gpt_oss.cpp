@@ -5,14 +5,13 @@
 #include <numbers>
 
 #include "gguf/printable.h"
+#include "model/families.h"
 
 namespace zinc::model {
 
-bool is_gpt_oss(const std::string& arch) { return arch == "gpt-oss"; }
-
 GptOssParams read_gpt_oss_params(const Metadata& md) {
     GptOssParams p;
-    if (!is_gpt_oss(md.arch())) md.fail("architecture " + md.arch() + " is not gpt-oss");
+    if (!is_family(md.arch(), FamilyKind::gpt_oss)) md.fail("architecture " + md.arch() + " is not gpt-oss");
     const std::string a = "gpt-oss.";
     p.n_layer = md.count("block_count", kMaxLayers);
     p.n_embd = md.count("embedding_length");

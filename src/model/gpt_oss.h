@@ -23,7 +23,6 @@ struct GptOssParams {
     float swiglu_alpha = 1.702f, swiglu_limit = 7.0f;
 };
 
-bool is_gpt_oss(const std::string& arch);
 GptOssParams read_gpt_oss_params(const Metadata& md);
 
 template <class W>

@@ -1,15 +1,14 @@
 #include "model/llama_like.h"
 
 #include "gguf/printable.h"
+#include "model/families.h"
 
 namespace zinc::model {
-
-bool is_llama_like(const std::string& arch) { return arch == "llama" || arch == "qwen3"; }
 
 LlamaLikeParams read_llama_like_params(const Metadata& md) {
     LlamaLikeParams p;
     p.arch = md.arch();
-    if (!is_llama_like(p.arch)) md.fail("architecture " + p.arch + " is not a llama-like family");
+    if (!is_family(p.arch, FamilyKind::llama_like)) md.fail("architecture " + p.arch + " is not a llama-like family");
     p.n_layer = md.count("block_count", kMaxLayers);
     p.n_embd = md.count("embedding_length");
     p.n_ff = md.count("feed_forward_length");

@@ -20,7 +20,6 @@ struct LlamaLikeParams {
     bool qk_norm = false;
 };
 
-bool is_llama_like(const std::string& arch);
 LlamaLikeParams read_llama_like_params(const Metadata& md);
 
 template <class W>

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/families.h"
+
 namespace zinc::model {
 namespace {
 
@@ -18,12 +20,10 @@ int common_value(const Metadata& md, const std::string& key, const std::vector<i
 
 }  // namespace
 
-bool is_qwen35(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe"; }
-
 Qwen35Params read_qwen35_params(const Metadata& md) {
     Qwen35Params p;
     p.arch = md.arch();
-    if (!is_qwen35(p.arch)) md.fail("architecture " + p.arch + " is not qwen35/qwen35moe");
+    if (!is_family(p.arch, FamilyKind::qwen35)) md.fail("architecture " + p.arch + " is not qwen35/qwen35moe");
     const int n_block = md.count("block_count", kMaxLayers);
     p.n_layer = n_block - md.integer_or("nextn_predict_layers", 0, 0, n_block - 1);
     p.n_embd = md.count("embedding_length");

@@ -30,7 +30,6 @@ struct Qwen35Params {
     int n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
 };
 
-bool is_qwen35(const std::string& arch);
 Qwen35Params read_qwen35_params(const Metadata& md);
 
 template <class W>
