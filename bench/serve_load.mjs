@@ -17,6 +17,9 @@
 // reports the prompt's tokens, those the server says it found cached (OpenAI's usage.prompt_tokens_details.
 // cached_tokens, or llama-server's timings.cache_n) and so the tokens it evaluated.
 //
+// For a side by side with llama-server, make the model with `zinc synth ... --text-only` (bench/results/README.md):
+// llama-server refuses replies that are not whole UTF-8 text, which a random model's greedy decoding writes.
+//
 // It waits for the server's /health to answer 200 first. The `openai` package is the one the server tests install
 // (tests/server, npm ci; scripts/setup.sh does it).
 import { createRequire } from 'node:module';

@@ -70,7 +70,11 @@ void register_synth(CLI::App& app) {
         "text but has the real cost. For speed, each (type, row width) gets a pool of --pool-rows random rows "
         "quantized with the reference quantizers; every tensor row is assembled from whole quantization blocks "
         "(about 256 weights) copied from random pool rows and positions, chosen by a PRNG seeded from --seed; the "
-        "weights are therefore not i.i.d. across blocks, which does not matter for speed or numerics.\n" +
+        "weights are therefore not i.i.d. across blocks, which does not matter for speed or numerics. --text-only "
+        "writes zeros in the rows of the output matrix (of token_embd where it is tied, whose tokens then embed to "
+        "zero) of every token that is not whole text: control and added tokens, byte-level pieces of a character, "
+        "byte tokens >= 0x80; their logits are exactly 0 among random ones of both signs, so greedy decoding never "
+        "picks them, at the same cost; every other byte of the file is the same.\n" +
         quant_mix_help());
     cmd->add_option("--preset", o->synth.preset, "Model shape: " + synth::preset_names())
         ->check(one_of("a preset", [] {
@@ -99,6 +103,9 @@ void register_synth(CLI::App& app) {
     cmd->add_option("--pool-rows", o->synth.pool_rows, "Random rows per (type, width) pool")
         ->capture_default_str()
         ->transform(integer_in(1, 65536));
+    cmd->add_flag("--text-only", o->synth.text_only,
+                  "Zero the output rows of tokens that are not whole text (special, partial UTF-8), so that greedy "
+                  "replies are valid text (for llama-server, which refuses partial UTF-8)");
     cmd->add_flag("--list", o->list, "List the presets and exit");
     cmd->callback([o] { run_synth(*o); });
 }

@@ -6,13 +6,16 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "gguf/split.h"
 #include "gguf/writer.h"
 #include "quant/quantize.h"
 #include "synth/vocab.h"
+#include "tokenizer/tokenizer.h"
 
 namespace zinc::synth {
 namespace {
@@ -181,6 +184,41 @@ uint64_t tensor_bytes(const TensorSpec& t, TensorType type) {
     return nel / tt.block_elems * tt.block_bytes;
 }
 
+// "151,936"
+std::string with_commas(uint64_t n) {
+    std::string d = std::to_string(n), r;
+    for (size_t i = 0; i < d.size(); ++i) {
+        if (i > 0 && (d.size() - i) % 3 == 0) r += ',';
+        r += d[i];
+    }
+    return r;
+}
+
+// The index of the matrix that makes the logits: output.weight, or token_embd.weight where the embedding is tied.
+size_t output_matrix(const std::vector<TensorSpec>& tensors) {
+    for (const char* name : {"output.weight", "token_embd.weight"})
+        for (size_t i = 0; i < tensors.size(); ++i)
+            if (tensors[i].name == name) return i;
+    throw std::invalid_argument("--text-only: the model has neither output.weight nor token_embd.weight");
+}
+
+// For text_only: which of the n_rows output rows to zero, read from the file's own vocabulary through zinc's
+// tokenizer, as the engine will decode it.
+std::vector<bool> non_text_rows(std::span<const gguf::KeyValue> vocab, uint32_t n_rows) {
+    std::vector<bool> text;
+    try {
+        text = whole_text_tokens(tokenizer::Tokenizer::from_metadata(vocab), n_rows);
+    } catch (const tokenizer::Error& e) {
+        throw std::invalid_argument(std::string("--text-only needs a vocabulary that tells text tokens from others, "
+                                                "and this one cannot be read (") + e.what() + ")");
+    }
+    if (std::find(text.begin(), text.end(), true) == text.end())
+        throw std::invalid_argument("--text-only: none of the " + with_commas(n_rows) +
+                                    " tokens of the vocabulary is whole text");
+    text.flip();
+    return text;
+}
+
 // Counts what has been written and reports it.
 class Counter {
 public:
@@ -236,10 +274,28 @@ void write(const Plan& p, const Events& events) {
     const std::vector<TensorType>& types = p.types;
     const int threads = o.threads;
 
+    const std::vector<gguf::KeyValue> vocab =
+        vocab_metadata(o.vocab, p.tokenizer, p.preset.n_vocab, o.n_vocab != 0, events.note);
+    // text_only: the rows of the logits' matrix to write as zeros instead of random blocks (all-zero bytes are zero
+    // weights in every type: each block's scales are then 0, and so is every value they multiply).
+    std::vector<bool> zero_rows;
+    size_t zeroed = tensors.size();  // the tensor whose rows zero_rows names
+    if (o.text_only) {
+        zeroed = output_matrix(tensors);
+        const auto n_rows = static_cast<uint32_t>(tensors[zeroed].ne[1]);
+        zero_rows = non_text_rows(vocab, n_rows);
+        if (events.note) {
+            const auto n_zero = static_cast<uint64_t>(std::count(zero_rows.begin(), zero_rows.end(), true));
+            events.note("text-only: " + with_commas(n_zero) + " of " + with_commas(n_rows) + " output rows zero" +
+                        (tensors[zeroed].name == "token_embd.weight"
+                             ? " (tied: those tokens also embed to zero vectors)"
+                             : ""));
+        }
+    }
+
     gguf::Writer w;
     for (const auto& e : model::arch_metadata(p.preset)) w.add(e.key, e.value);
-    for (const auto& e : vocab_metadata(o.vocab, p.tokenizer, p.preset.n_vocab, o.n_vocab != 0, events.note))
-        w.add(e.key, e.value);
+    for (const auto& e : vocab) w.add(e.key, e.value);
     w.add("general.quantization_version", gguf::Value::of(uint32_t{2}));
     w.add("general.file_type", gguf::Value::of(model::file_type(p.mix)));
 
@@ -270,15 +326,19 @@ void write(const Plan& p, const Events& events) {
         const Pool* pool = pools.at({static_cast<uint32_t>(types[i]), t.ne[0]}).get();
         uint64_t nbytes = pool->row_bytes;
         for (size_t d = 1; d < t.ne.size(); ++d) nbytes *= static_cast<uint64_t>(t.ne[d]);
-        auto fill = [pool, tkey, nbytes, threads, counter](uint64_t off, std::span<uint8_t> dst) {
+        const std::vector<bool>* zero = i == zeroed ? &zero_rows : nullptr;
+        auto fill = [pool, tkey, nbytes, threads, counter, zero](uint64_t off, std::span<uint8_t> dst) {
             const size_t rb = pool->row_bytes;
             const uint64_t r0 = off / rb, r1 = (off + dst.size() + rb - 1) / rb;
             auto work = [&](uint64_t ra, uint64_t rz) {
                 for (uint64_t r = ra; r < rz; ++r) {
                     const uint64_t row_start = r * rb;
                     const uint64_t a = std::max(off, row_start), z = std::min(off + dst.size(), row_start + rb);
-                    row_segment(*pool, tkey, r, static_cast<size_t>(a - row_start), static_cast<size_t>(z - a),
-                                dst.data() + (a - off));
+                    if (zero && (*zero)[r])
+                        std::memset(dst.data() + (a - off), 0, static_cast<size_t>(z - a));
+                    else
+                        row_segment(*pool, tkey, r, static_cast<size_t>(a - row_start), static_cast<size_t>(z - a),
+                                    dst.data() + (a - off));
                 }
             };
             const uint64_t nrows = r1 - r0;

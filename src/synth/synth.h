@@ -6,6 +6,13 @@
 // every tensor row is assembled from whole quantization blocks (about 256 weights) copied from pool rows and
 // positions chosen by a hash of the seed, the tensor and the row, so any chunk of any tensor can be produced on its
 // own while the file streams out and nothing but the pools is held in memory.
+//
+// Options::text_only zeroes the rows of the output matrix (of token_embd where the embedding is tied) of every token
+// that is not whole text: control and added tokens, and tokens whose bytes are not complete UTF-8 (byte-level BPE
+// pieces of a character, byte-fallback tokens of bytes >= 0x80). Their logits are then exactly 0 among the other
+// tokens' random logits of both signs, so greedy decoding writes valid text only, which servers that parse replies
+// (llama.cpp's llama-server) need; the shapes, types and cost are those of the file without it, and every other byte
+// is the same. Tied, those tokens also embed to zero vectors (RMSNorm keeps them zero: x / sqrt(mean(x^2) + eps)).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +44,7 @@ struct Options {
     uint32_t n_vocab = 0;        // 0: the preset's; else the vocabulary is cut to the first n_vocab ids (tests)
     int threads = 0;             // 0: every logical CPU
     uint32_t pool_rows = 64;     // random rows per (type, row width) pool
+    bool text_only = false;      // zero the output rows of the tokens that are not whole text (above)
 };
 
 // Where a vocabulary's files are.
@@ -64,7 +72,8 @@ struct Progress {
 struct Events {
     // Called after every chunk of tensor data (from the writing thread, in order).
     std::function<void(const Progress&)> progress;
-    // Things the caller should know that do not stop the file (a token dropped from the vocabulary).
+    // Things the caller should know that do not stop the file (a token dropped from the vocabulary, the output rows
+    // text_only zeroed).
     std::function<void(const std::string&)> note;
 };
 
@@ -72,7 +81,8 @@ struct Events {
 // std::runtime_error when the vocabulary's files cannot be found.
 Plan plan(const Options& o);
 
-// Writes the planned file (to `out`.tmp, renamed when complete).
+// Writes the planned file (to `out`.tmp, renamed when complete). With text_only, throws std::invalid_argument before
+// anything is written when the vocabulary cannot be read as a tokenizer or has no token of whole text.
 void write(const Plan& p, const Events& events = {});
 
 // "qwen3-0.6b, qwen3-8b, ..."

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 
 #include "gguf/printable.h"
 #include "tokenizer/hf_import.h"
+#include "tokenizer/unicode.h"
 
 namespace zinc::synth {
 namespace {
@@ -247,6 +249,19 @@ std::vector<gguf::KeyValue> gemma_vocab_metadata(const TokenizerFiles& f, uint32
 }
 
 }  // namespace
+
+std::vector<bool> whole_text_tokens(const tokenizer::Tokenizer& tok, uint32_t n_rows) {
+    using tokenizer::TokenType;
+    std::vector<bool> text(n_rows, false);
+    const auto n = static_cast<int32_t>(std::min<int64_t>(n_rows, tok.n_vocab()));
+    for (int32_t id = 0; id < n; ++id) {
+        const TokenType ty = tok.token_type(id);
+        if (ty != TokenType::Normal && ty != TokenType::Byte) continue;
+        const std::string s = tok.token_text(id);
+        text[static_cast<size_t>(id)] = !s.empty() && tokenizer::unicode::valid_utf8(s);
+    }
+    return text;
+}
 
 std::vector<gguf::KeyValue> vocab_metadata(const std::string& vocab, const TokenizerFiles& files, uint32_t n_vocab,
                                            bool truncate, const std::function<void(const std::string&)>& note) {

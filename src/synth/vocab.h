@@ -9,6 +9,7 @@
 
 #include "gguf/reader.h"
 #include "synth/synth.h"
+#include "tokenizer/tokenizer.h"
 
 namespace zinc::synth {
 
@@ -20,5 +21,10 @@ TokenizerFiles locate_tokenizer(const std::string& vocab, const std::string& dir
 // otherwise the vocabulary is padded to n_vocab. `note` hears of tokens that had to be dropped.
 std::vector<gguf::KeyValue> vocab_metadata(const std::string& vocab, const TokenizerFiles& files, uint32_t n_vocab,
                                            bool truncate, const std::function<void(const std::string&)>& note);
+
+// For each of n_rows embedding rows, whether its token is whole text: a NORMAL or BYTE token whose bytes (as the
+// tokenizer decodes them) are non-empty, complete and valid UTF-8. Control, unknown, added (user-defined) and unused
+// tokens, and rows past the vocabulary, are not.
+std::vector<bool> whole_text_tokens(const tokenizer::Tokenizer& tok, uint32_t n_rows);
 
 }  // namespace zinc::synth

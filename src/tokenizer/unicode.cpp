@@ -130,6 +130,15 @@ std::string sanitize_utf8(std::string_view s) {
     return out;
 }
 
+bool valid_utf8(std::string_view s) {
+    for (size_t pos = 0; pos < s.size();) {
+        const Decoded d = decode_utf8(s, pos);
+        if (!d.valid) return false;
+        pos += d.len;
+    }
+    return true;
+}
+
 }  // namespace zinc::tokenizer::unicode
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -93,6 +93,9 @@ size_t complete_prefix_length(std::string_view s);
 // Replaces every invalid byte of s by U+FFFD.
 std::string sanitize_utf8(std::string_view s);
 
+// True when s is complete, valid UTF-8 (strict, as decode_utf8): nothing sanitize_utf8 would replace.
+bool valid_utf8(std::string_view s);
+
 // Canonical combining class of a code point (0 for starters).
 uint8_t combining_class(uint32_t cp);
 // Unicode Normalization Form C of a code point sequence / of valid UTF-8 text.
