@@ -1,4 +1,4 @@
-// Forward pass of the llama-like families (llama, qwen3); docs/models.md §2-3 give the op order.
+// Forward pass of the llama-like families (llama, qwen2, qwen3); docs/models.md §2-3 give the op order.
 #include "engine/llama_like.h"
 
 #include <cmath>
@@ -15,6 +15,11 @@ LlamaLike::LlamaLike(const gguf::Model& m, backend::Backend& be, ContextSize siz
     for (int l = 0; l < p_.n_layer; ++l) {
         const model::LlamaLikeLayer<backend::Weight>& L = w_.layers[l];
         AttentionBlock a = attention_block(L.attn_norm, p_.rms_eps, L.wq, L.wk, &L.wv, L.wo);
+        if (p_.qkv_bias) {
+            a.bq = &L.bq;
+            a.bk = &L.bk;
+            a.bv = &L.bv;
+        }
         if (p_.qk_norm) a.norms = {true, true, false, &L.q_norm, &L.k_norm, p_.rms_eps};
         a.rope = {p_.n_rot, p_.rope_neox, p_.rope_base, p_.rope_freq_scale};
         a.ap = {p_.n_head, p_.n_head_kv, p_.head_dim, 1.0f / std::sqrt(float(p_.head_dim))};

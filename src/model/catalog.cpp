@@ -41,6 +41,21 @@ Preset qwen3(std::string name, std::string model_name, std::string size, uint32_
     return p;
 }
 
+// Qwen2.5 (and the models built on it: QwQ, DeepSeek-R1's Qwen distills): Qwen3's tokenizer but for the thinking
+// tokens Qwen3 added, and head_dim = n_embd / n_head.
+Preset qwen2(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
+             uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, uint32_t n_vocab, bool tied) {
+    Preset p = preset(std::move(name), "qwen2", std::move(model_name), std::move(size), n_layer, n_embd, n_ff, n_head,
+                      n_head_kv);
+    p.vocab = "qwen3";
+    p.n_vocab = n_vocab;
+    p.head_dim = n_embd / n_head;
+    p.n_ctx = 32768;
+    p.rope_base = 1e6f;
+    p.tied = tied;
+    return p;
+}
+
 Preset qwen35(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
               uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, uint32_t v_heads) {
     Preset p = preset(std::move(name), "qwen35", std::move(model_name), std::move(size), n_layer, n_embd, n_ff, n_head,
@@ -81,6 +96,8 @@ Preset gemma4(std::string name, std::string model_name, std::string size, uint32
 
 std::vector<Preset> make_presets() {
     std::vector<Preset> v;
+    v.push_back(qwen2("qwen2.5-0.5b", "Qwen2.5 0.5B Instruct", "0.5B", 24, 896, 4864, 14, 2, 151936, true));
+    v.push_back(qwen2("qwen2.5-7b", "Qwen2.5 7B Instruct", "7.6B", 28, 3584, 18944, 28, 4, 152064, false));
     v.push_back(qwen3("qwen3-0.6b", "Qwen3 0.6B", "0.6B", 28, 1024, 3072, 16, 8, true));
     v.push_back(qwen3("qwen3-8b", "Qwen3 8B", "8.2B", 36, 4096, 12288, 32, 8, false));
     v.push_back(qwen35("qwen3.5-9b", "Qwen3.5 9B", "9B", 32, 4096, 12288, 16, 4, 32));
@@ -181,14 +198,16 @@ std::vector<gguf::KeyValue> arch_metadata(const Preset& p) {
     u32("context_length", p.n_ctx);
     u32("embedding_length", p.n_embd);
 
-    if (p.arch == "qwen3") {
+    if (p.arch == "qwen3" || p.arch == "qwen2") {
         u32("feed_forward_length", p.n_ff);
         u32("attention.head_count", p.n_head);
         u32("attention.head_count_kv", p.n_head_kv);
         f32("rope.freq_base", p.rope_base);
         f32("attention.layer_norm_rms_epsilon", p.rms_eps);
-        u32("attention.key_length", p.head_dim);
-        u32("attention.value_length", p.head_dim);
+        if (p.arch == "qwen3") {  // qwen2's converter leaves the head size to n_embd / n_head
+            u32("attention.key_length", p.head_dim);
+            u32("attention.value_length", p.head_dim);
+        }
     } else if (p.arch == "qwen35" || p.arch == "qwen35moe") {
         if (p.arch == "qwen35") u32("feed_forward_length", p.n_ff);
         u32("attention.head_count", p.n_head);

@@ -28,8 +28,9 @@ LlamaLikeParams read_llama_like_params(const Metadata& md) {
         p.rope_freq_scale = 1.0f / md.number_or("rope.scaling.factor", 1.0f, kRopeScaling);
     else if (scaling != "none")
         md.fail("rope scaling '" + gguf::printable(scaling, 64) + "' is not supported yet");
-    p.rope_neox = p.arch == "qwen3";
+    p.rope_neox = p.arch == "qwen3" || p.arch == "qwen2";
     p.qk_norm = p.arch == "qwen3";
+    p.qkv_bias = p.arch == "qwen2";
     p.n_vocab = static_cast<int>(md.n_vocab());
     return p;
 }

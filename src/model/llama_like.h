@@ -1,5 +1,6 @@
-// The llama-like families (`llama`, `qwen3`): a pre-norm decoder with GQA attention, RoPE and a SwiGLU FFN;
-// qwen3 adds per-head Q/K RMSNorm and NeoX RoPE (docs/models.md §2-3).
+// The llama-like families (`llama`, `qwen2`, `qwen3`): a pre-norm decoder with GQA attention, RoPE and a SwiGLU FFN;
+// qwen2 adds biases to the Q/K/V projections and NeoX RoPE, qwen3 per-head Q/K RMSNorm and NeoX RoPE
+// (docs/models.md §2-3).
 #pragma once
 
 #include <string>
@@ -14,10 +15,11 @@ struct LlamaLikeParams {
     std::string arch;
     int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_vocab = 0;
     int n_rot = 0;
-    bool rope_neox = false;  // qwen3: halves; llama: adjacent pairs
+    bool rope_neox = false;  // qwen2, qwen3: halves; llama: adjacent pairs
     float rope_base = 10000.0f, rope_freq_scale = 1.0f;
     float rms_eps = 1e-5f;
     bool qk_norm = false;
+    bool qkv_bias = false;  // qwen2
 };
 
 LlamaLikeParams read_llama_like_params(const Metadata& md);
@@ -25,6 +27,7 @@ LlamaLikeParams read_llama_like_params(const Metadata& md);
 template <class W>
 struct LlamaLikeLayer {
     W attn_norm, wq, wk, wv, wo, q_norm, k_norm;  // q_norm, k_norm: qwen3 only
+    W bq, bk, bv;                                  // qwen2 only
     W ffn_norm, ffn_gate, ffn_up, ffn_down;
 };
 
@@ -46,6 +49,11 @@ void declare_tensors(TensorBinder<W>& b, const LlamaLikeParams& p, LlamaLikeWeig
         d.tensor(L.wq, "attn_q.weight", {E, Q}, R::Matrix);
         d.tensor(L.wk, "attn_k.weight", {E, KV}, R::Matrix);
         d.tensor(L.wv, "attn_v.weight", {E, KV}, R::Matrix);
+        if (p.qkv_bias) {
+            d.tensor(L.bq, "attn_q.bias", {Q}, R::Bias);
+            d.tensor(L.bk, "attn_k.bias", {KV}, R::Bias);
+            d.tensor(L.bv, "attn_v.bias", {KV}, R::Bias);
+        }
         if (p.qk_norm) {
             d.tensor(L.q_norm, "attn_q_norm.weight", {D}, R::Norm);
             d.tensor(L.k_norm, "attn_k_norm.weight", {D}, R::Norm);

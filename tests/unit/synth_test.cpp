@@ -434,7 +434,7 @@ TEST(Synth, PlanRefusesBadOptions) {
     EXPECT_EQ(refusal(o), "");
     zinc::synth::Options bad = o;
     bad.preset = "qwen9";
-    EXPECT_NE(refusal(bad).find("unknown preset 'qwen9' (one of qwen3-0.6b"), std::string::npos) << refusal(bad);
+    EXPECT_NE(refusal(bad).find("unknown preset 'qwen9' (one of qwen2.5-0.5b"), std::string::npos) << refusal(bad);
     bad = o;
     bad.type = "Q3_K_XL";
     EXPECT_NE(refusal(bad), "");
@@ -473,7 +473,7 @@ TEST(SynthCli, RefusesBadFlags) {
         const char* args;
         const char* message;
     } cases[] = {
-        {"--preset nope -o x.gguf", "zinc: error: --preset: expects a preset (qwen3-0.6b, "},
+        {"--preset nope -o x.gguf", "zinc: error: --preset: expects a preset (qwen2.5-0.5b, "},
         {"--preset qwen3-8b --type Q3 -o x.gguf", "zinc: error: --type: expects a quant mix ("},
         {"--preset qwen3-8b --layers 0 -o x.gguf", "zinc: error: --layers: expects an integer from 1 to 4096, not '0'"},
         {"--preset qwen3-8b --n-vocab 0 -o x.gguf", "zinc: error: --n-vocab: expects an integer from 1 to 16777216"},
@@ -481,7 +481,7 @@ TEST(SynthCli, RefusesBadFlags) {
         {"--preset qwen3-8b --pool-rows 0 -o x.gguf", "zinc: error: --pool-rows: expects an integer from 1 to 65536"},
         {"--preset qwen3-8b --seed -1 -o x.gguf", "zinc: error: --seed: expects an integer >= 0, not '-1'"},
         {"--preset qwen3-8b --vocab llama -o x.gguf", "zinc: error: --vocab: expects a vocabulary (qwen3, gemma3)"},
-        {"-o x.gguf", "zinc: error: --preset: required (one of qwen3-0.6b"},
+        {"-o x.gguf", "zinc: error: --preset: required (one of qwen2.5-0.5b"},
         {"--preset qwen3-8b", "zinc: error: -o,--output: required"},
     };
     for (const auto& c : cases) {
