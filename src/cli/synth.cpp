@@ -98,6 +98,9 @@ void register_synth(CLI::App& app) {
     cmd->add_option("--n-vocab", o->synth.n_vocab,
                     "Override the vocabulary size (tests only: the tokenizer is cut to the first N ids)")
         ->transform(integer_in(1, model::kMaxVocab));
+    cmd->add_option("--n-expert", o->synth.n_expert,
+                    "Override the expert count of a MoE preset (tests only: fewer experts of the real width)")
+        ->transform(integer_in(1, 4096));
     cmd->add_option("-t,--threads", o->synth.threads, "Threads (default: every logical CPU)")
         ->transform(thread_count());
     cmd->add_option("--pool-rows", o->synth.pool_rows, "Random rows per (type, width) pool")

@@ -1,4 +1,4 @@
-// Forward pass of the llama-like families (llama, qwen2, qwen3); docs/models.md §2-3 give the op order.
+// Forward pass of the llama-like families (llama, qwen2, qwen3, qwen3moe); docs/models.md §2-3 give the op order.
 #include "engine/llama_like.h"
 
 #include <cmath>
@@ -24,7 +24,12 @@ LlamaLike::LlamaLike(const gguf::Model& m, backend::Backend& be, ContextSize siz
         a.rope = {p_.n_rot, p_.rope_neox, p_.rope_base, p_.rope_freq_scale};
         a.ap = {p_.n_head, p_.n_head_kv, p_.head_dim, 1.0f / std::sqrt(float(p_.head_dim))};
         a.kv = kv_cache(kv_dim);
-        layers_.push_back({std::move(a), ffn_block(L.ffn_norm, p_.rms_eps, L.ffn_gate, L.ffn_up, L.ffn_down)});
+        if (p_.n_expert > 0)
+            layers_.push_back({std::move(a), moe_block(L.ffn_norm, p_.rms_eps, L.ffn_gate_inp, p_.n_expert,
+                                                       p_.n_expert_used,
+                                                       moe_weights(L.experts, backend::MoeActivation::swiglu))});
+        else
+            layers_.push_back({std::move(a), ffn_block(L.ffn_norm, p_.rms_eps, L.ffn_gate, L.ffn_up, L.ffn_down)});
     }
     alloc_scratch(p_.n_embd);
 }

@@ -100,6 +100,14 @@ std::vector<Preset> make_presets() {
     v.push_back(qwen2("qwen2.5-7b", "Qwen2.5 7B Instruct", "7.6B", 28, 3584, 18944, 28, 4, 152064, false));
     v.push_back(qwen3("qwen3-0.6b", "Qwen3 0.6B", "0.6B", 28, 1024, 3072, 16, 8, true));
     v.push_back(qwen3("qwen3-8b", "Qwen3 8B", "8.2B", 36, 4096, 12288, 32, 8, false));
+    {
+        Preset p = qwen3("qwen3-30b-a3b", "Qwen3 30B A3B", "30B-A3B", 48, 2048, 6144, 32, 4, false);
+        p.arch = "qwen3moe";
+        p.n_expert = 128;
+        p.n_expert_used = 8;
+        p.n_ff_exp = 768;
+        v.push_back(p);
+    }
     v.push_back(qwen35("qwen3.5-9b", "Qwen3.5 9B", "9B", 32, 4096, 12288, 16, 4, 32));
     v.push_back(qwen35("qwen3.6-27b", "Qwen3.6 27B", "27B", 64, 5120, 17408, 24, 4, 48));
     {
@@ -198,15 +206,20 @@ std::vector<gguf::KeyValue> arch_metadata(const Preset& p) {
     u32("context_length", p.n_ctx);
     u32("embedding_length", p.n_embd);
 
-    if (p.arch == "qwen3" || p.arch == "qwen2") {
+    if (p.arch == "qwen3" || p.arch == "qwen3moe" || p.arch == "qwen2") {
         u32("feed_forward_length", p.n_ff);
         u32("attention.head_count", p.n_head);
         u32("attention.head_count_kv", p.n_head_kv);
         f32("rope.freq_base", p.rope_base);
         f32("attention.layer_norm_rms_epsilon", p.rms_eps);
-        if (p.arch == "qwen3") {  // qwen2's converter leaves the head size to n_embd / n_head
+        if (p.arch != "qwen2") {  // qwen2's converter leaves the head size to n_embd / n_head
             u32("attention.key_length", p.head_dim);
             u32("attention.value_length", p.head_dim);
+        }
+        if (p.arch == "qwen3moe") {
+            u32("expert_count", p.n_expert);
+            u32("expert_used_count", p.n_expert_used);
+            u32("expert_feed_forward_length", p.n_ff_exp);
         }
     } else if (p.arch == "qwen35" || p.arch == "qwen35moe") {
         if (p.arch == "qwen35") u32("feed_forward_length", p.n_ff);

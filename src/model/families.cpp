@@ -39,9 +39,9 @@ std::vector<TensorSpec> list(const Metadata& md, bool tied, const Params& p) {
 std::span<const Architecture> architectures() {
     using F = FamilyKind;
     static constexpr Architecture kAll[] = {
-        {"llama", F::llama_like, ""},         {"qwen2", F::llama_like, "qwen"},  {"qwen3", F::llama_like, "qwen"},
-        {"qwen35", F::qwen35, "qwen"},         {"qwen35moe", F::qwen35, "qwen"},  {"gemma4", F::gemma4, "gemma4"},
-        {"gpt-oss", F::gpt_oss, "harmony"},
+        {"llama", F::llama_like, ""},       {"qwen2", F::llama_like, "qwen"},     {"qwen3", F::llama_like, "qwen"},
+        {"qwen3moe", F::llama_like, "qwen"}, {"qwen35", F::qwen35, "qwen"},         {"qwen35moe", F::qwen35, "qwen"},
+        {"gemma4", F::gemma4, "gemma4"},     {"gpt-oss", F::gpt_oss, "harmony"},
     };
     return kAll;
 }

@@ -11,7 +11,14 @@ LlamaLikeParams read_llama_like_params(const Metadata& md) {
     if (!is_family(p.arch, FamilyKind::llama_like)) md.fail("architecture " + p.arch + " is not a llama-like family");
     p.n_layer = md.count("block_count", kMaxLayers);
     p.n_embd = md.count("embedding_length");
-    p.n_ff = md.count("feed_forward_length");
+    const bool moe = p.arch == "qwen3moe";
+    // qwen3moe's converter writes the dense width of the checkpoint's config, which no layer uses.
+    p.n_ff = moe ? md.count_or("feed_forward_length", 0) : md.count("feed_forward_length");
+    if (moe) {
+        p.n_expert = md.count("expert_count");
+        p.n_expert_used = md.count("expert_used_count", p.n_expert);
+        p.n_ff_exp = md.count("expert_feed_forward_length");
+    }
     p.n_head = md.count("attention.head_count");
     p.n_head_kv = md.count_or("attention.head_count_kv", p.n_head);
     if (p.n_head % p.n_head_kv != 0) md.fail("attention.head_count is not a multiple of attention.head_count_kv");
@@ -28,8 +35,8 @@ LlamaLikeParams read_llama_like_params(const Metadata& md) {
         p.rope_freq_scale = 1.0f / md.number_or("rope.scaling.factor", 1.0f, kRopeScaling);
     else if (scaling != "none")
         md.fail("rope scaling '" + gguf::printable(scaling, 64) + "' is not supported yet");
-    p.rope_neox = p.arch == "qwen3" || p.arch == "qwen2";
-    p.qk_norm = p.arch == "qwen3";
+    p.rope_neox = p.arch == "qwen3" || p.arch == "qwen3moe" || p.arch == "qwen2";
+    p.qk_norm = p.arch == "qwen3" || p.arch == "qwen3moe";
     p.qkv_bias = p.arch == "qwen2";
     p.n_vocab = static_cast<int>(md.n_vocab());
     return p;

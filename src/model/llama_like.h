@@ -1,6 +1,6 @@
-// The llama-like families (`llama`, `qwen2`, `qwen3`): a pre-norm decoder with GQA attention, RoPE and a SwiGLU FFN;
-// qwen2 adds biases to the Q/K/V projections and NeoX RoPE, qwen3 per-head Q/K RMSNorm and NeoX RoPE
-// (docs/models.md §2-3).
+// The llama-like families (`llama`, `qwen2`, `qwen3`, `qwen3moe`): a pre-norm decoder with GQA attention, RoPE and a
+// SwiGLU FFN; qwen2 adds biases to the Q/K/V projections and NeoX RoPE, qwen3 per-head Q/K RMSNorm and NeoX RoPE, and
+// qwen3moe is qwen3 with routed experts (top k of a softmax, renormalized) for the FFN (docs/models.md §2-3).
 #pragma once
 
 #include <string>
@@ -20,6 +20,7 @@ struct LlamaLikeParams {
     float rms_eps = 1e-5f;
     bool qk_norm = false;
     bool qkv_bias = false;  // qwen2
+    int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // qwen3moe; 0: a dense FFN
 };
 
 LlamaLikeParams read_llama_like_params(const Metadata& md);
@@ -28,7 +29,9 @@ template <class W>
 struct LlamaLikeLayer {
     W attn_norm, wq, wk, wv, wo, q_norm, k_norm;  // q_norm, k_norm: qwen3 only
     W bq, bk, bv;                                  // qwen2 only
-    W ffn_norm, ffn_gate, ffn_up, ffn_down;
+    W ffn_norm, ffn_gate, ffn_up, ffn_down;  // ffn_gate, ffn_up, ffn_down: the dense FFN
+    W ffn_gate_inp;                          // qwen3moe: the router, and its experts
+    Experts<W> experts;
 };
 
 template <class W>
@@ -60,6 +63,11 @@ void declare_tensors(TensorBinder<W>& b, const LlamaLikeParams& p, LlamaLikeWeig
         }
         d.tensor(L.wo, "attn_output.weight", {Q, E}, R::Matrix);
         d.tensor(L.ffn_norm, "ffn_norm.weight", {E}, R::Norm);
+        if (p.n_expert > 0) {
+            d.tensor(L.ffn_gate_inp, "ffn_gate_inp.weight", {E, int64_t{p.n_expert}}, R::Router);
+            declare_experts(d, E, p.n_ff_exp, p.n_expert, ExpertLayout{}, L.experts);
+            continue;
+        }
         d.tensor(L.ffn_gate, "ffn_gate.weight", {E, F}, R::Matrix);
         d.tensor(L.ffn_up, "ffn_up.weight", {E, F}, R::Matrix);
         d.tensor(L.ffn_down, "ffn_down.weight", {F, E}, R::Matrix);

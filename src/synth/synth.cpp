@@ -252,6 +252,11 @@ Plan plan(const Options& o) {
     if (!base) throw std::invalid_argument("unknown preset '" + o.preset + "' (one of " + preset_names() + ")");
     p.preset = o.layers ? model::with_layers(*base, o.layers) : *base;
     if (o.n_vocab) p.preset.n_vocab = o.n_vocab;
+    if (o.n_expert) {
+        if (p.preset.n_expert == 0) throw std::invalid_argument("preset '" + o.preset + "' has no experts");
+        p.preset.n_expert = o.n_expert;
+        p.preset.n_expert_used = std::min(p.preset.n_expert_used, o.n_expert);
+    }
     p.mix = model::parse_quant_mix(o.type);
     if (o.out.empty()) throw std::invalid_argument("no output file");
     if (o.pool_rows < 1) throw std::invalid_argument("the pools need at least one row");
