@@ -1,5 +1,6 @@
 // Forward pass of gemma4 (docs/models.md §6.4): sandwich norms, per-layer head geometry, K = V on global layers,
-// weightless V norm, attention scale 1, GeGLU, optional MoE beside the dense MLP, tied head with a final soft-cap.
+// weightless V norm, attention scale 1, GeGLU, optional MoE beside the dense MLP, tied head with a final soft-cap;
+// and of gemma3 (§6.7), which leaves out the V norm, K = V and proportional RoPE and scales the queries.
 #include "engine/gemma4.h"
 
 #include <cmath>
@@ -20,10 +21,10 @@ Gemma4::Gemma4(const gguf::Model& m, backend::Backend& be, ContextSize size)
         // without attn_v, of the raw K projection); scale 1; the output through its own norm.
         AttentionBlock a = attention_block(L.attn_norm, eps, L.wq, L.wk, L.has_v ? &L.wv : nullptr, L.wo);
         a.post_norm = &L.post_attn_norm;
-        a.norms = {true, true, L.has_v, &L.q_norm, &L.k_norm, eps};
-        a.rope = {p_.layer_n_rot(l), true, p_.layer_rope_base(l), 1.0f};
-        if (!p_.swa[l]) a.rope.freq_factors = &w_.rope_freqs;  // proportional RoPE (docs/models.md §1.2)
-        a.ap = {p_.n_head, n_kv, d, 1.0f};
+        a.norms = {true, true, p_.gemma4 && L.has_v, &L.q_norm, &L.k_norm, eps};
+        a.rope = {p_.layer_n_rot(l), true, p_.layer_rope_base(l), p_.swa[l] ? 1.0f : p_.rope_freq_scale};
+        if (!p_.swa[l] && p_.gemma4) a.rope.freq_factors = &w_.rope_freqs;  // docs/models.md §1.2
+        a.ap = {p_.n_head, n_kv, d, p_.q_scale};
         if (p_.swa[l]) a.ap.window = p_.sliding_window;
         // Sliding layers keep only their window (a ring).
         a.kv = kv_cache(int64_t{n_kv} * d, p_.swa[l] ? p_.sliding_window : 0);

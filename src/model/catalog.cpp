@@ -94,6 +94,22 @@ Preset gemma4(std::string name, std::string model_name, std::string size, uint32
     return p;
 }
 
+// Gemma 3 (text): five sliding layers then one global, RoPE 1e4 on the sliding layers and 1e6 on the global ones.
+Preset gemma3(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
+              uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim) {
+    Preset p = preset(std::move(name), "gemma3", std::move(model_name), std::move(size), n_layer, n_embd, n_ff, n_head,
+                      n_head_kv);
+    p.vocab = "gemma3";
+    p.n_vocab = 262208;
+    p.head_dim = head_dim;
+    p.n_ctx = 131072;
+    p.rope_base = 1e6f;
+    p.rope_scale = 8.0f;
+    p.sliding_window = 1024;
+    p.tied = true;
+    return p;
+}
+
 std::vector<Preset> make_presets() {
     std::vector<Preset> v;
     v.push_back(qwen2("qwen2.5-0.5b", "Qwen2.5 0.5B Instruct", "0.5B", 24, 896, 4864, 14, 2, 151936, true));
@@ -119,6 +135,15 @@ std::vector<Preset> make_presets() {
         p.n_ff_shexp = 512;
         v.push_back(p);
     }
+    {
+        Preset p = gemma3("gemma-3-1b", "Gemma 3 1B It", "1B", 26, 1152, 6912, 4, 1, 256);
+        p.n_vocab = 262144;
+        p.n_ctx = 32768;
+        p.rope_scale = 0.0f;
+        p.sliding_window = 512;
+        v.push_back(p);
+    }
+    v.push_back(gemma3("gemma-3-27b", "Gemma 3 27B It", "27B", 62, 5376, 21504, 32, 16, 128));
     v.push_back(gemma4("gemma-4-31b", "Gemma 4 31B", "31B", 60, 5376, 21504, 32, 16, 4));
     {
         Preset p = gemma4("gemma-4-26b-a4b", "Gemma 4 26B A4B", "26B-A4B", 30, 2816, 2112, 16, 8, 2);
@@ -275,6 +300,19 @@ std::vector<gguf::KeyValue> arch_metadata(const Preset& p) {
         if (p.n_expert > 0) u32("expert_feed_forward_length", p.n_ff_exp);
         u32("rope.dimension_count", p.head_dim);
         u32("rope.dimension_count_swa", p.head_dim_swa);
+    } else if (p.arch == "gemma3") {
+        u32("feed_forward_length", p.n_ff);
+        u32("attention.head_count", p.n_head);
+        u32("attention.head_count_kv", p.n_head_kv);
+        f32("rope.freq_base", p.rope_base);
+        f32("attention.layer_norm_rms_epsilon", p.rms_eps);
+        u32("attention.key_length", p.head_dim);
+        u32("attention.value_length", p.head_dim);
+        u32("attention.sliding_window", p.sliding_window);
+        if (p.rope_scale > 0) {
+            m.push_back(kv(a + "rope.scaling.type", Value::of("linear")));
+            f32("rope.scaling.factor", p.rope_scale);
+        }
     } else if (p.arch == "gpt-oss") {
         u32("feed_forward_length", p.n_ff);
         u32("attention.head_count", p.n_head);

@@ -30,6 +30,7 @@ struct Preset {
     uint32_t n_ctx = 0;
     float rms_eps = 1e-6f;
     float rope_base = 10000.0f;
+    float rope_scale = 0.0f;   // linear RoPE scaling factor (gemma3's global layers); 0: none
     bool tied = false;         // LM head shares token_embd (no output.weight)
     // qwen35 / qwen35moe
     uint32_t n_rot = 0;

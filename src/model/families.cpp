@@ -41,7 +41,7 @@ std::span<const Architecture> architectures() {
     static constexpr Architecture kAll[] = {
         {"llama", F::llama_like, ""},       {"qwen2", F::llama_like, "qwen"},     {"qwen3", F::llama_like, "qwen"},
         {"qwen3moe", F::llama_like, "qwen"}, {"qwen35", F::qwen35, "qwen"},         {"qwen35moe", F::qwen35, "qwen"},
-        {"gemma4", F::gemma4, "gemma4"},     {"gpt-oss", F::gpt_oss, "harmony"},
+        {"gemma3", F::gemma4, ""},           {"gemma4", F::gemma4, "gemma4"},       {"gpt-oss", F::gpt_oss, "harmony"},
     };
     return kAll;
 }

@@ -1,7 +1,8 @@
 // `gemma4` (Gemma 4 dense and MoE; docs/models.md §6): a sandwich-norm decoder with interleaved sliding-window and
 // global attention layers of different head geometry, K = V on global layers, proportional RoPE (rope_freqs) on
 // global layers, GeGLU FFNs, an optional routed MoE beside the dense MLP, tied embeddings and a final logit
-// soft-cap.
+// soft-cap. `gemma3` (Gemma 3 text; §6.7) is the same decoder with one head geometry, V of its own projection and
+// not normed, plain RoPE (linear scaling on the global layers), a query scale, and no soft-cap.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +25,11 @@ struct Gemma4Params {
     std::vector<int> n_head_kv, n_ff;  // per layer
     std::vector<bool> swa;             // per layer: true = sliding-window layer
     int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+    float rope_freq_scale = 1.0f;   // global layers (gemma3's linear scaling); sliding layers are not scaled
+    float q_scale = 1.0f;           // the attention scale: gemma4 1, gemma3 1/sqrt(its query_pre_attn_scalar)
+    // Gemma 4's additions, which gemma3 has none of: V normed per head without a weight, global layers that may take
+    // V from the K projection (no attn_v), proportional RoPE (rope_freqs) on the global layers, layer output scales.
+    bool gemma4 = true;
 
     int layer_head_dim(int l) const { return swa[l] ? head_dim_swa : head_dim; }
     int layer_n_rot(int l) const { return swa[l] ? n_rot_swa : n_rot; }
@@ -57,7 +63,7 @@ void declare_tensors(TensorBinder<W>& b, const Gemma4Params& p, Gemma4Weights<W>
     using R = TensorRole;
     const int64_t E = p.n_embd;
     declare_head(b, E, p.n_vocab, w);
-    if (std::find(p.swa.begin(), p.swa.end(), false) != p.swa.end())
+    if (p.gemma4 && std::find(p.swa.begin(), p.swa.end(), false) != p.swa.end())
         Declare<W>(b, -1).tensor(w.rope_freqs, "rope_freqs.weight", {p.n_rot / 2}, R::RopeFreqs);
     w.layers.resize(static_cast<size_t>(p.n_layer));
     for (int l = 0; l < p.n_layer; ++l) {
@@ -68,7 +74,8 @@ void declare_tensors(TensorBinder<W>& b, const Gemma4Params& p, Gemma4Weights<W>
         d.tensor(L.attn_norm, "attn_norm.weight", {E}, R::Norm);
         d.tensor(L.wq, "attn_q.weight", {E, Q}, R::Matrix);
         d.tensor(L.wk, "attn_k.weight", {E, KV}, R::Matrix);
-        L.has_v = d.optional(L.wv, "attn_v.weight", {E, KV}, R::Matrix, p.swa[l]);
+        L.has_v = d.optional(L.wv, "attn_v.weight", {E, KV}, R::Matrix, p.swa[l] || !p.gemma4);
+        if (!L.has_v && !p.gemma4) b.fail("layer " + std::to_string(l) + " has no attn_v.weight");
         d.tensor(L.q_norm, "attn_q_norm.weight", {D}, R::Norm);
         d.tensor(L.k_norm, "attn_k_norm.weight", {D}, R::Norm);
         d.tensor(L.wo, "attn_output.weight", {Q, E}, R::Matrix);
@@ -78,7 +85,7 @@ void declare_tensors(TensorBinder<W>& b, const Gemma4Params& p, Gemma4Weights<W>
         d.tensor(L.ffn_up, "ffn_up.weight", {E, F}, R::Matrix);
         d.tensor(L.ffn_down, "ffn_down.weight", {F, E}, R::Matrix);
         d.tensor(L.post_ffw_norm, "post_ffw_norm.weight", {E}, R::Norm);
-        L.has_out_scale = d.optional(L.out_scale, "layer_output_scale.weight", {1}, R::Scale, true);
+        L.has_out_scale = d.optional(L.out_scale, "layer_output_scale.weight", {1}, R::Scale, p.gemma4);
         L.moe = d.has("ffn_gate_inp.weight", p.n_expert > 0);
         if (!L.moe) continue;
         if (p.n_expert <= 0)
