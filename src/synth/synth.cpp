@@ -280,7 +280,7 @@ void write(const Plan& p, const Events& events) {
     const int threads = o.threads;
 
     const std::vector<gguf::KeyValue> vocab =
-        vocab_metadata(o.vocab, p.tokenizer, p.preset.n_vocab, o.n_vocab != 0, events.note);
+        vocab_metadata(o.vocab, p.tokenizer, p.preset.n_vocab, o.n_vocab != 0, events.note, p.preset.arch);
     // text_only: the rows of the logits' matrix to write as zeros instead of random blocks (all-zero bytes are zero
     // weights in every type: each block's scales are then 0, and so is every value they multiply).
     std::vector<bool> zero_rows;

@@ -14,6 +14,7 @@
 
 #include "gguf/printable.h"
 #include "tokenizer/hf_import.h"
+#include "tokenizer/hf_import_spm.h"
 #include "tokenizer/unicode.h"
 
 namespace zinc::synth {
@@ -248,6 +249,27 @@ std::vector<gguf::KeyValue> gemma_vocab_metadata(const TokenizerFiles& f, uint32
     return out;
 }
 
+// Gemma's vocabulary as Gemma 2 and 3 files declare it: SentencePiece ("llama"), its scores made from the merges
+// (tokenizer/hf_import_spm.h). Tokens past the model's rows are dropped, as for the gemma4 form.
+std::vector<gguf::KeyValue> gemma_spm_vocab_metadata(const TokenizerFiles& f, uint32_t n_vocab, bool truncate,
+                                                     const std::function<void(const std::string&)>& note) {
+    json tok = json::parse(read_maybe_xz(f.tokenizer));
+    json tcfg = json::object();
+    if (f.tokenizer_config) tcfg = json::parse(read_maybe_xz(*f.tokenizer_config));
+    int64_t past = 0;
+    for (const auto& [text, id] : tok.at("model").at("vocab").items()) past += id.get<int64_t>() >= n_vocab;
+    if (tok.contains("added_tokens"))
+        for (const auto& a : tok["added_tokens"]) past += a.at("id").get<int64_t>() >= n_vocab;
+    if (past > 0 && !truncate && note)
+        note("dropping " + std::to_string(past) + " token(s) past the model's " + std::to_string(n_vocab) +
+             " embedding rows");
+    if (truncate || past > 0) truncate_tokenizer_json(tok, n_vocab);
+    tokenizer::HfSpmImportOptions opts;
+    opts.model = "llama";
+    opts.vocab_size = n_vocab;
+    return tokenizer::import_hf_spm_tokenizer(tok, &tcfg, opts);
+}
+
 }  // namespace
 
 std::vector<bool> whole_text_tokens(const tokenizer::Tokenizer& tok, uint32_t n_rows) {
@@ -264,8 +286,10 @@ std::vector<bool> whole_text_tokens(const tokenizer::Tokenizer& tok, uint32_t n_
 }
 
 std::vector<gguf::KeyValue> vocab_metadata(const std::string& vocab, const TokenizerFiles& files, uint32_t n_vocab,
-                                           bool truncate, const std::function<void(const std::string&)>& note) {
+                                           bool truncate, const std::function<void(const std::string&)>& note,
+                                           const std::string& arch) {
     if (vocab == "qwen3") return qwen3_vocab_metadata(files, n_vocab, truncate);
+    if (vocab == "gemma3" && arch == "gemma3") return gemma_spm_vocab_metadata(files, n_vocab, truncate, note);
     if (vocab == "gemma3") return gemma_vocab_metadata(files, n_vocab, truncate, note);
     throw std::invalid_argument("unknown vocabulary '" + vocab + "' (qwen3 or gemma3)");
 }
