@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "gguf/printable.h"
 #include "model/families.h"
 
 namespace zinc::model {
@@ -34,11 +33,7 @@ Gemma4Params read_gemma3_params(const Metadata& md) {
     for (int l = 0; l < p.n_layer; ++l) p.swa.push_back(p.sliding_window > 0 && l % period < period - 1);
     p.rope_base = md.number_or("rope.freq_base", 10000.0f, kRopeBase);
     p.rope_base_swa = md.number_or("rope.freq_base_swa", 10000.0f, kRopeBase);
-    const std::string scaling = md.string_or("rope.scaling.type", "none");
-    if (scaling == "linear")
-        p.rope_freq_scale = 1.0f / md.number_or("rope.scaling.factor", 1.0f, kRopeScaling);
-    else if (scaling != "none")
-        md.fail("rope scaling '" + gguf::printable(scaling, 64) + "' is not supported yet");
+    p.rope_freq_scale = md.linear_rope_freq_scale();
     p.rms_eps = md.number("attention.layer_norm_rms_epsilon", kNormEpsilon);
     p.final_softcap = md.number_or("final_logit_softcapping", 0.0f, kSoftcap);
     // The file does not hold query_pre_attn_scalar: the head size, but n_embd / n_head for the 27B model (62

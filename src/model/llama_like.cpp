@@ -1,6 +1,5 @@
 #include "model/llama_like.h"
 
-#include "gguf/printable.h"
 #include "model/families.h"
 
 namespace zinc::model {
@@ -30,11 +29,7 @@ LlamaLikeParams read_llama_like_params(const Metadata& md) {
     if (p.n_rot > p.head_dim || p.n_rot % 2) md.fail(p.arch + ".rope.dimension_count must be even and at most the head size");
     p.rms_eps = md.number("attention.layer_norm_rms_epsilon", kNormEpsilon);
     p.rope_base = md.number_or("rope.freq_base", 10000.0f, kRopeBase);
-    const std::string scaling = md.string_or("rope.scaling.type", "none");
-    if (scaling == "linear")
-        p.rope_freq_scale = 1.0f / md.number_or("rope.scaling.factor", 1.0f, kRopeScaling);
-    else if (scaling != "none")
-        md.fail("rope scaling '" + gguf::printable(scaling, 64) + "' is not supported yet");
+    p.rope_freq_scale = md.linear_rope_freq_scale();
     p.rope_neox = p.arch == "qwen3" || p.arch == "qwen3moe" || p.arch == "qwen2";
     p.qk_norm = p.arch == "qwen3" || p.arch == "qwen3moe";
     p.qkv_bias = p.arch == "qwen2";

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gguf/printable.h"
 #include "gguf/split.h"
 
 namespace zinc::model {
@@ -86,6 +87,13 @@ float Metadata::number_or(const std::string& key, float fallback, Range r) const
 std::string Metadata::string_or(const std::string& key, const std::string& fallback) const {
     const gguf::Value* v = find(arch_ + "." + key);
     return v ? checked([&] { return v->get_string(); }) : fallback;
+}
+
+float Metadata::linear_rope_freq_scale() const {
+    const std::string scaling = string_or("rope.scaling.type", "none");
+    if (scaling == "linear") return 1.0f / number_or("rope.scaling.factor", 1.0f, kRopeScaling);
+    if (scaling != "none") fail("rope scaling '" + gguf::printable(scaling, 64) + "' is not supported yet");
+    return 1.0f;
 }
 
 std::vector<int> Metadata::layer_values(const gguf::Value& v, const std::string& key, int n_layer, int lo,

@@ -58,6 +58,9 @@ public:
     float number(const std::string& key, Range r) const;
     float number_or(const std::string& key, float fallback, Range r) const;
     std::string string_or(const std::string& key, const std::string& fallback) const;
+    // The position scale of rope.scaling: 1 for none (or no key), 1 / rope.scaling.factor for linear; any other
+    // type is refused.
+    float linear_rope_freq_scale() const;
     // A per-layer integer stored as a scalar (the same for every layer) or as an array with one value per layer
     // (longer arrays are cut: files count extra prediction layers past the main stack). Each value is in [lo, hi].
     std::vector<int> per_layer(const std::string& key, int n_layer, int lo, int hi) const;
