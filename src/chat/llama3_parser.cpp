@@ -34,7 +34,7 @@ public:
         if (tagged) text.remove_prefix(python_tag.size());
         std::vector<ToolCall> calls;
         try {
-            calls = parse_llama3_tool_calls(text);
+            calls = parse_json_tool_calls(text);
         } catch (const std::exception& e) {
             if (tagged) {
                 out.push_back({EventKind::tool_call_error, e.what(), held_, 0});

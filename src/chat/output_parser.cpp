@@ -10,6 +10,7 @@ std::unique_ptr<OutputParser> make_qwen_parser(ParserOptions o);
 std::unique_ptr<OutputParser> make_harmony_parser(ParserOptions o);
 std::unique_ptr<OutputParser> make_gemma4_parser(ParserOptions o);
 std::unique_ptr<OutputParser> make_llama3_parser(ParserOptions o);
+std::unique_ptr<OutputParser> make_mistral_parser(ParserOptions o);
 }  // namespace detail
 
 namespace {
@@ -39,6 +40,7 @@ const char* to_string(OutputFormat f) {
     case OutputFormat::harmony: return "harmony";
     case OutputFormat::gemma4: return "gemma4";
     case OutputFormat::llama3_json: return "llama3_json";
+    case OutputFormat::mistral: return "mistral";
     }
     return "?";
 }
@@ -50,6 +52,7 @@ std::unique_ptr<OutputParser> make_output_parser(OutputFormat format, ParserOpti
     case OutputFormat::harmony: return detail::make_harmony_parser(options);
     case OutputFormat::gemma4: return detail::make_gemma4_parser(options);
     case OutputFormat::llama3_json: return detail::make_llama3_parser(options);
+    case OutputFormat::mistral: return detail::make_mistral_parser(options);
     }
     return std::make_unique<PlainParser>();
 }
@@ -65,6 +68,8 @@ OutputFormat detect_output_format(std::string_view tmpl, std::string_view arch) 
         return OutputFormat::gemma4;
     if (named(OutputFormat::qwen) || contains(tmpl, "<think>") || contains(tmpl, "<tool_call>"))
         return OutputFormat::qwen;
+    if (named(OutputFormat::mistral) || contains(tmpl, "[TOOL_CALLS]") || contains(tmpl, "[THINK]"))
+        return OutputFormat::mistral;
     if (named(OutputFormat::llama3_json) || contains(tmpl, "<|python_tag|>") || contains(tmpl, "<|start_header_id|>"))
         return OutputFormat::llama3_json;
     return OutputFormat::plain;
@@ -75,6 +80,7 @@ bool prompt_opens_reasoning(OutputFormat format, std::string_view prompt) {
     switch (format) {
     case OutputFormat::qwen: return end.ends_with("<think>");
     case OutputFormat::gemma4: return end.ends_with("<|channel>thought");
+    case OutputFormat::mistral: return end.ends_with("[THINK]");
     default: return false;
     }
 }
@@ -84,6 +90,7 @@ std::string_view reasoning_end(OutputFormat format) {
     case OutputFormat::qwen: return "\n</think>\n\n";
     case OutputFormat::gemma4: return "<channel|>";
     case OutputFormat::harmony: return "<|end|><|start|>assistant<|channel|>final<|message|>";
+    case OutputFormat::mistral: return "[/THINK]";
     default: return {};
     }
 }

@@ -21,6 +21,9 @@ enum class OutputFormat {
     harmony,     // gpt-oss: <|channel|>analysis / final / commentary to=functions.NAME messages
     gemma4,      // <|channel>thought…<channel|> reasoning; <|tool_call>call:NAME{…}<tool_call|>
     llama3_json, // Llama 3.x: the whole answer is {"name": …, "parameters": {…}}, maybe after <|python_tag|>
+    mistral,     // [THINK]…[/THINK] reasoning; [TOOL_CALLS]NAME[ARGS]{…} (Mistral Small 3.2, Ministral 3,
+                 // Magistral; [CALL_ID]ID before [ARGS] in some) or [TOOL_CALLS][{"name": …, "arguments": …}]
+                 // (Mistral Nemo, Small 3.0/3.1)
 };
 
 const char* to_string(OutputFormat f);
@@ -48,6 +51,7 @@ std::unique_ptr<OutputParser> make_output_parser(OutputFormat format, ParserOpti
 //   template has <|channel|> or <|start|>…<|message|>, or architecture gpt-oss  -> harmony
 //   template has <|turn> or <|channel>, or architecture gemma4                -> gemma4
 //   template has <think> or <tool_call>, or architecture qwen3/qwen35/qwen35moe -> qwen
+//   template has [TOOL_CALLS] or [THINK], or architecture mistral3             -> mistral
 //   template has <|python_tag|> or <|start_header_id|>                        -> llama3_json
 //   otherwise                                                                 -> plain
 OutputFormat detect_output_format(std::string_view chat_template, std::string_view architecture = {});

@@ -241,7 +241,7 @@ ToolCall parse_gemma4_tool_call(std::string_view body) {
     return call;
 }
 
-std::vector<ToolCall> parse_llama3_tool_calls(std::string_view text) {
+std::vector<ToolCall> parse_json_tool_calls(std::string_view text) {
     const json j = parse_call_json(trim(text), "the tool call");
     std::vector<ToolCall> calls;
     if (j.is_array()) {

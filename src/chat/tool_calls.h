@@ -26,9 +26,9 @@ ToolCall parse_qwen_tool_call(std::string_view body);
 // nested {…} and […].
 ToolCall parse_gemma4_tool_call(std::string_view body);
 
-// A whole Llama 3.x answer (after <|python_tag|>, if any): `{"name": …, "parameters": {…}}` (or
-// "arguments"), or a JSON array of such objects.
-std::vector<ToolCall> parse_llama3_tool_calls(std::string_view text);
+// A whole Llama 3.x answer (after <|python_tag|>, if any) or what follows Mistral's [TOOL_CALLS] in its
+// v3-v7 formats: `{"name": …, "parameters": {…}}` (or "arguments"), or a JSON array of such objects.
+std::vector<ToolCall> parse_json_tool_calls(std::string_view text);
 
 // Checks that text is a JSON object (Harmony's message body); returns it compacted.
 std::string check_json_arguments(std::string_view text);

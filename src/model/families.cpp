@@ -42,6 +42,7 @@ std::span<const Architecture> architectures() {
         {"llama", F::llama_like, ""},       {"qwen2", F::llama_like, "qwen"},     {"qwen3", F::llama_like, "qwen"},
         {"qwen3moe", F::llama_like, "qwen"}, {"qwen35", F::qwen35, "qwen"},         {"qwen35moe", F::qwen35, "qwen"},
         {"gemma3", F::gemma4, ""},           {"gemma4", F::gemma4, "gemma4"},       {"gpt-oss", F::gpt_oss, "harmony"},
+        {"mistral3", F::llama_like, "mistral"},
     };
     return kAll;
 }

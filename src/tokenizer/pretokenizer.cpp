@@ -42,6 +42,7 @@ constexpr std::array kPreEntries = {
     PreEntry{"llama4", {PreType::Gpt4o, "gpt-4o", false, false, false}},
     PreEntry{"kanana2", {PreType::Gpt4o, "gpt-4o", false, false, false}},
     PreEntry{"talkie", {PreType::Gpt4o, "gpt-4o", false, false, false}},
+    PreEntry{"tekken", {PreType::Tekken, "tekken", true, true, false}},
 };
 
 class Scanner {
@@ -162,7 +163,8 @@ size_t match_gpt2(const Scanner& s, size_t i) {
 //   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
 //   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
 //   \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
-size_t match_gpt4o(const Scanner& s, size_t i) {
+// Tekken (Mistral) is the same without the contraction suffixes and with \p{N} for \p{N}{1,3}.
+size_t match_o200k(const Scanner& s, size_t i, bool contractions, size_t max_digits) {
     const size_t n = s.size();
     constexpr uint16_t kUp = u::kUpper | u::kTitle | u::kModifier | u::kOtherLetter | u::kMark;
     constexpr uint16_t kLo = u::kLower | u::kModifier | u::kOtherLetter | u::kMark;
@@ -195,11 +197,11 @@ size_t match_gpt4o(const Scanner& s, size_t i) {
         size_t e = 0;
         if (can_prefix) e = rule == 0 ? rule1(i + 1) : rule2(i + 1);
         if (!e) e = rule == 0 ? rule1(i) : rule2(i);
-        if (e) return e + s.contraction(e, true) - i;
+        if (e) return e + (contractions ? s.contraction(e, true) : 0) - i;
     }
     if (s.number(i)) {
         size_t k = i;
-        while (k < n && k - i < 3 && s.number(k)) ++k;
+        while (k < n && k - i < max_digits && s.number(k)) ++k;
         return k - i;
     }
     auto punct = [&](size_t k) { return k < n && !s.ws(k) && !s.letter(k) && !s.number(k); };
@@ -244,7 +246,8 @@ std::vector<size_t> pretokenize(PreType type, std::span<const uint32_t> cps) {
         case PreType::Qwen35: m = match_cl100k(s, i, 1, true); break;
         case PreType::Llama3: m = match_cl100k(s, i, 3, false); break;
         case PreType::Gpt2: m = match_gpt2(s, i); break;
-        case PreType::Gpt4o: m = match_gpt4o(s, i); break;
+        case PreType::Gpt4o: m = match_o200k(s, i, true, 3); break;
+        case PreType::Tekken: m = match_o200k(s, i, false, 1); break;
         }
         if (m == 0) m = 1;  // unmatched text is its own piece ("Isolated"); cannot happen with these patterns
         i += m;

@@ -18,6 +18,7 @@ enum class PreType {
     Qwen2,   // cl100k-style, single digits
     Qwen35,  // as Qwen2, but marks join letters
     Gpt4o,   // o200k (gpt-oss): case-aware words, contraction suffixes, [\r\n/]* after punctuation
+    Tekken,  // Mistral: as Gpt4o without contraction suffixes, single digits
 };
 
 // What a `tokenizer.ggml.pre` value selects, with the per-pre flags llama.cpp derives from it.

@@ -8,6 +8,13 @@
 
 using namespace zinc::chat;
 
+TEST(ChatOutputFormat, RealMistralNemoTemplateIsMistral) {
+    const std::string cfg = zinc::tokenizer::test::read_xz(std::string(ZINC_TOKENIZERS_DIR) +
+                                                           "/tekken/tokenizer_config.json.xz");
+    const auto tmpl = nlohmann::json::parse(cfg).at("chat_template").get<std::string>();
+    EXPECT_EQ(detect_output_format(tmpl, "llama"), OutputFormat::mistral);
+}
+
 TEST(ChatOutputFormat, RealQwen3TemplateIsQwen) {
     const auto& cfg = zinc::tokenizer::test::qwen3_tokenizer_config();
     EXPECT_EQ(detect_output_format(cfg.at("chat_template").get<std::string>(), "qwen3"), OutputFormat::qwen);
@@ -25,6 +32,8 @@ TEST(ChatOutputFormat, TemplateFragmentsOfEachFamily) {
     EXPECT_EQ(detect_output_format("{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}"),
               OutputFormat::llama3_json);
     EXPECT_EQ(detect_output_format("{{- '<|python_tag|>' + tool_call.name }}"), OutputFormat::llama3_json);
+    EXPECT_EQ(detect_output_format("{{- '[TOOL_CALLS][' }}"), OutputFormat::mistral);  // Mistral Nemo
+    EXPECT_EQ(detect_output_format("{{- '[THINK]' + thinking + '[/THINK]' }}"), OutputFormat::mistral);  // Magistral
     EXPECT_EQ(detect_output_format("{{ '<start_of_turn>model\\n' }}"), OutputFormat::plain);  // Gemma 3
     EXPECT_EQ(detect_output_format(""), OutputFormat::plain);
 }
@@ -34,6 +43,7 @@ TEST(ChatOutputFormat, ArchitectureWhenTheTemplateSaysNothing) {
     EXPECT_EQ(detect_output_format("", "gemma4"), OutputFormat::gemma4);
     EXPECT_EQ(detect_output_format("", "qwen35moe"), OutputFormat::qwen);
     EXPECT_EQ(detect_output_format("", "llama"), OutputFormat::plain);
+    EXPECT_EQ(detect_output_format("", "mistral3"), OutputFormat::mistral);
 }
 
 TEST(ChatOutputFormat, WhereTheOutputStarts) {
@@ -43,6 +53,8 @@ TEST(ChatOutputFormat, WhereTheOutputStarts) {
     EXPECT_FALSE(prompt_opens_reasoning(OutputFormat::qwen, "<|im_start|>assistant\n"));
     EXPECT_FALSE(prompt_opens_reasoning(OutputFormat::gemma4, "<|turn>model\n<|channel>thought\n<channel|>"));
     EXPECT_FALSE(prompt_opens_reasoning(OutputFormat::harmony, "<|start|>assistant"));
+    EXPECT_TRUE(prompt_opens_reasoning(OutputFormat::mistral, "[INST]Hi[/INST][THINK]"));
+    EXPECT_FALSE(prompt_opens_reasoning(OutputFormat::mistral, "[INST]Hi[/INST]"));
 }
 
 TEST(ChatOutputFormat, ZincsOwnQwen3PromptsSayWhereTheOutputStarts) {

@@ -311,6 +311,55 @@ TEST(ChatStreamGemma4, StopStringSpanningPieces) {
     EXPECT_EQ(r.answer, "Answer.");
 }
 
+// ---- Mistral ----
+
+TEST(ChatStreamMistral, ReasoningThenAnswer) {
+    const auto r = parse_every_split({OutputFormat::mistral, "[THINK]2+2 is 4; [TOOL_CALLS] not needed.[/THINK]It is 4."});
+    EXPECT_EQ(r.reasoning, "2+2 is 4; [TOOL_CALLS] not needed.");
+    EXPECT_EQ(r.answer, "It is 4.");
+    EXPECT_TRUE(r.tool_calls.empty());
+    const auto opened = parse_every_split({OutputFormat::mistral, "Let me see.[/THINK]Yes.", in_reasoning});
+    EXPECT_EQ(opened.reasoning, "Let me see.");
+    EXPECT_EQ(opened.answer, "Yes.");
+}
+
+TEST(ChatStreamMistral, NameArgsCalls) {
+    // Mistral Small 3.2, Ministral 3: parallel calls repeat [TOOL_CALLS]; [CALL_ID] may precede [ARGS].
+    const std::string text =
+        "Checking both.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris [FR]\", \"days\": 3}"
+        "[TOOL_CALLS]get_time[CALL_ID]a1b2c3d4e[ARGS]{\"tz\": \"CET\"}";
+    const auto r = parse_every_split({OutputFormat::mistral, text});
+    EXPECT_EQ(r.answer, "Checking both.");
+    expect_calls(r, {call("get_weather", {{"city", "Paris [FR]"}, {"days", 3}}), call("get_time", {{"tz", "CET"}})});
+    EXPECT_TRUE(r.errors.empty());
+}
+
+TEST(ChatStreamMistral, JsonArrayCalls) {
+    // Mistral Nemo, Small 3.0/3.1: one JSON array after [TOOL_CALLS].
+    const auto r = parse_every_split(
+        {OutputFormat::mistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, "
+                                "\"id\": \"a1b2c3d4e\"}, {\"name\": \"now\", \"arguments\": {}}]"});
+    EXPECT_EQ(r.answer, "");
+    expect_calls(r, {call("get_weather", {{"city", "Paris"}}), call("now", json::object())});
+}
+
+TEST(ChatStreamMistral, MalformedCallsAreErrors) {
+    const auto r = parse_every_split(
+        {OutputFormat::mistral, "Hm.[TOOL_CALLS]f[ARGS]{\"a\": [1, 2}[TOOL_CALLS][ARGS]{}[TOOL_CALLS]g[CALL_ID]x1"});
+    EXPECT_EQ(r.answer, "Hm.");
+    EXPECT_TRUE(r.tool_calls.empty());
+    ASSERT_EQ(r.errors.size(), 3u);
+    EXPECT_EQ(r.errors[0].raw, "[TOOL_CALLS]f[ARGS]{\"a\": [1, 2}");
+    EXPECT_NE(r.errors[1].message.find("no name"), std::string::npos) << r.errors[1].message;
+    EXPECT_EQ(r.errors[2].raw, "[TOOL_CALLS]g[CALL_ID]x1");
+}
+
+TEST(ChatStreamMistral, StopString) {
+    const auto r = parse_every_split({OutputFormat::mistral, "Answer.</s>junk[TOOL_CALLS]f[ARGS]{}", {}, {"</s>"}});
+    EXPECT_EQ(r.answer, "Answer.");
+    EXPECT_TRUE(r.tool_calls.empty());
+}
+
 // ---- Llama 3.x JSON tool calls ----
 
 TEST(ChatStreamLlama3, ToolCallAsTheWholeAnswer) {

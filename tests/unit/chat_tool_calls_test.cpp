@@ -53,12 +53,12 @@ TEST(ChatToolCalls, Gemma4) {
 }
 
 TEST(ChatToolCalls, Llama3) {
-    auto calls = parse_llama3_tool_calls("{\"name\": \"f\", \"parameters\": {\"a\": [1]}}");
+    auto calls = parse_json_tool_calls("{\"name\": \"f\", \"parameters\": {\"a\": [1]}}");
     ASSERT_EQ(calls.size(), 1u);
     EXPECT_EQ(calls[0].name, "f");
     EXPECT_EQ(json::parse(calls[0].arguments), (json{{"a", {1}}}));
-    EXPECT_THROW(parse_llama3_tool_calls("[]"), ToolCallSyntaxError);
-    EXPECT_THROW(parse_llama3_tool_calls("{\"parameters\": {}}"), ToolCallSyntaxError);
+    EXPECT_THROW(parse_json_tool_calls("[]"), ToolCallSyntaxError);
+    EXPECT_THROW(parse_json_tool_calls("{\"parameters\": {}}"), ToolCallSyntaxError);
 }
 
 TEST(ChatToolCalls, HarmonyArgumentsMustBeAnObject) {

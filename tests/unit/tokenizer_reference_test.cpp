@@ -1,5 +1,5 @@
-// Qwen3 tokenizations against reference outputs:
-//  - tests/data/tokenizer/qwen3_reference_cases.json, from the independent Python model in
+// Qwen3 and Tekken tokenizations against reference outputs:
+//  - tests/data/tokenizer/{qwen3,tekken}_reference_cases.json, from the independent Python model in
 //    tests/data/tokenizer/make_reference_cases.py (regex module + naive BPE);
 //  - Hugging Face goldens: tests/fixtures/tokenizers/golden_qwen3.json (HF tokenizers on the full Qwen3
 //    tokenizer; see tests/fixtures/README.md).
@@ -55,6 +55,34 @@ TEST(TokenizerReference, Qwen3PythonModel) {
     }
     EXPECT_GT(n, 800u);
     std::printf("[ reference ] %zu / %zu Qwen3 reference tokenizations match\n", pass, n);
+}
+
+// Mistral's Tekken: its own pre-tokenizer, ignore_merges, 1,000 control tokens, BOS added, no normalizer.
+TEST(TokenizerReference, TekkenPythonModel) {
+    const auto j = nlohmann::json::parse(slurp(zinc::tokenizer::test::data_dir() + "/tekken_reference_cases.json"));
+    const auto& t = zinc::tokenizer::test::tekken();
+    EXPECT_EQ(t.pre_info().name, "tekken");
+    EXPECT_EQ(t.bos(), 1);
+    EXPECT_EQ(t.eos(), 2);
+    size_t n = 0, pass = 0;
+    for (const auto& c : j["cases"]) {
+        const std::string text = c["text"].get<std::string>();
+        const auto want = c["ids"].get<std::vector<int32_t>>();
+        const auto want_sp = c["ids_special"].get<std::vector<int32_t>>();
+        const auto got = t.encode(text, false, false);
+        const auto got_sp = t.encode(text, false, true);
+        n += 2;
+        pass += (got == want) + (got_sp == want_sp);
+        EXPECT_EQ(got, want) << "text: " << nlohmann::json(text).dump() << "\n got " << show(got) << "\nwant "
+                             << show(want);
+        EXPECT_EQ(got_sp, want_sp) << "(parse_special) text: " << nlohmann::json(text).dump();
+        EXPECT_EQ(t.decode(got_sp), text);
+        const auto with_bos = t.encode(text, true, true);
+        ASSERT_FALSE(with_bos.empty());
+        EXPECT_EQ(with_bos.front(), 1);  // <s>
+    }
+    EXPECT_GT(n, 800u);
+    std::printf("[ reference ] %zu / %zu Tekken reference tokenizations match\n", pass, n);
 }
 
 TEST(TokenizerReference, Nfc) {

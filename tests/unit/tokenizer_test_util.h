@@ -1,4 +1,4 @@
-// Shared helpers of the tokenizer tests: the real Qwen3 vocabulary (data/tokenizers/qwen3, xz-compressed)
+// Shared helpers of the tokenizer tests: the real Qwen3 and Tekken vocabularies (data/tokenizers/, xz-compressed)
 // imported through hf_import and loaded back from an in-memory GGUF.
 #pragma once
 
@@ -56,6 +56,23 @@ inline const Tokenizer& qwen3() {
         gguf::Writer w;
         w.set("general.architecture", "qwen3");
         add_to_writer(w, qwen3_metadata());
+        static std::vector<uint8_t> bytes;
+        bytes = w.to_bytes();
+        const gguf::File f = gguf::File::from_memory(bytes);
+        return Tokenizer::from_gguf(f);
+    }();
+    return t;
+}
+
+// Mistral's Tekken (data/tokenizers/tekken), imported and read back the same way.
+inline const Tokenizer& tekken() {
+    static const Tokenizer t = [] {
+        const auto tok = nlohmann::json::parse(read_xz(std::string(ZINC_TOKENIZERS_DIR) + "/tekken/tokenizer.json.xz"));
+        const auto cfg =
+            nlohmann::json::parse(read_xz(std::string(ZINC_TOKENIZERS_DIR) + "/tekken/tokenizer_config.json.xz"));
+        gguf::Writer w;
+        w.set("general.architecture", "llama");
+        add_to_writer(w, import_hf_tokenizer(tok, &cfg, nullptr));
         static std::vector<uint8_t> bytes;
         bytes = w.to_bytes();
         const gguf::File f = gguf::File::from_memory(bytes);

@@ -8,8 +8,12 @@ written from the published definitions, using the third-party `regex` module (wh
     added-token split (longest first) -> NFC (the HF Qwen normalizer) -> Split(regex,
     Isolated) -> GPT-2 byte mapping -> BPE -> ids
 
+For Tekken (Mistral) there is no NFC step, and a piece that is itself a token is that token without merging
+(ignore_merges, as its tokenizer.json and llama.cpp's loader say).
+
 Usage (from the repository root):
     python3 tests/data/tokenizer/make_reference_cases.py > tests/data/tokenizer/qwen3_reference_cases.json
+    python3 tests/data/tokenizer/make_reference_cases.py tekken > tests/data/tokenizer/tekken_reference_cases.json
 """
 import json
 import lzma
@@ -49,10 +53,13 @@ class Ref:
         self.pattern = regex.compile(steps[0]["pattern"]["Regex"])
         self.b2u = bytes_to_unicode()
         self.cache = {}
+        self.ignore_merges = bool(tok["model"].get("ignore_merges"))
 
     def bpe(self, word):
         if word in self.cache:
             return self.cache[word]
+        if self.ignore_merges and word in self.vocab:
+            return [self.vocab[word]]
         syms = list(word)
         while len(syms) > 1:
             best = None
@@ -186,6 +193,7 @@ PRE_REGEXES = {
     "llama-bpe": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "qwen35": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "gpt-4o": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "tekken": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "gpt-2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
 }
 
@@ -200,8 +208,27 @@ def pretokenize_cases(n, seed):
     return {pre: [[t, regex.findall(p, t)] for t in texts] for pre, p in PRE_REGEXES.items()}
 
 
+def tekken():
+    tok = json.loads(lzma.open(HERE.parents[2] / "data" / "tokenizers" / "tekken" / "tokenizer.json.xz").read())
+    ref = Ref(tok)
+    texts = fixed_cases() + [t.replace("<|im_start|>", "[INST]").replace("<|im_end|>", "[/INST]")
+                             for t in fixed_cases()[20:24]] + random_cases(400, 4321)
+    cases = [{"text": t, "ids": ref.encode(t, parse_special=False), "ids_special": ref.encode(t, parse_special=True)}
+             for t in texts]
+    json.dump({
+        "description": "Tekken (Mistral Nemo's tokenizer.json) reference tokenizations from make_reference_cases.py "
+                       f"(python regex module {regex.__version__} + naive BPE with ignore_merges; llama.cpp-style "
+                       "added-token split; no normalizer)",
+        "pre": "tekken",
+        "cases": cases,
+    }, sys.stdout, ensure_ascii=True, indent=0)
+    sys.stdout.write("\n")
+
+
 def main():
-    tok = json.loads(lzma.open(HERE / "qwen3" / "tokenizer.json.xz").read())
+    if sys.argv[1:] == ["tekken"]:
+        return tekken()
+    tok = json.loads(lzma.open(HERE.parents[2] / "data" / "tokenizers" / "qwen3" / "tokenizer.json.xz").read())
     ref = Ref(tok)
     texts = fixed_cases() + random_cases(400, 1234)
     cases = []
