@@ -87,7 +87,7 @@ void register_synth(CLI::App& app) {
         ->check(one_of("a quant mix", model::quant_mix_names(), true));
     cmd->add_option("-o,--output", o->synth.out, "Output .gguf file");
     cmd->add_option("--vocab", o->synth.vocab,
-                    "Vocabulary: qwen3 or gemma3 (default: qwen3 for Qwen and gpt-oss, gemma3 for Gemma)")
+                    "Vocabulary: qwen3, gemma3 or tekken (default: the preset's)")
         ->check(one_of("a vocabulary", {std::begin(synth::kVocabularies), std::end(synth::kVocabularies)}));
     cmd->add_option("--tokenizer-dir", o->synth.tokenizer_dir,
                     "Directory with tokenizer.json[.xz] (+ tokenizer_config.json[.xz], config.json) "

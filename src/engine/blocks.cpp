@@ -21,6 +21,15 @@ const Weight* input_norm(const Block& b) {
     return std::visit([](const auto& block) { return block.norm; }, b);
 }
 
+backend::RopeParams rope_params(int n_rot, bool neox, float base, const model::RopeScaling& s) {
+    backend::RopeParams r{n_rot, neox, base, s.freq_scale};
+    r.ext_factor = s.ext_factor;
+    r.yarn_low = s.yarn_low;
+    r.yarn_high = s.yarn_high;
+    r.mscale = s.mscale;
+    return r;
+}
+
 AttentionBlock attention_block(const Weight& norm, float eps, const Weight& wq, const Weight& wk, const Weight* wv,
                                const Weight& wo) {
     AttentionBlock a;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/metadata.h"
 
 namespace zinc::engine {
 
@@ -91,6 +92,8 @@ FfnBlock ffn_block(const backend::Weight& norm, float eps, const backend::Weight
                    const backend::Weight& down, backend::GatedActivation act = backend::GatedActivation::swiglu);
 MoeBlock moe_block(const backend::Weight& norm, float eps, const backend::Weight& router, int n_expert, int k,
                    const backend::MoeWeights& experts);
+// RoPE of n_rot dimensions with base `base` and the file's position scaling.
+backend::RopeParams rope_params(int n_rot, bool neox, float base, const model::RopeScaling& s);
 
 // The input norm's weight of a block (what a block before it may leave in h).
 const backend::Weight* input_norm(const Block& b);

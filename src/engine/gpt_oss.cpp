@@ -20,11 +20,7 @@ GptOss::GptOss(const gguf::Model& m, backend::Backend& be, ContextSize size)
         a.bk = &L.bk;
         a.bv = &L.bv;
         a.bo = &L.bo;
-        a.rope = {p_.n_rot, true, p_.swa[l] ? p_.rope_base_swa : p_.rope_base, p_.rope_freq_scale};
-        a.rope.ext_factor = p_.yarn_ext_factor;
-        a.rope.yarn_low = p_.yarn_low;
-        a.rope.yarn_high = p_.yarn_high;
-        a.rope.mscale = p_.yarn_mscale;
+        a.rope = rope_params(p_.n_rot, true, p_.swa[l] ? p_.rope_base_swa : p_.rope_base, p_.rope_scaling);
         a.ap = {p_.n_head, p_.n_head_kv, p_.head_dim, 1.0f / std::sqrt(float(p_.head_dim))};
         a.ap.sinks = &L.sinks;
         // Sliding layers keep only their window (a ring).

@@ -1,7 +1,10 @@
-// Forward pass of the llama-like families (llama, qwen2, qwen3, qwen3moe); docs/models.md §2-3 give the op order.
+// Forward pass of the llama-like families (llama, mistral3, qwen2, qwen3, qwen3moe); docs/models.md §2-3 give the op
+// order.
 #include "engine/llama_like.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "engine/tensor_loader.h"
 
@@ -9,6 +12,13 @@ namespace zinc::engine {
 
 LlamaLike::LlamaLike(const gguf::Model& m, backend::Backend& be, ContextSize size)
     : Family(be, m, size), p_(model::read_llama_like_params(model::Metadata(m))) {
+    // The temperature is exactly 1 below its floor; past it, queries would need a per-position scale that the
+    // attention does not have yet.
+    if (p_.attn_temp_scale != 0.0f && n_ctx() > p_.attn_temp_floor)
+        throw std::invalid_argument("a context of " + std::to_string(n_ctx()) + " positions is not supported for " +
+                                    p_.arch + " yet: its attention temperature starts at position " +
+                                    std::to_string(p_.attn_temp_floor) + " (run with --ctx-size " +
+                                    std::to_string(p_.attn_temp_floor) + " or less)");
     TensorLoader loader(m, be);
     model::declare_tensors(loader, p_, w_);
     const int64_t kv_dim = int64_t{p_.n_head_kv} * p_.head_dim;
@@ -21,7 +31,7 @@ LlamaLike::LlamaLike(const gguf::Model& m, backend::Backend& be, ContextSize siz
             a.bv = &L.bv;
         }
         if (p_.qk_norm) a.norms = {true, true, false, &L.q_norm, &L.k_norm, p_.rms_eps};
-        a.rope = {p_.n_rot, p_.rope_neox, p_.rope_base, p_.rope_freq_scale};
+        a.rope = rope_params(p_.n_rot, p_.rope_neox, p_.rope_base, p_.rope_scaling);
         a.ap = {p_.n_head, p_.n_head_kv, p_.head_dim, 1.0f / std::sqrt(float(p_.head_dim))};
         a.kv = kv_cache(kv_dim);
         if (p_.n_expert > 0)

@@ -110,10 +110,38 @@ Preset gemma3(std::string name, std::string model_name, std::string size, uint32
     return p;
 }
 
+// Mistral's models on the llama architecture (Mistral Nemo) or mistral3 (Mistral Small 3.x, Ministral 3): llama's
+// decoder with 128-wide heads and the Tekken vocabulary. The shapes are those of the published config.json files.
+Preset mistral(std::string name, std::string arch, std::string model_name, std::string size, uint32_t n_layer,
+               uint32_t n_embd, uint32_t n_ff, uint32_t n_ctx, float rope_base) {
+    Preset p = preset(std::move(name), std::move(arch), std::move(model_name), std::move(size), n_layer, n_embd, n_ff,
+                      32, 8);
+    p.vocab = "tekken";
+    p.n_vocab = 131072;
+    p.head_dim = 128;
+    p.n_ctx = n_ctx;
+    p.rms_eps = 1e-5f;
+    p.rope_base = rope_base;
+    return p;
+}
+
 std::vector<Preset> make_presets() {
     std::vector<Preset> v;
     v.push_back(qwen2("qwen2.5-0.5b", "Qwen2.5 0.5B Instruct", "0.5B", 24, 896, 4864, 14, 2, 151936, true));
     v.push_back(qwen2("qwen2.5-7b", "Qwen2.5 7B Instruct", "7.6B", 28, 3584, 18944, 28, 4, 152064, false));
+    v.push_back(mistral("mistral-nemo-12b", "llama", "Mistral Nemo Instruct 2407", "12B", 40, 5120, 14336, 1024000,
+                        1e6f));
+    v.push_back(mistral("mistral-small-3.2-24b", "mistral3", "Mistral Small 3.2 24B Instruct 2506", "24B", 40, 5120,
+                        32768, 131072, 1e9f));
+    {
+        // YaRN x16 over 16,384 positions, and llama-4 attention temperature past them.
+        Preset p = mistral("ministral-3-8b", "mistral3", "Ministral 3 8B Instruct 2512", "8B", 34, 4096, 14336,
+                           262144, 1e6f);
+        p.yarn_factor = 16.0f;
+        p.yarn_orig_ctx = 16384;
+        p.attn_temp_scale = 0.1f;
+        v.push_back(p);
+    }
     v.push_back(qwen3("qwen3-0.6b", "Qwen3 0.6B", "0.6B", 28, 1024, 3072, 16, 8, true));
     v.push_back(qwen3("qwen3-8b", "Qwen3 8B", "8.2B", 36, 4096, 12288, 32, 8, false));
     {
@@ -330,6 +358,24 @@ std::vector<gguf::KeyValue> arch_metadata(const Preset& p) {
         u32("attention.value_length", p.head_dim);
         u32("attention.sliding_window", p.sliding_window);
         u32("expert_feed_forward_length", p.n_ff_exp);
+    } else if (p.arch == "llama" || p.arch == "mistral3") {
+        u32("feed_forward_length", p.n_ff);
+        u32("attention.head_count", p.n_head);
+        u32("attention.head_count_kv", p.n_head_kv);
+        f32("rope.freq_base", p.rope_base);
+        f32("attention.layer_norm_rms_epsilon", p.rms_eps);
+        u32("attention.key_length", p.head_dim);
+        u32("attention.value_length", p.head_dim);
+        u32("rope.dimension_count", p.head_dim);
+        if (p.yarn_factor > 0) {  // as the mistral3 converter writes Ministral 3's rope_parameters
+            m.push_back(kv(a + "rope.scaling.type", Value::of("yarn")));
+            f32("rope.scaling.factor", p.yarn_factor);
+            u32("rope.scaling.original_context_length", p.yarn_orig_ctx);
+            f32("rope.scaling.yarn_beta_fast", 32.0f);
+            f32("rope.scaling.yarn_beta_slow", 1.0f);
+            f32("rope.scaling.yarn_log_multiplier", 1.0f);
+        }
+        if (p.attn_temp_scale > 0) f32("attention.temperature_scale", p.attn_temp_scale);
     } else {
         throw std::invalid_argument("synth: no metadata for architecture " + p.arch);
     }

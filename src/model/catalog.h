@@ -19,7 +19,7 @@ struct Preset {
     std::string arch;          // general.architecture
     std::string model_name;    // general.name
     std::string size_label;    // general.size_label
-    std::string vocab;         // default vocabulary: "qwen3" or "gemma3"
+    std::string vocab;         // default vocabulary: "qwen3", "gemma3" or "tekken"
     uint32_t n_vocab = 0;      // embedding rows (the checkpoint's padded vocab_size)
     uint32_t n_layer = 0;
     uint32_t n_embd = 0;
@@ -41,9 +41,10 @@ struct Preset {
     // gemma4
     uint32_t head_dim_swa = 0, n_head_kv_global = 0, sliding_window = 0, swa_period = 0;
     float rope_base_swa = 0.0f, rope_partial_global = 0.0f, softcap = 0.0f;
-    // gpt-oss
+    // YaRN (gpt-oss, Ministral 3); Ministral 3's attention temperature past yarn_orig_ctx
     float yarn_factor = 0.0f;
     uint32_t yarn_orig_ctx = 0;
+    float attn_temp_scale = 0.0f;
 };
 
 // All presets, in the order `zinc synth --help` lists them.

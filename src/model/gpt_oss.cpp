@@ -41,34 +41,10 @@ GptOssParams read_gpt_oss_params(const Metadata& md) {
     }
     p.rope_base = md.number_or("rope.freq_base", 150000.0f, kRopeBase);
     p.rope_base_swa = md.number_or("rope.freq_base_swa", p.rope_base, kRopeBase);
-    const std::string type = md.string_or("rope.scaling.type", "none");
-    const float factor = md.number_or("rope.scaling.factor", 1.0f, kRopeScaling);
-    if (type == "yarn" && factor > 1.0f) {
-        if (p.rope_base <= 1.0f) md.fail(a + "rope.freq_base must be greater than 1 for YaRN scaling");
-        const int n_ctx_train = md.count_or("context_length", 4096, kMaxContext);
-        const float n_ctx_orig = float(md.count_or("rope.scaling.original_context_length", n_ctx_train, kMaxContext));
-        const float beta_fast = md.number_or("rope.scaling.yarn_beta_fast", 32.0f, kRopeScaling);
-        const float beta_slow = md.number_or("rope.scaling.yarn_beta_slow", 1.0f, kRopeScaling);
-        // Correction range in pair units: c(beta) = n_rot ln(L0 / (2 pi beta)) / (2 ln base). This follows
-        // transformers with truncate = false (gpt-oss's config): the range is NOT rounded, so e.g. gpt-oss-20b uses
-        // [8.093, 17.398] where llama.cpp floors/ceils to [8, 18] (docs/models.md §1.4). The fixture references are
-        // transformers' logits, so matching them wins; the difference to llama.cpp is ~1e-3 relative in the logits.
-        const auto corr = [&](double beta) {
-            return float(p.n_rot * std::log(n_ctx_orig / (beta * 2.0 * std::numbers::pi)) /
-                         (2.0 * std::log(double(p.rope_base))));
-        };
-        p.rope_freq_scale = 1.0f / factor;
-        p.yarn_ext_factor = 1.0f;
-        p.yarn_low = std::max(0.0f, corr(beta_fast));
-        p.yarn_high = std::min(float(p.n_rot - 1), corr(beta_slow));
-        p.yarn_mscale = 1.0f + 0.1f * std::log(factor);  // transformers' attention_factor, on cos and sin
-        if (!std::isfinite(p.yarn_low) || !std::isfinite(p.yarn_high))
-            md.fail("the YaRN correction range is not finite");
-    } else if (type == "linear") {
-        p.rope_freq_scale = 1.0f / factor;
-    } else if (type != "none" && type != "yarn") {
-        md.fail("rope scaling '" + gguf::printable(type, 64) + "' is not supported for gpt-oss");
-    }
+    // transformers with truncate = false (gpt-oss's config): the YaRN range is NOT rounded, so e.g. gpt-oss-20b uses
+    // [8.093, 17.398] where llama.cpp floors/ceils to [8, 18] (docs/models.md §1.4). The fixture references are
+    // transformers' logits, so matching them wins; the difference to llama.cpp is ~1e-3 relative in the logits.
+    p.rope_scaling = md.rope_scaling(p.n_rot, p.rope_base, YarnRange::exact);
     p.swiglu_alpha = md.number_or("swiglu_alpha", 1.702f, kActivationParam);  // not written by the converter
     p.swiglu_limit = md.number_or("swiglu_limit", 7.0f, kActivationParam);
     p.n_vocab = static_cast<int>(md.n_vocab());

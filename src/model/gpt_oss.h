@@ -18,8 +18,7 @@ struct GptOssParams {
     float rms_eps = 1e-5f;
     int n_rot = 0;
     float rope_base = 150000.0f, rope_base_swa = 150000.0f;
-    // YaRN (docs/models.md §1.4); ext_factor 0 when the file has no YaRN scaling.
-    float rope_freq_scale = 1.0f, yarn_ext_factor = 0.0f, yarn_low = 0.0f, yarn_high = 0.0f, yarn_mscale = 1.0f;
+    RopeScaling rope_scaling;  // YaRN (docs/models.md §1.4)
     float swiglu_alpha = 1.702f, swiglu_limit = 7.0f;
 };
 

@@ -29,7 +29,11 @@ LlamaLikeParams read_llama_like_params(const Metadata& md) {
     if (p.n_rot > p.head_dim || p.n_rot % 2) md.fail(p.arch + ".rope.dimension_count must be even and at most the head size");
     p.rms_eps = md.number("attention.layer_norm_rms_epsilon", kNormEpsilon);
     p.rope_base = md.number_or("rope.freq_base", 10000.0f, kRopeBase);
-    p.rope_freq_scale = md.linear_rope_freq_scale();
+    p.rope_scaling = md.rope_scaling(p.n_rot, p.rope_base, YarnRange::whole_pairs);
+    p.attn_temp_scale = md.number_or("attention.temperature_scale", 0.0f, Range{0.0f, 1e3f});
+    if (p.attn_temp_scale != 0.0f)
+        p.attn_temp_floor = md.count_or("rope.scaling.original_context_length",
+                                        md.count_or("context_length", 4096, kMaxContext), kMaxContext);
     p.rope_neox = p.arch == "qwen3" || p.arch == "qwen3moe" || p.arch == "qwen2";
     p.qk_norm = p.arch == "qwen3" || p.arch == "qwen3moe";
     p.qkv_bias = p.arch == "qwen2";

@@ -1,6 +1,7 @@
-// The llama-like families (`llama`, `qwen2`, `qwen3`, `qwen3moe`): a pre-norm decoder with GQA attention, RoPE and a
-// SwiGLU FFN; qwen2 adds biases to the Q/K/V projections and NeoX RoPE, qwen3 per-head Q/K RMSNorm and NeoX RoPE, and
-// qwen3moe is qwen3 with routed experts (top k of a softmax, renormalized) for the FFN (docs/models.md §2-3).
+// The llama-like families (`llama`, `mistral3`, `qwen2`, `qwen3`, `qwen3moe`): a pre-norm decoder with GQA attention,
+// RoPE and a SwiGLU FFN; mistral3 is llama with YaRN and an attention temperature past the original context, qwen2
+// adds biases to the Q/K/V projections and NeoX RoPE, qwen3 per-head Q/K RMSNorm and NeoX RoPE, and qwen3moe is qwen3
+// with routed experts (top k of a softmax, renormalized) for the FFN (docs/models.md §2-3).
 #pragma once
 
 #include <string>
@@ -16,7 +17,12 @@ struct LlamaLikeParams {
     int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_vocab = 0;
     int n_rot = 0;
     bool rope_neox = false;  // qwen2, qwen3: halves; llama: adjacent pairs
-    float rope_base = 10000.0f, rope_freq_scale = 1.0f;
+    float rope_base = 10000.0f;
+    RopeScaling rope_scaling;  // linear or YaRN
+    // mistral3 (llama.cpp's llama-4 scaling): queries at position p are scaled by 1 + t ln(1 + floor(p / n)), with t
+    // attention.temperature_scale (0: none) and n the original context; 1 below n.
+    float attn_temp_scale = 0.0f;
+    int attn_temp_floor = 0;
     float rms_eps = 1e-5f;
     bool qk_norm = false;
     bool qkv_bias = false;  // qwen2

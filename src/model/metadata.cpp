@@ -1,7 +1,9 @@
 #include "model/metadata.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numbers>
 
 #include "gguf/printable.h"
 #include "gguf/split.h"
@@ -94,6 +96,42 @@ float Metadata::linear_rope_freq_scale() const {
     if (scaling == "linear") return 1.0f / number_or("rope.scaling.factor", 1.0f, kRopeScaling);
     if (scaling != "none") fail("rope scaling '" + gguf::printable(scaling, 64) + "' is not supported yet");
     return 1.0f;
+}
+
+RopeScaling Metadata::rope_scaling(int n_rot, float rope_base, YarnRange range) const {
+    RopeScaling r;
+    const std::string type = string_or("rope.scaling.type", "none");
+    const float factor = number_or("rope.scaling.factor", 1.0f, kRopeScaling);
+    if (type == "none" || factor == 1.0f) return r;
+    if (type == "linear") {
+        r.freq_scale = 1.0f / factor;
+        return r;
+    }
+    if (type != "yarn") fail("rope scaling '" + gguf::printable(type, 64) + "' is not supported");
+    if (factor < 1.0f) return r;  // YaRN only stretches
+    if (rope_base <= 1.0f) fail(arch_ + ".rope.freq_base must be greater than 1 for YaRN scaling");
+    const int n_ctx_train = count_or("context_length", 4096, kMaxContext);
+    const double n_ctx_orig = count_or("rope.scaling.original_context_length", n_ctx_train, kMaxContext);
+    const float beta_fast = number_or("rope.scaling.yarn_beta_fast", 32.0f, kRopeScaling);
+    const float beta_slow = number_or("rope.scaling.yarn_beta_slow", 1.0f, kRopeScaling);
+    const float log_mul = number_or("rope.scaling.yarn_log_multiplier", 0.0f, Range{0.0f, 1e3f});
+    // Correction range in pair units: c(beta) = n_rot ln(L0 / (2 pi beta)) / (2 ln base) (docs/models.md §1.4).
+    const auto corr = [&](double beta) {
+        return n_rot * std::log(n_ctx_orig / (beta * 2.0 * std::numbers::pi)) / (2.0 * std::log(double(rope_base)));
+    };
+    double low = corr(beta_fast), high = corr(beta_slow);
+    if (range == YarnRange::whole_pairs) {
+        low = std::floor(low);
+        high = std::ceil(high);
+    }
+    r.freq_scale = 1.0f / factor;
+    r.ext_factor = 1.0f;
+    r.yarn_low = float(std::max(0.0, low));
+    r.yarn_high = float(std::min(double(n_rot - 1), high));
+    if (!std::isfinite(r.yarn_low) || !std::isfinite(r.yarn_high)) fail("the YaRN correction range is not finite");
+    const auto mscale = [&](float m) { return 1.0f + 0.1f * m * std::log(factor); };
+    r.mscale = log_mul != 0.0f ? mscale(1.0f) / mscale(log_mul) : mscale(1.0f);
+    return r;
 }
 
 std::vector<int> Metadata::layer_values(const gguf::Value& v, const std::string& key, int n_layer, int lo,

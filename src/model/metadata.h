@@ -37,6 +37,16 @@ inline constexpr Range kRopeScaling{1e-3f, 1e4f};   // rope.scaling.factor, YaRN
 inline constexpr Range kActivationParam{1e-3f, 1e6f};  // gpt-oss's SwiGLU alpha and limit
 inline constexpr Range kSoftcap{0.0f, 1e30f};      // 0: none
 
+// How RoPE positions are scaled (rope.scaling.*), in the terms of backend::RopeParams: none, linear (freq_scale =
+// 1 / factor) or YaRN (also ext_factor 1, the correction range [yarn_low, yarn_high] in pair units and mscale on cos
+// and sin).
+struct RopeScaling {
+    float freq_scale = 1.0f, ext_factor = 0.0f, yarn_low = 0.0f, yarn_high = 0.0f, mscale = 1.0f;
+};
+// Whether YaRN's correction range is used as computed or widened to whole pairs (floor, ceil): transformers' option
+// `truncate`, true by default and in llama.cpp, false in gpt-oss's config.
+enum class YarnRange { exact, whole_pairs };
+
 class Metadata {
 public:
     // A file's metadata; n_vocab is the row count of its token_embd.weight.
@@ -61,6 +71,10 @@ public:
     // The position scale of rope.scaling: 1 for none (or no key), 1 / rope.scaling.factor for linear; any other
     // type is refused.
     float linear_rope_freq_scale() const;
+    // rope.scaling of a model whose heads rotate n_rot dimensions with base rope_base: none, linear or YaRN; any
+    // other type is refused. YaRN's attention factor is 1 + 0.1 ln(factor), or with rope.scaling.yarn_log_multiplier
+    // m the ratio (1 + 0.1 ln factor) / (1 + 0.1 m ln factor) (transformers' mscale / mscale_all_dim, mscale = 1).
+    RopeScaling rope_scaling(int n_rot, float rope_base, YarnRange range) const;
     // A per-layer integer stored as a scalar (the same for every layer) or as an array with one value per layer
     // (longer arrays are cut: files count extra prediction layers past the main stack). Each value is in [lo, hi].
     std::vector<int> per_layer(const std::string& key, int n_layer, int lo, int hi) const;

@@ -29,13 +29,13 @@
 namespace zinc::synth {
 
 // The vocabularies a synthetic model can carry.
-inline constexpr const char* kVocabularies[] = {"qwen3", "gemma3"};
+inline constexpr const char* kVocabularies[] = {"qwen3", "gemma3", "tekken"};
 
 struct Options {
     std::string preset;          // model::find_preset name
     std::string type = "Q4_K_M"; // model::parse_quant_mix name
     std::string out;             // the .gguf to write
-    std::string vocab;           // "qwen3" or "gemma3"; empty: the preset's
+    std::string vocab;           // one of kVocabularies; empty: the preset's
     // Directory with tokenizer.json[.xz] (+ tokenizer_config.json[.xz], config.json[.xz]); empty: data/tokenizers/
     // <vocab> of the source tree zinc was built from, then of the working directory.
     std::string tokenizer_dir;

@@ -119,21 +119,17 @@ void truncate_tokenizer_json(json& tok, uint32_t n) {
     model["vocab"] = std::move(vocab);
 }
 
-std::vector<gguf::KeyValue> qwen3_vocab_metadata(const TokenizerFiles& f, uint32_t n_vocab, bool truncate) {
+// A byte-level BPE vocabulary (Qwen3, Tekken) as the converter makes it from tokenizer.json. Without a
+// tokenizer_config.json / config.json beside it, the given defaults stand in for what the real files say.
+std::vector<gguf::KeyValue> byte_level_vocab_metadata(const TokenizerFiles& f, uint32_t n_vocab, bool truncate,
+                                                      json default_tcfg, json default_config) {
     json tok = json::parse(read_maybe_xz(f.tokenizer));
     if (truncate) truncate_tokenizer_json(tok, n_vocab);
-    json tcfg, config;
-    if (f.tokenizer_config) {
-        tcfg = json::parse(read_maybe_xz(*f.tokenizer_config));
-    } else {
-        // What Qwen3's tokenizer_config.json says about special tokens (no chat template without the file).
-        tcfg = {{"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"}, {"add_bos_token", false}};
-    }
+    json tcfg = f.tokenizer_config ? json::parse(read_maybe_xz(*f.tokenizer_config)) : std::move(default_tcfg);
+    json config = std::move(default_config);
     if (f.config) {
         config = json::parse(read_maybe_xz(*f.config));
         config.erase("vocab_size");
-    } else {
-        config = {{"bos_token_id", 151643}, {"eos_token_id", 151645}};  // Qwen3's config.json
     }
     for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id"})
         if (config.contains(k) && config[k].is_number_integer() && config[k].get<int64_t>() >= n_vocab) config.erase(k);
@@ -288,10 +284,18 @@ std::vector<bool> whole_text_tokens(const tokenizer::Tokenizer& tok, uint32_t n_
 std::vector<gguf::KeyValue> vocab_metadata(const std::string& vocab, const TokenizerFiles& files, uint32_t n_vocab,
                                            bool truncate, const std::function<void(const std::string&)>& note,
                                            const std::string& arch) {
-    if (vocab == "qwen3") return qwen3_vocab_metadata(files, n_vocab, truncate);
+    if (vocab == "qwen3")  // the defaults are what Qwen3's tokenizer_config.json and config.json say
+        return byte_level_vocab_metadata(
+            files, n_vocab, truncate,
+            {{"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"}, {"add_bos_token", false}},
+            {{"bos_token_id", 151643}, {"eos_token_id", 151645}});
+    if (vocab == "tekken")  // Mistral's
+        return byte_level_vocab_metadata(files, n_vocab, truncate,
+                                         {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"add_bos_token", true}},
+                                         {{"bos_token_id", 1}, {"eos_token_id", 2}});
     if (vocab == "gemma3" && arch == "gemma3") return gemma_spm_vocab_metadata(files, n_vocab, truncate, note);
     if (vocab == "gemma3") return gemma_vocab_metadata(files, n_vocab, truncate, note);
-    throw std::invalid_argument("unknown vocabulary '" + vocab + "' (qwen3 or gemma3)");
+    throw std::invalid_argument("unknown vocabulary '" + vocab + "' (qwen3, gemma3 or tekken)");
 }
 
 }  // namespace zinc::synth

@@ -392,13 +392,19 @@ TEST_P(SynthEveryPreset, WritesTheDeclaredTensors) {
     if (p.arch == "gpt-oss") {
         EXPECT_EQ(m.tensor("blk.0.ffn_up_exps.weight").info->type, TensorType::MXFP4);
     }
+    if (p.arch == "mistral3") {
+        EXPECT_EQ(m.get("tokenizer.ggml.pre").get_string(), "tekken");
+        EXPECT_EQ(m.get("tokenizer.ggml.tokens").get_string_array()[3], "[INST]");
+        EXPECT_EQ(m.get("mistral3.rope.scaling.type").get_string(), "yarn");
+        EXPECT_EQ(m.get("mistral3.attention.temperature_scale").get_f32(), 0.1f);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, SynthEveryPreset,
                          ::testing::Values(SmallPreset{"qwen3-8b", 1}, SmallPreset{"qwen3.5-9b", 2},
                                            SmallPreset{"qwen3.6-27b", 1}, SmallPreset{"qwen3.6-35b-a3b", 1},
                                            SmallPreset{"gemma-4-31b", 1}, SmallPreset{"gemma-4-26b-a4b", 1},
-                                           SmallPreset{"gpt-oss-20b", 1}),
+                                           SmallPreset{"gpt-oss-20b", 1}, SmallPreset{"ministral-3-8b", 1}),
                          [](const auto& info) {
                              std::string n = info.param.preset;
                              for (char& ch : n)
@@ -480,7 +486,7 @@ TEST(SynthCli, RefusesBadFlags) {
         {"--preset qwen3-8b --threads 0 -o x.gguf", "zinc: error: --threads: expects an integer from 1 to "},
         {"--preset qwen3-8b --pool-rows 0 -o x.gguf", "zinc: error: --pool-rows: expects an integer from 1 to 65536"},
         {"--preset qwen3-8b --seed -1 -o x.gguf", "zinc: error: --seed: expects an integer >= 0, not '-1'"},
-        {"--preset qwen3-8b --vocab llama -o x.gguf", "zinc: error: --vocab: expects a vocabulary (qwen3, gemma3)"},
+        {"--preset qwen3-8b --vocab llama -o x.gguf", "zinc: error: --vocab: expects a vocabulary (qwen3, gemma3, tekken)"},
         {"-o x.gguf", "zinc: error: --preset: required (one of qwen2.5-0.5b"},
         {"--preset qwen3-8b", "zinc: error: -o,--output: required"},
     };
