@@ -30,7 +30,7 @@ TEST(Qwen3Model, Bf16AgreesWithLlamaCpp) { expect_agrees_with_llama_cpp("qwen3",
 
 // The CPU engine computes quantized matmuls as llama.cpp's CPU backend does: activations are
 // quantized to the weight type's vec-dot type (Q8_0 / Q8_K here) byte-for-byte as ggml's x86
-// from_float does, dotted with integer block sums equal to ggml's (quant/vec_dot.h), and RoPE angles
+// from_float does, dotted with integer block sums equal to ggml's (backend/cpu/vec_dot.h), and RoPE angles
 // and RMSNorm sums are rounded as ggml rounds them. On x86 with AVX2 (the default -march=native
 // build) the Q8_0 file then gives llama.cpp's logits bit for bit (measured rel_l2 0, 64/64).
 // Q4_K_M still differs by 1.25e-2: llama.cpp runs a 64-token batch through its repacked Q4_K GEMM,

@@ -1,4 +1,4 @@
-// The CPU backend's products with weights it repacked at load (quant/repack.h, quant/gemm.h): against the same bytes
+// The CPU backend's products with weights it repacked at load (backend/cpu/repack.h, backend/cpu/gemm.h): against the same bytes
 // used in place through vec_dot (a Weight the backend did not load) they give the dot products up to float rounding;
 // a batch gives each row what that row alone gives, bit for bit; get_rows decodes the file's rows exactly; the file's
 // bytes are left as they were; the fused ops and the MoE FFN with packed experts agree with the plain weights.
@@ -15,7 +15,7 @@
 #include "backend/backend.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
-#include "quant/cpu_features.h"
+#include "backend/cpu/cpu_features.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 
@@ -28,6 +28,7 @@ using zinc::backend::MoeActivation;
 using zinc::backend::MoeWeights;
 using zinc::backend::Weight;
 using zinc::gguf::TensorType;
+namespace cpu = zinc::backend::cpu;
 
 std::vector<float> randn(size_t n, std::mt19937& rng, float sd = 1.0f) {
     std::normal_distribution<float> d(0.0f, sd);
@@ -88,7 +89,7 @@ const TensorType kTypes[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::M
 std::string name(TensorType t) { return std::string(zinc::gguf::type_name(t)); }
 
 TEST(CpuPackedWeights, MatmulGetRowsAndBatches) {
-    if (zinc::quant::cpu_isa() < zinc::quant::Isa::avx2) GTEST_SKIP() << "weights are repacked only with AVX2";
+    if (cpu::cpu_isa() < cpu::Isa::avx2) GTEST_SKIP() << "weights are repacked only with AVX2";
     auto cpu = zinc::backend::make_cpu_backend(2);
     std::mt19937 rng(21);
     for (TensorType type : kTypes) {
@@ -138,7 +139,7 @@ TEST(CpuPackedWeights, MatmulGetRowsAndBatches) {
 // Fused products over packed weights of two types (Q4_K_M's Q4_K beside Q6_K, and Q8_0) equal the ops one by one:
 // the projections of one input with and without biases, gate and up with each activation, the residual add.
 TEST(CpuPackedWeights, FusedOpsEqualTheirSequence) {
-    if (zinc::quant::cpu_isa() < zinc::quant::Isa::avx2) GTEST_SKIP() << "weights are repacked only with AVX2";
+    if (cpu::cpu_isa() < cpu::Isa::avx2) GTEST_SKIP() << "weights are repacked only with AVX2";
     auto cpu = zinc::backend::make_cpu_backend(2);
     std::mt19937 rng(22);
     const FileTensor fq(TensorType::Q4_K, 512, 64, 1, rng), fv(TensorType::Q6_K, 512, 32, 1, rng),
@@ -206,7 +207,7 @@ TEST(CpuPackedWeights, FusedOpsEqualTheirSequence) {
 
 // The expert FFN with packed experts (split gate/up, Q4_K and Q6_K down) against the same bytes in place.
 TEST(CpuPackedWeights, MoeExpertsAgreeWithPlainWeights) {
-    if (zinc::quant::cpu_isa() < zinc::quant::Isa::avx2) GTEST_SKIP() << "weights are repacked only with AVX2";
+    if (cpu::cpu_isa() < cpu::Isa::avx2) GTEST_SKIP() << "weights are repacked only with AVX2";
     auto cpu = zinc::backend::make_cpu_backend(2);
     std::mt19937 rng(23);
     const int64_t n_embd = 512, n_ff = 256, n_exp = 6, k = 2, T = 5;

@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "backend/cpu/simd.h"
-#include "quant/cpu_features.h"
+#include "backend/cpu/cpu_features.h"
 #include "quant/float_convert.h"
 
 namespace {
 
+namespace cpu = zinc::backend::cpu;
 namespace simd = zinc::backend::cpu::simd;
 
 std::vector<float> randn(size_t n, std::mt19937& rng) {
@@ -27,7 +28,7 @@ std::vector<float> randn(size_t n, std::mt19937& rng) {
 }
 
 TEST(CpuSimd, Avx2EqualsPortable) {
-    if (zinc::quant::cpu_isa_supported() < zinc::quant::Isa::avx2) GTEST_SKIP() << "no AVX2 here";
+    if (cpu::cpu_isa_supported() < cpu::Isa::avx2) GTEST_SKIP() << "no AVX2 here";
     const simd::Kernels& s = simd::scalar_kernels();
     const simd::Kernels& v = simd::avx2_kernels();
     std::mt19937 rng(5);

@@ -27,7 +27,7 @@
 #include "backend/cpu/cpu_sampling.h"
 #include "backend/cpu/thread_pool.h"
 #include "quant/dequantize.h"
-#include "quant/repack.h"
+#include "backend/cpu/repack.h"
 
 namespace zinc::backend {
 namespace {
@@ -72,8 +72,8 @@ protected:
             auto& copy = packed_weights_.emplace_back(new std::max_align_t[(n + sizeof(std::max_align_t) - 1) /
                                                                            sizeof(std::max_align_t)]);
             const int64_t rows = t.ne[1] * t.ne[2] * t.ne[3];
-            pool_.parallel_for(rows / quant::kPackRows, [&](int64_t b, int64_t e) {
-                quant::repack_rows(t.type, t.data, copy.get(), t.ne[0], b * quant::kPackRows, e * quant::kPackRows);
+            pool_.parallel_for(rows / cpu::kPackRows, [&](int64_t b, int64_t e) {
+                cpu::repack_rows(t.type, t.data, copy.get(), t.ne[0], b * cpu::kPackRows, e * cpu::kPackRows);
             });
             hand_back_pages(t.data, n);
             packed_.insert(copy.get());

@@ -3,9 +3,9 @@
 // integer block dot products, so logits agree with llama.cpp's CPU backend up to float summation order.
 //
 // On processors with AVX2 the weights of the packed types are repacked into tiles at load and multiplied by the
-// register-blocked kernels of quant/gemm.h, in prefill and decode alike, so that a batch and its tokens one at a time
+// register-blocked kernels of backend/cpu/gemm.h, in prefill and decode alike, so that a batch and its tokens one at a time
 // give the same values bit for bit. Other types, and processors without AVX2, go pair by pair through
-// quant/vec_dot.h.
+// backend/cpu/vec_dot.h.
 #include "backend/cpu/cpu_matmul.h"
 
 #include <algorithm>
@@ -15,10 +15,10 @@
 
 #include "backend/cpu/cpu_elementwise.h"
 #include "backend/cpu/simd.h"
-#include "quant/cpu_features.h"
+#include "backend/cpu/cpu_features.h"
 #include "quant/dequantize.h"
-#include "quant/repack.h"
-#include "quant/vec_dot.h"
+#include "backend/cpu/repack.h"
+#include "backend/cpu/vec_dot.h"
 
 namespace zinc::backend::cpu {
 namespace {
@@ -27,7 +27,7 @@ using gguf::TensorType;
 
 // out[t][o] = dot(weight row o, activation row t) for all o < n_out, t < n_act.
 void matmul_rows(ThreadPool& pool, const uint8_t* wdata, size_t wrb, int64_t n_out, const uint8_t* act, size_t arb,
-                 int64_t n_act, int64_t cols, quant::VecDotFn dot_fn, quant::VecDotTile tile, Act& out) {
+                 int64_t n_act, int64_t cols, cpu::VecDotFn dot_fn, cpu::VecDotTile tile, Act& out) {
     constexpr int64_t kOutBlock = 16;  // weight rows reused across an activation block
     constexpr int64_t kActBlock = 64;  // activation rows reused across a weight block
     // Enough chunks for the threads to balance (cores here are shared), few enough to keep the hand-out cheap.
@@ -69,15 +69,15 @@ void matmul_rows(ThreadPool& pool, const uint8_t* wdata, size_t wrb, int64_t n_o
 
 // As ggml's CPU backend (docs/formats.md §2.8, §3): each activation row is converted once per call to the weight
 // type's vec-dot type (8-bit blocks for quantized weights, f16/bf16 for f16/bf16 weights; f32 rows are used as they
-// are), then every output is an integer block dot product (quant::vec_dot). Output rows are handed out in chunks;
+// are), then every output is an integer block dot product (cpu::vec_dot). Output rows are handed out in chunks;
 // inside a chunk, blocks of weight rows are dotted with blocks of activation rows so that a weight row stays in cache
 // while it meets every activation row of the block.
 void matmul_vec_dot(ThreadPool& pool, const Weight& w, const Act& x, Act& out, std::vector<uint8_t>& act_q) {
-    if (!quant::can_vec_dot(w.type))
+    if (!cpu::can_vec_dot(w.type))
         throw std::invalid_argument("matmul " + w.name + ": no dot product for type " +
                                     std::string(gguf::type_name(w.type)));
-    const TensorType at = quant::vec_dot_type(w.type);
-    const quant::VecDotFn dot_fn = quant::vec_dot_fn(w.type);
+    const TensorType at = cpu::vec_dot_type(w.type);
+    const cpu::VecDotFn dot_fn = cpu::vec_dot_fn(w.type);
     const size_t wrb = gguf::row_bytes(w.type, w.cols);
     const uint8_t* act = reinterpret_cast<const uint8_t*>(x.data);
     size_t arb = static_cast<size_t>(x.cols) * sizeof(float);
@@ -86,7 +86,7 @@ void matmul_vec_dot(ThreadPool& pool, const Weight& w, const Act& x, Act& out, s
         if (act_q.size() < arb * x.rows) act_q.resize(arb * x.rows);
         uint8_t* q = act_q.data();
         const auto convert = [&](int64_t b, int64_t e) {
-            for (int64_t t = b; t < e; ++t) quant::quantize_activation(at, x.data + t * x.cols, q + t * arb, x.cols);
+            for (int64_t t = b; t < e; ++t) cpu::quantize_activation(at, x.data + t * x.cols, q + t * arb, x.cols);
         };
         if (x.rows >= 8)
             pool.parallel_for(x.rows, convert);
@@ -95,12 +95,12 @@ void matmul_vec_dot(ThreadPool& pool, const Weight& w, const Act& x, Act& out, s
         act = q;
     }
     matmul_rows(pool, static_cast<const uint8_t*>(w.data), wrb, w.rows, act, arb, x.rows, w.cols, dot_fn,
-                quant::vec_dot_tile(w.type), out);
+                cpu::vec_dot_tile(w.type), out);
 }
 
 // The rows of x quantized for the gemm kernels of weight type t, in the scratch slot of t's activation type.
-const quant::PackedActs& quantize_for(ThreadPool& pool, TensorType t, const Act& x, MatmulScratch& s) {
-    quant::PackedActs& a = s.acts[quant::vec_dot_type(t) == TensorType::Q8_K ? 1 : 0];
+const cpu::PackedActs& quantize_for(ThreadPool& pool, TensorType t, const Act& x, MatmulScratch& s) {
+    cpu::PackedActs& a = s.acts[cpu::vec_dot_type(t) == TensorType::Q8_K ? 1 : 0];
     a.reset(t, x.rows, x.cols);
     if (x.rows >= 4)
         pool.parallel_for(x.rows, [&](int64_t b, int64_t e) { a.quantize(x.data, b, e); });
@@ -122,11 +122,11 @@ struct Job {
 // that its weight rows stay in the L2 cache while every activation row meets them.
 void run_jobs(ThreadPool& pool, const Act& x, std::span<Job> jobs, MatmulScratch& s) {
     constexpr size_t kPieceBytes = size_t{256} << 10;
-    const quant::PackedActs* quantized[2] = {nullptr, nullptr};
+    const cpu::PackedActs* quantized[2] = {nullptr, nullptr};
     int64_t rows_total = 0;
     for (Job& j : jobs)
         for (int k = 0; k < j.n; ++k) {
-            const int slot = quant::vec_dot_type(j.w[k].w.type) == TensorType::Q8_K ? 1 : 0;
+            const int slot = cpu::vec_dot_type(j.w[k].w.type) == TensorType::Q8_K ? 1 : 0;
             if (!quantized[slot]) quantized[slot] = &quantize_for(pool, j.w[k].w.type, x, s);
             rows_total += j.w[k].w.rows;
         }
@@ -135,7 +135,7 @@ void run_jobs(ThreadPool& pool, const Act& x, std::span<Job> jobs, MatmulScratch
         int64_t o0, o1;
     };
     std::vector<Piece> pieces;
-    constexpr int64_t kUnit = quant::kPackRows;
+    constexpr int64_t kUnit = cpu::kPackRows;
     for (const Job& j : jobs) {
         size_t row_bytes = 0;
         for (int k = 0; k < j.n; ++k) row_bytes += gguf::row_bytes(j.w[k].w.type, j.w[k].w.cols);
@@ -149,9 +149,9 @@ void run_jobs(ThreadPool& pool, const Act& x, std::span<Job> jobs, MatmulScratch
             const Piece& pc = pieces[static_cast<size_t>(p)];
             for (int k = 0; k < pc.job->n; ++k) {
                 const Weight& w = pc.job->w[k].w;
-                const quant::PackedActs& a = *quantized[quant::vec_dot_type(w.type) == TensorType::Q8_K ? 1 : 0];
+                const cpu::PackedActs& a = *quantized[cpu::vec_dot_type(w.type) == TensorType::Q8_K ? 1 : 0];
                 Act& out = *pc.job->out[k];
-                quant::gemm_packed(quant::cpu_isa(), w.type, w.data, w.cols, pc.o0 / kUnit, pc.o1 / kUnit, a,
+                cpu::gemm_packed(cpu::cpu_isa(), w.type, w.data, w.cols, pc.o0 / kUnit, pc.o1 / kUnit, a,
                                    {nullptr, 0, a.rows()}, out.data, out.cols);
             }
             if (pc.job->finish) pc.job->finish(pc.o0, pc.o1);
@@ -169,7 +169,7 @@ void add_bias_cols(Act& x, const Weight& b, int64_t o0, int64_t o1) {
 }  // namespace
 
 bool repacks(TensorType t, int64_t rows_per_matrix, int64_t cols) {
-    return quant::cpu_isa() >= quant::Isa::avx2 && quant::can_repack(t, rows_per_matrix, cols);
+    return cpu::cpu_isa() >= cpu::Isa::avx2 && cpu::can_repack(t, rows_per_matrix, cols);
 }
 
 void get_rows(CpuWeight table, std::span<const int32_t> ids, Act& out) {
@@ -179,7 +179,7 @@ void get_rows(CpuWeight table, std::span<const int32_t> ids, Act& out) {
     for (size_t t = 0; t < ids.size(); ++t) {
         const uint8_t* src = static_cast<const uint8_t*>(w.data) + ids[t] * rb;
         if (table.packed) {
-            quant::unpack_row(w.type, w.data, w.cols, ids[t], row.data());
+            cpu::unpack_row(w.type, w.data, w.cols, ids[t], row.data());
             src = row.data();
         }
         quant::dequantize_row(w.type, src, out.data + t * out.cols, w.cols);

@@ -8,11 +8,11 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/thread_pool.h"
-#include "quant/gemm.h"
+#include "backend/cpu/gemm.h"
 
 namespace zinc::backend::cpu {
 
-// A weight as the CPU backend holds it: `packed` when its rows were repacked into tiles at load (quant/repack.h).
+// A weight as the CPU backend holds it: `packed` when its rows were repacked into tiles at load (backend/cpu/repack.h).
 struct CpuWeight {
     const Weight& w;
     bool packed = false;
@@ -24,8 +24,8 @@ bool repacks(gguf::TensorType t, int64_t rows_per_matrix, int64_t cols);
 
 // The activation rows of the current products in the forms their kernels read; grown as needed and reused.
 struct MatmulScratch {
-    std::vector<uint8_t> act_q;  // vec-dot rows (quant/vec_dot.h), for the types without gemm kernels
-    quant::PackedActs acts[2];   // rows for the gemm kernels (quant/gemm.h): Q8_0 and Q8_K
+    std::vector<uint8_t> act_q;  // vec-dot rows (backend/cpu/vec_dot.h), for the types without gemm kernels
+    cpu::PackedActs acts[2];   // rows for the gemm kernels (backend/cpu/gemm.h): Q8_0 and Q8_K
 };
 
 void get_rows(CpuWeight table, std::span<const int32_t> ids, Act& out);

@@ -15,10 +15,10 @@
 
 #include "backend/cpu/cpu_elementwise.h"
 #include "backend/cpu/simd.h"
-#include "quant/cpu_features.h"
-#include "quant/gemm.h"
-#include "quant/repack.h"
-#include "quant/vec_dot.h"
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/repack.h"
+#include "backend/cpu/vec_dot.h"
 
 namespace zinc::backend::cpu {
 namespace {
@@ -32,34 +32,34 @@ struct Proj {
     int64_t in = 0, out = 0, n_exp = 0;
     size_t rb = 0;  // bytes per weight row
     TensorType at = TensorType::F32;
-    quant::VecDotFn fn = nullptr;
+    cpu::VecDotFn fn = nullptr;
     size_t arb = 0;  // bytes per vec-dot activation row
 
     Proj(const Weight* w_, bool packed_) : w(w_), packed(packed_) {
         in = w->ne[0];
         out = w->ne[1];
         n_exp = w->ne[2];
-        if (!quant::can_vec_dot(w->type))
+        if (!cpu::can_vec_dot(w->type))
             throw std::invalid_argument("moe_ffn: " + w->name + ": no dot product for type " +
                                         std::string(gguf::type_name(w->type)));
         rb = gguf::row_bytes(w->type, static_cast<size_t>(in));
-        at = quant::vec_dot_type(w->type);
-        fn = quant::vec_dot_fn(w->type);
+        at = cpu::vec_dot_type(w->type);
+        fn = cpu::vec_dot_fn(w->type);
         arb = at == TensorType::F32 ? static_cast<size_t>(in) * sizeof(float) : gguf::row_bytes(at, in);
     }
 
     // Output rows per piece of work are a multiple of this.
-    int64_t unit() const { return packed ? quant::kPackRows : 1; }
+    int64_t unit() const { return packed ? cpu::kPackRows : 1; }
 };
 
 // Activation rows converted for one projection: vec-dot rows, or the gemm kernels' form.
 struct Acts {
     const uint8_t* vec = nullptr;
-    const quant::PackedActs* packed = nullptr;
+    const cpu::PackedActs* packed = nullptr;
 };
 
 Acts convert(ThreadPool& pool, const Proj& p, const float* x, int64_t n, std::vector<uint8_t>& buf,
-             quant::PackedActs& pa) {
+             cpu::PackedActs& pa) {
     if (p.packed) {
         pa.reset(p.w->type, n, p.in);
         if (n >= 4)
@@ -71,7 +71,7 @@ Acts convert(ThreadPool& pool, const Proj& p, const float* x, int64_t n, std::ve
     if (p.at == TensorType::F32) return {reinterpret_cast<const uint8_t*>(x), nullptr};
     buf.resize(p.arb * static_cast<size_t>(n));
     const auto body = [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) quant::quantize_activation(p.at, x + t * p.in, buf.data() + t * p.arb, p.in);
+        for (int64_t t = b; t < e; ++t) cpu::quantize_activation(p.at, x + t * p.in, buf.data() + t * p.arb, p.in);
     };
     if (n >= 8)
         pool.parallel_for(n, body);
@@ -85,7 +85,7 @@ struct Piece {
     const Proj* p;
     Acts a;
     int64_t e, o0, o1;
-    quant::ActRows rows;
+    cpu::ActRows rows;
     float* res;
     int64_t ld;
 };
@@ -94,8 +94,8 @@ void run_piece(const Piece& pc) {
     const Proj& p = *pc.p;
     const uint8_t* base = static_cast<const uint8_t*>(p.w->data) + static_cast<size_t>(pc.e * p.out) * p.rb;
     if (p.packed) {  // expert e's rows are its own whole tiles (ne[1] is a multiple of the tile)
-        quant::gemm_packed(quant::cpu_isa(), p.w->type, base, p.in, pc.o0 / quant::kPackRows,
-                           pc.o1 / quant::kPackRows, *pc.a.packed, pc.rows, pc.res, pc.ld);
+        cpu::gemm_packed(cpu::cpu_isa(), p.w->type, base, p.in, pc.o0 / cpu::kPackRows,
+                           pc.o1 / cpu::kPackRows, *pc.a.packed, pc.rows, pc.res, pc.ld);
         return;
     }
     for (int64_t o = pc.o0; o < pc.o1; ++o) {
@@ -108,7 +108,7 @@ void run_piece(const Piece& pc) {
 }
 
 // Adds the pieces of expert e's projection: about eight per thread over the whole call.
-void add_pieces(std::vector<Piece>& v, const Proj& p, Acts a, int64_t e, quant::ActRows rows, float* res, int64_t ld,
+void add_pieces(std::vector<Piece>& v, const Proj& p, Acts a, int64_t e, cpu::ActRows rows, float* res, int64_t ld,
                 int64_t rows_total, int threads) {
     const int64_t unit = p.unit();
     const int64_t step = unit * std::max<int64_t>(1, rows_total / (8 * threads * unit));
@@ -232,7 +232,7 @@ void moe_ffn(ThreadPool& pool, const Act& x, const IdAct& ids, const Act& weight
     for (int64_t e = 0; e < n_exp; ++e) {
         const int64_t n_r = start[e + 1] - start[e];
         if (n_r == 0) continue;
-        const quant::ActRows rows{token.data(), start[e], n_r};
+        const cpu::ActRows rows{token.data(), start[e], n_r};
         float* res = h1.data() + start[e] * 2 * n_ff;
         add_pieces(pieces, first, act_first, e, rows, res, 2 * n_ff, first.out * K, pool.size());
         if (!merged) add_pieces(pieces, up, act_up, e, rows, res + n_ff, 2 * n_ff, first.out * K, pool.size());

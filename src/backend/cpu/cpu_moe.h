@@ -9,7 +9,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/thread_pool.h"
-#include "quant/gemm.h"
+#include "backend/cpu/gemm.h"
 
 namespace zinc::backend::cpu {
 
@@ -20,7 +20,7 @@ struct MoeScratch {
     std::vector<int32_t> token;
     std::vector<float> h1, h2, y;
     std::vector<uint8_t> vec[3];     // vec-dot rows of the gate (or gate_up), up and down inputs
-    quant::PackedActs packed[3];     // the same for packed experts
+    cpu::PackedActs packed[3];     // the same for packed experts
 };
 
 // `packed` tells which expert tensors the backend repacked at load (cpu_matmul.h).

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "quant/cpu_features.h"
+#include "backend/cpu/cpu_features.h"
 #include "quant/float_convert.h"
 
 namespace zinc::backend::cpu::simd {
@@ -101,7 +101,7 @@ const Kernels& scalar_kernels() {
 
 const Kernels& kernels() {
 #if defined(__x86_64__)
-    static const Kernels& k = quant::cpu_isa() >= quant::Isa::avx2 ? avx2_kernels() : scalar_kernels();
+    static const Kernels& k = cpu::cpu_isa() >= cpu::Isa::avx2 ? avx2_kernels() : scalar_kernels();
     return k;
 #else
     return scalar_kernels();

@@ -1,5 +1,5 @@
 // Row kernels of the CPU backend's attention, RoPE and element-wise ops: AVX2 where the processor has it
-// (simd_avx2.cpp, chosen at run time as quant/cpu_features.h says) and portable C++ otherwise, computing the same
+// (simd_avx2.cpp, chosen at run time as backend/cpu/cpu_features.h says) and portable C++ otherwise, computing the same
 // values bit for bit: each float operation is the one the comments give, in their order (fma: one rounding).
 #pragma once
 
@@ -45,7 +45,7 @@ inline constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
 inline constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                                       4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
 
-// The kernels for this processor (cpu_isa() of quant/cpu_features.h).
+// The kernels for this processor (cpu_isa() of backend/cpu/cpu_features.h).
 const Kernels& kernels();
 // The portable ones, for the tests.
 const Kernels& scalar_kernels();

@@ -13,7 +13,7 @@
 
 #include "gguf/tensor_type.h"
 
-namespace zinc::quant {
+namespace zinc::backend::cpu {
 
 // True for the weight types vec_dot supports: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K…Q6_K, IQ4_NL,
 // IQ4_XS, MXFP4.
@@ -64,4 +64,4 @@ float vec_dot(gguf::TensorType w, const void* wrow, const void* arow, size_t n);
 VecDotFn vec_dot_fn(gguf::TensorType w);
 }  // namespace ref
 
-}  // namespace zinc::quant
+}  // namespace zinc::backend::cpu

@@ -20,10 +20,12 @@
 
 #include "gguf/tensor_type.h"
 #include "quant/blocks.h"
-#include "quant/gemm_internal.h"
+#include "backend/cpu/gemm_internal.h"
 
-namespace zinc::quant::detail {
+namespace zinc::backend::cpu::detail {
 namespace {
+
+using namespace zinc::quant;  // the block formats
 
 using gguf::TensorType;
 
@@ -576,4 +578,4 @@ struct Kernels {
 };
 
 }  // namespace
-}  // namespace zinc::quant::detail
+}  // namespace zinc::backend::cpu::detail

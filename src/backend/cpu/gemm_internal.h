@@ -6,7 +6,7 @@
 
 #include "gguf/tensor_type.h"
 
-namespace zinc::quant::detail {
+namespace zinc::backend::cpu::detail {
 
 // Activation rows per kernel call at most.
 inline constexpr int kMaxActRows = 4;
@@ -36,4 +36,4 @@ PackedKernel avx2_packed_kernel(gguf::TensorType w, int max_rows);
 PackedKernel avx512_packed_kernel(gguf::TensorType w, int max_rows);
 #endif
 
-}  // namespace zinc::quant::detail
+}  // namespace zinc::backend::cpu::detail

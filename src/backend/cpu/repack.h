@@ -16,7 +16,7 @@
 
 #include "gguf/tensor_type.h"
 
-namespace zinc::quant {
+namespace zinc::backend::cpu {
 
 inline constexpr int kPackRows = 8;
 
@@ -34,4 +34,4 @@ void repack_rows(gguf::TensorType t, const void* src, void* dst, int64_t cols, i
 // Writes row r of a packed tensor back in the file's layout: row_bytes(t, cols) bytes at dst.
 void unpack_row(gguf::TensorType t, const void* packed, int64_t cols, int64_t r, void* dst);
 
-}  // namespace zinc::quant
+}  // namespace zinc::backend::cpu

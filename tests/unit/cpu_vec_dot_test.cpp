@@ -1,5 +1,5 @@
-// zinc::quant vec_dot: activation quantization to the vec-dot type and the integer dot products
-// (docs/formats.md §2.8, §3).
+// The CPU backend's vec_dot (backend/cpu/vec_dot.h): activation quantization to the vec-dot type and the integer
+// dot products (docs/formats.md §2.8, §3).
 // Every kernel must equal the f32 dot product of the dequantized weight row and the dequantized activation row up to
 // float rounding, and the SIMD kernels must agree with the scalar reference.
 
@@ -19,13 +19,14 @@
 #include "quant/dequantize.h"
 #include "quant/float_convert.h"
 #include "quant/quantize.h"
-#include "quant/vec_dot.h"
-#include "quant/vec_dot_internal.h"
+#include "backend/cpu/vec_dot.h"
+#include "backend/cpu/vec_dot_internal.h"
 
 namespace {
 
 using zinc::gguf::TensorType;
 namespace q = zinc::quant;
+namespace cpu = zinc::backend::cpu;
 
 const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,    TensorType::BF16,   TensorType::Q4_0,
                                    TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,   TensorType::Q8_0,
@@ -35,7 +36,7 @@ const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,    TensorT
 std::string name(TensorType t) { return std::string(zinc::gguf::type_name(t)); }
 
 TEST(QuantVecDot, Pairing) {
-    const auto vdt = [](TensorType t) { return q::vec_dot_type(t); };
+    const auto vdt = [](TensorType t) { return cpu::vec_dot_type(t); };
     for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL, TensorType::MXFP4})
         EXPECT_EQ(vdt(t), TensorType::Q8_0) << name(t);
     for (TensorType t : {TensorType::Q4_1, TensorType::Q5_1}) EXPECT_EQ(vdt(t), TensorType::Q8_1) << name(t);
@@ -43,24 +44,24 @@ TEST(QuantVecDot, Pairing) {
                          TensorType::IQ4_XS})
         EXPECT_EQ(vdt(t), TensorType::Q8_K) << name(t);
     for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16}) EXPECT_EQ(vdt(t), t);
-    for (TensorType t : kWeightTypes) EXPECT_TRUE(q::can_vec_dot(t)) << name(t);
+    for (TensorType t : kWeightTypes) EXPECT_TRUE(cpu::can_vec_dot(t)) << name(t);
     for (TensorType t : {TensorType::Q8_1, TensorType::Q8_K, TensorType::IQ2_XXS, TensorType::TQ1_0, TensorType::I32}) {
-        EXPECT_FALSE(q::can_vec_dot(t)) << name(t);
-        EXPECT_THROW(q::vec_dot_type(t), std::invalid_argument) << name(t);
-        EXPECT_THROW(q::vec_dot_fn(t), std::invalid_argument) << name(t);
+        EXPECT_FALSE(cpu::can_vec_dot(t)) << name(t);
+        EXPECT_THROW(cpu::vec_dot_type(t), std::invalid_argument) << name(t);
+        EXPECT_THROW(cpu::vec_dot_fn(t), std::invalid_argument) << name(t);
     }
     std::vector<float> x(256, 1.0f);
     std::vector<uint8_t> buf(4096);
-    EXPECT_THROW(q::quantize_activation(TensorType::Q8_0, x.data(), buf.data(), 48), std::invalid_argument);
-    EXPECT_THROW(q::quantize_activation(TensorType::Q8_K, x.data(), buf.data(), 128), std::invalid_argument);
-    EXPECT_THROW(q::quantize_activation(TensorType::Q4_0, x.data(), buf.data(), 256), std::invalid_argument);
+    EXPECT_THROW(cpu::quantize_activation(TensorType::Q8_0, x.data(), buf.data(), 48), std::invalid_argument);
+    EXPECT_THROW(cpu::quantize_activation(TensorType::Q8_K, x.data(), buf.data(), 128), std::invalid_argument);
+    EXPECT_THROW(cpu::quantize_activation(TensorType::Q4_0, x.data(), buf.data(), 256), std::invalid_argument);
 }
 
 #ifdef ZINC_VEC_DOT_AVX2
 TEST(QuantVecDot, AvxKernelsPresent) {
     for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
                          TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
-        EXPECT_TRUE(q::vec_dot_has_simd(t)) << name(t);
+        EXPECT_TRUE(cpu::vec_dot_has_simd(t)) << name(t);
 }
 #endif
 
@@ -77,8 +78,8 @@ TEST(QuantVecDot, Q8_0ActivationRoundsLikeGgmlX86) {
     x[6] = 126.5f;
     q::BlockQ8_0 b0;
     q::BlockQ8_1 b1;
-    q::quantize_activation(TensorType::Q8_0, x.data(), &b0, 32);
-    q::quantize_activation(TensorType::Q8_1, x.data(), &b1, 32);
+    cpu::quantize_activation(TensorType::Q8_0, x.data(), &b0, 32);
+    cpu::quantize_activation(TensorType::Q8_1, x.data(), &b1, 32);
     const int8_t want[7] = {127, 0, 2, 2, 0, -4, 126};
     for (int j = 0; j < 7; ++j) {
         EXPECT_EQ(b0.qs[j], want[j]) << j;
@@ -89,7 +90,7 @@ TEST(QuantVecDot, Q8_0ActivationRoundsLikeGgmlX86) {
     EXPECT_EQ(b1.s, q::fp32_to_fp16(127.0f + 2 + 2 - 4 + 126));
     // An all-zero block: d = 0 and zero quants.
     std::vector<float> z(32, 0.0f);
-    q::quantize_activation(TensorType::Q8_0, z.data(), &b0, 32);
+    cpu::quantize_activation(TensorType::Q8_0, z.data(), &b0, 32);
     EXPECT_EQ(b0.d, 0);
     for (int j = 0; j < 32; ++j) EXPECT_EQ(b0.qs[j], 0);
 }
@@ -110,19 +111,19 @@ TEST(QuantVecDot, ActivationQuantizersAreByteExact) {
             const auto x = random_row(rng, n, scale, true);
             std::vector<uint8_t> a(n * 4), b(n * 4);
             // Q8_K is ggml's quantize_row_q8_K_ref, which zinc's activation.h reproduces.
-            q::quantize_activation(TensorType::Q8_K, x.data(), a.data(), n);
+            cpu::quantize_activation(TensorType::Q8_K, x.data(), a.data(), n);
             q::quantize_row_q8_K(x.data(), b.data(), n);
             EXPECT_EQ(0, std::memcmp(a.data(), b.data(), zinc::gguf::row_bytes(TensorType::Q8_K, n)));
             // The AVX2 Q8_0 / Q8_1 quantizers against the scalar formulation of the same x86 algorithm.
-            q::quantize_activation(TensorType::Q8_0, x.data(), a.data(), n);
-            q::detail::scalar_quantize_q8_0(x.data(), b.data(), n);
+            cpu::quantize_activation(TensorType::Q8_0, x.data(), a.data(), n);
+            cpu::detail::scalar_quantize_q8_0(x.data(), b.data(), n);
             EXPECT_EQ(0, std::memcmp(a.data(), b.data(), zinc::gguf::row_bytes(TensorType::Q8_0, n)));
-            q::quantize_activation(TensorType::Q8_1, x.data(), a.data(), n);
-            q::detail::scalar_quantize_q8_1(x.data(), b.data(), n);
+            cpu::quantize_activation(TensorType::Q8_1, x.data(), a.data(), n);
+            cpu::detail::scalar_quantize_q8_1(x.data(), b.data(), n);
             EXPECT_EQ(0, std::memcmp(a.data(), b.data(), zinc::gguf::row_bytes(TensorType::Q8_1, n)));
             // F16 / BF16: round to nearest even.
-            q::quantize_activation(TensorType::F16, x.data(), a.data(), n);
-            q::quantize_activation(TensorType::BF16, x.data(), b.data(), n);
+            cpu::quantize_activation(TensorType::F16, x.data(), a.data(), n);
+            cpu::quantize_activation(TensorType::BF16, x.data(), b.data(), n);
             for (size_t i = 0; i < n; ++i) {
                 uint16_t h, bf;
                 std::memcpy(&h, a.data() + 2 * i, 2);
@@ -148,7 +149,7 @@ TEST(QuantVecDot, Q8_KQuantizerEdgeCases) {
     x[1024 + 5] = 127.5f / 127.0f * 1.25f;              // block 4: halves
     for (int i = 0; i < 256; ++i) x[1280 + i] = 1e-30f * float(i - 128);  // block 5: tiny
     std::vector<uint8_t> a(6 * 292), b(6 * 292);
-    q::quantize_activation(TensorType::Q8_K, x.data(), a.data(), x.size());
+    cpu::quantize_activation(TensorType::Q8_K, x.data(), a.data(), x.size());
     q::quantize_row_q8_K(x.data(), b.data(), x.size());
     EXPECT_EQ(a, b);
 }
@@ -167,9 +168,9 @@ TEST(QuantVecDot, MatchesDequantizedDotProduct) {
         {4096, 100.0f, 100.0f, true},
     };
     for (TensorType wt : kWeightTypes) {
-        const TensorType at = q::vec_dot_type(wt);
-        const auto fn = q::vec_dot_fn(wt);
-        const auto ref = q::ref::vec_dot_fn(wt);
+        const TensorType at = cpu::vec_dot_type(wt);
+        const auto fn = cpu::vec_dot_fn(wt);
+        const auto ref = cpu::ref::vec_dot_fn(wt);
         for (const Case& c : cases) {
             for (int rep = 0; rep < 3; ++rep) {
                 const auto wf = random_row(rng, c.n, c.wscale, c.outliers);
@@ -179,7 +180,7 @@ TEST(QuantVecDot, MatchesDequantizedDotProduct) {
                     std::memcpy(w.data(), wf.data(), c.n * 4);
                 else
                     q::quantize_row(wt, wf.data(), w.data(), c.n);
-                q::quantize_activation(at, af.data(), a.data(), c.n);
+                cpu::quantize_activation(at, af.data(), a.data(), c.n);
                 std::vector<float> wd(c.n), ad(c.n);
                 double exact = 0, mag = 0;
                 if (at == TensorType::Q8_1) {
@@ -214,8 +215,8 @@ TEST(QuantVecDot, MatchesDequantizedDotProduct) {
                 EXPECT_NEAR(got, exact, tol) << what;
                 EXPECT_NEAR(got_ref, exact, tol) << what << " (scalar)";
                 EXPECT_NEAR(got, got_ref, tol) << what << " (SIMD vs scalar)";
-                EXPECT_EQ(got, q::vec_dot(wt, w.data(), a.data(), c.n)) << what;
-                EXPECT_EQ(got_ref, q::ref::vec_dot(wt, w.data(), a.data(), c.n)) << what;
+                EXPECT_EQ(got, cpu::vec_dot(wt, w.data(), a.data(), c.n)) << what;
+                EXPECT_EQ(got_ref, cpu::ref::vec_dot(wt, w.data(), a.data(), c.n)) << what;
             }
         }
     }
@@ -225,22 +226,22 @@ TEST(QuantVecDot, MatchesDequantizedDotProduct) {
 TEST(QuantVecDot, TilesEqualPairwise) {
     std::mt19937 rng(11);
     for (TensorType wt : kWeightTypes) {
-        const q::VecDotTile tile = q::vec_dot_tile(wt);
+        const cpu::VecDotTile tile = cpu::vec_dot_tile(wt);
         if (!tile.fn) continue;
-        const TensorType at = q::vec_dot_type(wt);
+        const TensorType at = cpu::vec_dot_type(wt);
         const size_t n = 4096;
         const size_t wrb = zinc::gguf::row_bytes(wt, n), arb = zinc::gguf::row_bytes(at, n);
         std::vector<uint8_t> w(wrb * tile.rows_w), a(arb * tile.rows_a);
         for (int i = 0; i < tile.rows_w; ++i)
             q::quantize_row(wt, random_row(rng, n, 0.1f, i == 0).data(), w.data() + i * wrb, n);
         for (int j = 0; j < tile.rows_a; ++j)
-            q::quantize_activation(at, random_row(rng, n, 2.0f, j == 1).data(), a.data() + j * arb, n);
+            cpu::quantize_activation(at, random_row(rng, n, 2.0f, j == 1).data(), a.data() + j * arb, n);
         const size_t stride = tile.rows_w + 3;
         std::vector<float> out(stride * tile.rows_a, -1.0f);
         tile.fn(w.data(), wrb, a.data(), arb, n, out.data(), stride);
         for (int i = 0; i < tile.rows_w; ++i)
             for (int j = 0; j < tile.rows_a; ++j)
-                EXPECT_EQ(out[j * stride + i], q::vec_dot(wt, w.data() + i * wrb, a.data() + j * arb, n))
+                EXPECT_EQ(out[j * stride + i], cpu::vec_dot(wt, w.data() + i * wrb, a.data() + j * arb, n))
                     << name(wt) << " " << i << "," << j;
     }
 }
@@ -253,8 +254,8 @@ TEST(QuantVecDot, FloatKernelTails) {
             const auto wf = random_row(rng, n, 1.0f, false);
             const auto af = random_row(rng, n, 1.0f, false);
             std::vector<uint8_t> w(n * 4), a(n * 4);
-            q::quantize_activation(wt, wf.data(), w.data(), n);  // same conversion as the weight storage
-            q::quantize_activation(wt, af.data(), a.data(), n);
+            cpu::quantize_activation(wt, wf.data(), w.data(), n);  // same conversion as the weight storage
+            cpu::quantize_activation(wt, af.data(), a.data(), n);
             std::vector<float> wd(n), ad(n);
             q::dequantize_row(wt, w.data(), wd.data(), n);
             q::dequantize_row(wt, a.data(), ad.data(), n);
@@ -263,7 +264,7 @@ TEST(QuantVecDot, FloatKernelTails) {
                 exact += double(wd[i]) * ad[i];
                 mag += std::fabs(double(wd[i]) * ad[i]);
             }
-            EXPECT_NEAR(q::vec_dot(wt, w.data(), a.data(), n), exact, 1e-5 * mag + 1e-30) << name(wt) << " n=" << n;
+            EXPECT_NEAR(cpu::vec_dot(wt, w.data(), a.data(), n), exact, 1e-5 * mag + 1e-30) << name(wt) << " n=" << n;
         }
     }
 }

@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-namespace zinc::quant {
+namespace zinc::backend::cpu {
 
 // Kernel levels, each including the ones before it:
 //   scalar  portable C++ (the reference);
@@ -22,4 +22,4 @@ Isa cpu_isa_supported();
 
 std::string_view isa_name(Isa isa);
 
-}  // namespace zinc::quant
+}  // namespace zinc::backend::cpu

@@ -1,7 +1,7 @@
 // The drivers of gemm.h, the activation quantization for them, and the scalar kernels: the readable statement of the
 // arithmetic the SIMD kernels (gemm_avx2.cpp, gemm_avx512.cpp) reproduce bit for bit. The scalar kernels unpack each
 // row of a tile back into its blocks and follow the formulas of gemm.h with std::fma.
-#include "quant/gemm.h"
+#include "backend/cpu/gemm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,12 +13,15 @@
 
 #include "quant/blocks.h"
 #include "quant/float_convert.h"
-#include "quant/gemm_internal.h"
+#include "backend/cpu/gemm_internal.h"
 #include "quant/quant_internal.h"
-#include "quant/repack.h"
-#include "quant/vec_dot.h"
+#include "backend/cpu/repack.h"
+#include "backend/cpu/vec_dot.h"
 
-namespace zinc::quant {
+namespace zinc::backend::cpu {
+
+using namespace zinc::quant;  // the block formats
+
 namespace {
 
 using gguf::TensorType;
@@ -35,7 +38,7 @@ void sums_q45k(const void* blk, const int8_t* a, const int16_t* s32, int32_t& S,
     S = M = 0;
     for (int j = 0; j < 8; ++j) {
         int sc, m;
-        detail::scale_min_k4(j, x.scales, sc, m);
+        quant::detail::scale_min_k4(j, x.scales, sc, m);
         int32_t s = 0;
         for (int l = 0; l < 32; ++l) {
             int q = (x.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xF;
@@ -314,4 +317,4 @@ void gemm_packed(Isa isa, TensorType w, const void* packed, int64_t cols, int64_
     }
 }
 
-}  // namespace zinc::quant
+}  // namespace zinc::backend::cpu

@@ -2,13 +2,14 @@
 // (AVX512VL), which sums four products into an int32 lane without an int16 step, and the 32 vector registers of
 // AVX-512 for more activation rows per call. This file is compiled for AVX-512 (see src/CMakeLists.txt) and only
 // called where the processor has it (cpu_features.h).
-#include "quant/gemm_internal.h"
+#include "backend/cpu/gemm_internal.h"
 
 #ifdef ZINC_GEMM_X86
 
-#include "quant/gemm_kernels.h"
+#include "backend/cpu/gemm_kernels.h"
 
-namespace zinc::quant::detail {
+namespace zinc::backend::cpu::detail {
+
 namespace {
 
 struct Avx512 {
@@ -31,6 +32,6 @@ struct Avx512 {
 
 PackedKernel avx512_packed_kernel(gguf::TensorType w, int max_rows) { return Kernels<Avx512>::packed(w, max_rows); }
 
-}  // namespace zinc::quant::detail
+}  // namespace zinc::backend::cpu::detail
 
 #endif  // ZINC_GEMM_X86

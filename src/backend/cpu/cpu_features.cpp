@@ -1,4 +1,4 @@
-#include "quant/cpu_features.h"
+#include "backend/cpu/cpu_features.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -8,7 +8,8 @@
 #include <cpuid.h>
 #endif
 
-namespace zinc::quant {
+namespace zinc::backend::cpu {
+
 namespace {
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -66,4 +67,4 @@ std::string_view isa_name(Isa isa) {
     return "?";
 }
 
-}  // namespace zinc::quant
+}  // namespace zinc::backend::cpu

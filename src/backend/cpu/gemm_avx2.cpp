@@ -1,13 +1,14 @@
 // The packed GEMM kernels for AVX2 + FMA + F16C (gemm_kernels.h): int8 products by maddubs, summed in int16 lanes as
 // far as the weights' range allows, then madd with the lanes' scales. This file is compiled for AVX2 (see
 // src/CMakeLists.txt) and only called where the processor has it (cpu_features.h).
-#include "quant/gemm_internal.h"
+#include "backend/cpu/gemm_internal.h"
 
 #ifdef ZINC_GEMM_X86
 
-#include "quant/gemm_kernels.h"
+#include "backend/cpu/gemm_kernels.h"
 
-namespace zinc::quant::detail {
+namespace zinc::backend::cpu::detail {
+
 namespace {
 
 struct Avx2 {
@@ -35,6 +36,6 @@ struct Avx2 {
 
 PackedKernel avx2_packed_kernel(gguf::TensorType w, int max_rows) { return Kernels<Avx2>::packed(w, max_rows); }
 
-}  // namespace zinc::quant::detail
+}  // namespace zinc::backend::cpu::detail
 
 #endif  // ZINC_GEMM_X86

@@ -1,7 +1,7 @@
 // Activation quantization for the integer dot products and the scalar reference kernels (docs/formats.md §2.8, §3).
 // The kernels follow ggml's generic formulation: exact integer sums per (sub-)block, then one float multiply-add per
 // block into a float accumulator (or eight lanes for the K-quants), in ggml's order.
-#include "quant/vec_dot.h"
+#include "backend/cpu/vec_dot.h"
 
 #include <cmath>
 #include <cstdint>
@@ -12,12 +12,15 @@
 
 #include "quant/activation.h"
 #include "quant/blocks.h"
-#include "quant/cpu_features.h"
+#include "backend/cpu/cpu_features.h"
 #include "quant/float_convert.h"
 #include "quant/quant_internal.h"
-#include "quant/vec_dot_internal.h"
+#include "backend/cpu/vec_dot_internal.h"
 
-namespace zinc::quant {
+namespace zinc::backend::cpu {
+
+using namespace zinc::quant;  // the block formats
+
 namespace {
 
 using gguf::TensorType;
@@ -316,7 +319,7 @@ float dot_q45_K(const void* w, const void* a, size_t n) {
             q4 += 32;
         }
         int sc[8], mn[8];
-        for (int j = 0; j < 8; ++j) detail::scale_min_k4(j, x[i].scales, sc[j], mn[j]);
+        for (int j = 0; j < 8; ++j) quant::detail::scale_min_k4(j, x[i].scales, sc[j], mn[j]);
         int sumi = 0;
         for (int j = 0; j < kQK_K / 16; ++j) sumi += y[i].bsums[j] * mn[j / 2];
         for (int j = 0; j < kQK_K / 32; ++j) acc.add(y[i].qs + 32 * j, q + 32 * j, sc[j], 32);
@@ -535,4 +538,4 @@ bool vec_dot_has_simd(TensorType w) {
 
 float vec_dot(TensorType w, const void* wrow, const void* arow, size_t n) { return vec_dot_fn(w)(wrow, arow, n); }
 
-}  // namespace zinc::quant
+}  // namespace zinc::backend::cpu

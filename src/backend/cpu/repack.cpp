@@ -1,11 +1,11 @@
-#include "quant/repack.h"
+#include "backend/cpu/repack.h"
 
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace zinc::quant {
+namespace zinc::backend::cpu {
 namespace {
 
 using gguf::TensorType;
@@ -139,4 +139,4 @@ void unpack_row(TensorType t, const void* packed, int64_t cols, int64_t r, void*
     }
 }
 
-}  // namespace zinc::quant
+}  // namespace zinc::backend::cpu

@@ -3,9 +3,9 @@
 
 #include <cstddef>
 
-#include "quant/vec_dot.h"
+#include "backend/cpu/vec_dot.h"
 
-namespace zinc::quant::detail {
+namespace zinc::backend::cpu::detail {
 
 // The scalar Q8_0 / Q8_1 activation quantizers (what quantize_activation runs without AVX2), for the tests.
 void scalar_quantize_q8_0(const float* x, void* dst, size_t n);
@@ -25,4 +25,4 @@ void avx2_quantize_q8_1(const float* x, void* dst, size_t n);
 void avx2_quantize_q8_K(const float* x, void* dst, size_t n);
 #endif
 
-}  // namespace zinc::quant::detail
+}  // namespace zinc::backend::cpu::detail

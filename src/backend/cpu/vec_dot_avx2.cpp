@@ -5,7 +5,7 @@
 // Unsigned × signed byte products come from maddubs (pairs summed to int16). Its saturation is never reached:
 // 4/5-bit weights give |pair| ≤ 2·31·127, 6-bit ≤ 2·63·127, and for signed × signed (Q8_0, tables) the sign of one
 // operand is moved onto the other so that the unsigned side is |w| ≤ 127 (ggml's quantizers never produce −128).
-#include "quant/vec_dot_internal.h"
+#include "backend/cpu/vec_dot_internal.h"
 
 #ifdef ZINC_VEC_DOT_AVX2
 
@@ -19,7 +19,10 @@
 #include "quant/blocks.h"
 #include "quant/float_convert.h"
 
-namespace zinc::quant::detail {
+namespace zinc::backend::cpu::detail {
+
+using namespace zinc::quant;  // the block formats
+
 namespace {
 
 using gguf::TensorType;
@@ -552,6 +555,6 @@ VecDotFn avx2_vec_dot_fn(TensorType w) {
     }
 }
 
-}  // namespace zinc::quant::detail
+}  // namespace zinc::backend::cpu::detail
 
 #endif  // ZINC_VEC_DOT_AVX2

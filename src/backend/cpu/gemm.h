@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "gguf/tensor_type.h"
-#include "quant/cpu_features.h"
+#include "backend/cpu/cpu_features.h"
 
-namespace zinc::quant {
+namespace zinc::backend::cpu {
 
 
 // Activation rows quantized for the kernels: the weight type's vec-dot type (Q8_0 or Q8_K, byte-exact with
@@ -69,4 +69,4 @@ struct ActRows {
 void gemm_packed(Isa isa, gguf::TensorType w, const void* packed, int64_t cols, int64_t tile0, int64_t tile1,
                  const PackedActs& a, ActRows rows, float* out, int64_t ld);
 
-}  // namespace zinc::quant
+}  // namespace zinc::backend::cpu
