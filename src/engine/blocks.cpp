@@ -67,6 +67,7 @@ MoeBlock moe_block(const Weight& norm, float eps, const Weight& router, int n_ex
 }
 
 void Family::alloc_scratch(int64_t n_embd) {
+    n_embd_ = n_embd;
     Scratch w;  // the widths, in the cols of empty buffers
     auto widen = [](Act& a, int64_t cols) { a.cols = std::max(a.cols, cols); };
     w.x.cols = w.h.cols = w.y.cols = n_embd;

@@ -183,6 +183,7 @@ backend::Act Family::micro_batch(std::span<const int32_t> ids, int64_t pos0, int
     for (size_t t = 0; t < ids.size(); ++t) pos_[t] = static_cast<int32_t>(pos0 + static_cast<int64_t>(t));
     wanted_.clear();
     for (int64_t t = n - n_out; t < n; ++t) wanted_.push_back(static_cast<int32_t>(t));
+    hidden_ = false;
     return run_step(ids, eager);
 }
 
@@ -224,7 +225,9 @@ backend::Act Family::step(const Batch& b) {
         if (b.logits[t]) wanted_.push_back(int32_t(t));
     }
     pos_.assign(b.pos.begin(), b.pos.end());
-    return run_step(b.ids, false);
+    hidden_ = b.hidden;
+    // A step of hidden states is never recorded: its key has no bit left to tell it from a step of logits.
+    return run_step(b.ids, b.hidden);
 }
 
 backend::Act Family::run_step(std::span<const int32_t> ids, bool eager) {
@@ -391,6 +394,7 @@ backend::Act Family::head(const backend::Act& x, backend::Act& h, const model::H
         ho = Backend::rows_of(x, 0, n_out);
         be_.rms_norm(gathered, &w.output_norm, eps, x.cols, ho);
     }
+    if (hidden_) return ho;
     be_.matmul(w.output, ho, lo);
     if (softcap > 0.0f) be_.softcap(lo, softcap);
     return lo;

@@ -55,6 +55,9 @@ inline constexpr int kDefaultPageSize = 64;
 struct Batch {
     std::vector<int32_t> ids, seq, pos;
     std::vector<uint8_t> logits;  // 1: the row's logits are wanted
+    // The wanted rows get the final norm's output, the hidden state the head would multiply (n_embd values), in
+    // place of their logits: what embeddings are pooled from.
+    bool hidden = false;
     void add(int32_t id, int32_t sequence, int32_t position, bool want_logits) {
         ids.push_back(id);
         seq.push_back(sequence);
@@ -73,6 +76,8 @@ class Family {
 public:
     virtual ~Family();
     int n_vocab() const { return n_vocab_; }
+    // The width of the residual stream, and of a step's hidden states (Batch::hidden).
+    int64_t n_embd() const { return n_embd_; }
     int n_ctx() const { return n_ctx_; }
     int n_ctx_train() const { return n_ctx_train_; }
     int n_ubatch() const { return n_ubatch_; }
@@ -101,7 +106,8 @@ public:
     // for no ids or a negative pos0 and std::length_error when they do not fit in the context.
     backend::Act run(std::span<const int32_t> ids, int64_t pos0);
     // One forward step over the rows of `batch` (at most n_ubatch() of them, of sequences below n_seq()): the logits
-    // of the rows that ask for them, in the batch's order, in backend memory, valid until the next call. Throws
+    // (or with batch.hidden the final-normed hidden states) of the rows that ask for them, in the batch's order, in
+    // backend memory, valid until the next call. Throws
     // std::invalid_argument for rows out of order (Batch) or a sequence that cannot restart where its rows begin, and
     // std::length_error for positions past the context.
     backend::Act step(const Batch& batch);
@@ -172,8 +178,9 @@ protected:
     // The positions of the current micro-batch.
     std::span<const int32_t> positions() const { return pos_; }
     // The head over the rows of x whose logits are wanted: rms_norm with output_norm (into the same rows of h when
-    // they are the step's last rows, else gathered into the first ones), times `output`, then the soft-cap when
-    // softcap > 0.
+    // they are the step's last rows, else gathered into the first ones of x), times `output`, then the soft-cap when
+    // softcap > 0. A step of Batch::hidden ends after the norm and returns its rows: the one place every family's
+    // hidden states come from.
     backend::Act head(const backend::Act& x, backend::Act& h, const model::Head<backend::Weight>& w, float eps,
                       float softcap = 0.0f);
     // The residual stream x after the token embedding (layer -1) and after each layer: locate_non_finite() reads it
@@ -207,6 +214,7 @@ private:
     void hold(int seq, int64_t need);
 
     int n_vocab_ = 0, n_ctx_train_ = 0, n_ctx_ = 0, n_ubatch_ = 0;
+    int64_t n_embd_ = 0;  // set by alloc_scratch
     backend::KvType type_k_ = backend::KvType::f16, type_v_ = backend::KvType::f16;
     // How far before the end of the state a run may restart with every ring still holding the window it needs.
     int64_t ring_rewind_ = INT64_MAX;
@@ -228,6 +236,7 @@ private:
     std::vector<int32_t> pos_;
     backend::Act logits_;
     bool locating_ = false;  // locate_non_finite() is running: residual() reads x back
+    bool hidden_ = false;    // the current step is Batch::hidden: head() stops after the final norm
 };
 
 // The expert tensors of an MoE layer as the backend's moe_ffn takes them (activation parameters left default).
