@@ -161,6 +161,13 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--chat-template-file", o->template_file,
                     "a Jinja2 chat template to render every conversation with, instead of the model's")
         ->check(CLI::ExistingFile);
+    cmd->add_option_function<std::string>(
+           "--pooling", [o](const std::string& p) { o->server.pooling = engine::parse_pooling(p); },
+           "how /v1/embeddings pools a text's token states: mean, cls (the first token's) or last (the last token's) "
+           "(default: the file's <arch>.pooling_type; a file without one serves no embeddings)")
+        ->transform(one_of("a pooling", {"mean", "cls", "last"}));
+    cmd->add_flag("--no-normalize", [o](int64_t) { o->server.embd_normalize = false; },
+                  "embeddings as pooled, not scaled to length 1 (then a request's dimensions is refused)");
     // The request fields' defaults where a request leaves them out (the OpenAI API's, as the server had them).
     o->sampling.params = o->server.sampling.params;
     add_sampling_options(cmd, o->sampling);

@@ -45,12 +45,14 @@ Generator::Generator(Family& family, backend::Backend& be, const tokenizer::Toke
                      int max_running)
     : family_(family), be_(be), tok_(tok), budget_(std::max(1, prompt_budget)),
       max_running_(max_running <= 0 ? family.n_seq() : std::min(max_running, family.n_seq())),
-      slots_(size_t(family.n_seq())), kept_(size_t(family.n_seq())), last_used_(size_t(family.n_seq()), 0) {}
+      slots_(size_t(family.n_seq())), kept_(size_t(family.n_seq())), lent_(size_t(family.n_seq()), 0),
+      last_used_(size_t(family.n_seq()), 0) {}
 
 Generator::~Generator() = default;
 
 int Generator::running() const {
-    return int(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s != nullptr; }));
+    return int(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s != nullptr; })) +
+           int(std::count(lent_.begin(), lent_.end(), 1));
 }
 
 int Generator::free_sequences() const { return max_running_ - running(); }
@@ -74,7 +76,7 @@ Generator::Prefix Generator::longest_prefix(const std::vector<int32_t>& prompt, 
 int Generator::free_target(int but) const {
     int lru = -1;
     for (int q = 0; q < int(slots_.size()); ++q) {
-        if (slots_[size_t(q)] || q == but) continue;
+        if (slots_[size_t(q)] || lent_[size_t(q)] || q == but) continue;
         if (kept_[size_t(q)].empty()) return q;
         if (lru < 0 || last_used_[size_t(q)] < last_used_[size_t(lru)]) lru = q;
     }
@@ -184,6 +186,21 @@ std::vector<Generator::SequenceState> Generator::sequences() const {
 void Generator::forget(int seq) {
     family_.release(seq);
     kept_[size_t(seq)].clear();
+}
+
+int Generator::lend() {
+    if (running() >= max_running_) return -1;
+    const int q = free_target(-1);
+    if (q < 0) return -1;
+    forget(q);
+    lent_[size_t(q)] = 1;
+    return q;
+}
+
+void Generator::give_back(int seq) {
+    if (!lent_.at(size_t(seq))) throw std::logic_error("sequence " + std::to_string(seq) + " is not lent");
+    family_.release(seq);
+    lent_[size_t(seq)] = 0;
 }
 
 void Generator::drop_kept() {

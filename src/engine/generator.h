@@ -73,6 +73,12 @@ public:
     void cancel(int id);
     // Empties the states the free sequences keep, giving their pages back.
     void drop_kept();
+    // Hands a free sequence to the caller for steps of its own between this one's (embeddings, engine/embed.h): its
+    // kept state is given up, and until give_back it counts as a running request's and no request takes it. -1 when
+    // none is free.
+    int lend();
+    // Takes a lent sequence back, its state released.
+    void give_back(int seq);
 
     // What a sequence is doing: its request (-1: free), that request's prompt, the part of it in the state, the tokens
     // generated, and the tokens in its state (a free sequence's kept state).
@@ -128,6 +134,7 @@ private:
     int next_id_ = 0;
     std::vector<std::unique_ptr<Slot>> slots_;  // one per sequence, null where free
     std::vector<std::vector<int32_t>> kept_;    // the tokens in the state of each free sequence
+    std::vector<uint8_t> lent_;                 // 1: the sequence is lent (lend)
     std::vector<uint64_t> last_used_;           // when each free sequence's state was kept or last forked from
     uint64_t clock_ = 0;
     std::vector<float> logits_;                 // a row of logits brought back

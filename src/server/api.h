@@ -27,6 +27,10 @@ struct Api {
     std::atomic<bool> ready{false};  // the fields below are set
     engine::OpenedModel model;
     std::string name, architecture;
+    // The pooling /v1/embeddings uses, settled with the model; `no_embeddings` says why there is none (empty: there
+    // is one).
+    engine::Pooling pooling = engine::Pooling::none;
+    std::string no_embeddings;
     std::unique_ptr<Scheduler> scheduler;
     std::atomic<uint64_t> next_request{1};
 
@@ -83,6 +87,7 @@ void info_routes(http::Server& http, Api& api);        // /health, /v1/models, /
 void chat_routes(http::Server& http, Api& api);        // /v1/chat/completions, /apply-template
 void completion_routes(http::Server& http, Api& api);  // /v1/completions
 void token_routes(http::Server& http, Api& api);       // /tokenize, /detokenize
+void embedding_routes(http::Server& http, Api& api);   // /v1/embeddings
 void page_routes(http::Server& http);                  // the chat page at /
 
 }  // namespace zinc::server

@@ -6,9 +6,9 @@
 namespace zinc::server {
 namespace {
 
-constexpr std::array<const char*, 12> kEndpoints = {
-    "/", "/health", "/metrics", "/slots", "/v1/models", "/v1/chat/completions", "/v1/completions", "/tokenize",
-    "/detokenize", "/apply-template", "/app.js", "/style.css"};
+constexpr std::array<const char*, 13> kEndpoints = {
+    "/", "/health", "/metrics", "/slots", "/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/embeddings",
+    "/tokenize", "/detokenize", "/apply-template", "/app.js", "/style.css"};
 
 std::string number_text(double v) {
     char buf[64];

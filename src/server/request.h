@@ -68,6 +68,9 @@ struct Limits {
                             // context's size (Server::set_model settles it)
     int max_n = 8;          // choices per request
     int max_logprobs = 20;  // alternatives per token
+    // An embeddings request's inputs, and their tokens together: what one request may make the model read.
+    int max_inputs = 512;
+    int max_embedding_tokens = 65536;
 };
 
 // max_completion_tokens (or the older max_tokens), at most limits.max_tokens.

@@ -9,7 +9,8 @@
 namespace zinc::server {
 
 bool generating_route(const http::Request& req) {
-    return req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions");
+    return req.method == "POST" &&
+           (req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/v1/embeddings");
 }
 
 void log_request(const Api& api, const http::Request& req, int status, const TokenCounts* tokens,

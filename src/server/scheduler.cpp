@@ -59,7 +59,25 @@ Update unbegun(const Job& job, int choice) {
     return u;
 }
 
-// The bytes an update holds for its connection: its events' text and its tokens' log-probabilities.
+// The embeddings an embedder has finished since the last call, each as its choice's final update.
+void report(Task& task, const engine::Embedder& e, std::vector<bool>& sent) {
+    for (size_t i = 0; i < e.size(); ++i) {
+        if (sent[i] || !e.finished(i)) continue;
+        sent[i] = true;
+        Update u;
+        u.choice = int(i);
+        u.final = true;
+        u.finish_reason = "stop";
+        u.prompt_tokens = int(e.tokens(i));
+        u.embedding = e.result(i);
+        task.put(std::move(u));
+    }
+}
+
+constexpr const char* kEmbedTimeout = "the request's time ran out before its embeddings were computed (--timeout)";
+
+// The bytes an update holds for its connection: its events' text and its tokens' log-probabilities (an embedding is
+// not counted: its size is the request's, bounded when it was read).
 size_t update_bytes(const Update& u) {
     size_t n = u.logprobs.size() * sizeof(TokenLogprob);
     for (const chat::Event& e : u.events) n += e.text.size() + e.raw.size();
@@ -154,13 +172,24 @@ struct Scheduler::Choice {
 // second for 256, bench/results/2026-12-07-cpu-serve-parallel.md).
 constexpr int kPromptBudget = 256, kCpuPromptBudget = 32;
 
+// An embeddings task on sequences the generator lent, as far as it has been read.
+struct Scheduler::Embedding {
+    std::shared_ptr<Task> task;
+    std::vector<int> seqs;
+    std::unique_ptr<engine::Embedder> embedder;
+    std::vector<bool> sent;  // the choices reported
+    bool retried = false;    // its last step found the KV cache full, and the kept states were dropped for it
+    Clock::time_point t0 = Clock::now();
+};
+
 Scheduler::Scheduler(engine::Session& session, int max_waiting, Metrics& metrics, int parallel, backend::Backend* be)
-    : session_(session), metrics_(metrics), max_waiting_(max_waiting), parallel_(parallel) {
+    : session_(session), be_(be), metrics_(metrics), max_waiting_(max_waiting), parallel_(parallel) {
     if (session.family().n_seq() > 1) {
         if (!be || session.family().n_seq() < parallel)
             throw std::logic_error("Scheduler: several sequences need the backend and a family that holds them");
-        const int budget = be->name() == "cpu" ? kCpuPromptBudget : kPromptBudget;
-        generator_ = std::make_unique<engine::Generator>(session.family(), *be, session.tokenizer(), budget, parallel);
+        budget_ = be->name() == "cpu" ? kCpuPromptBudget : kPromptBudget;
+        generator_ =
+            std::make_unique<engine::Generator>(session.family(), *be, session.tokenizer(), budget_, parallel);
         sequences_ = generator_->sequences();
     }
     note_pages();
@@ -235,6 +264,8 @@ void Scheduler::work() {
         }
         if (task->cancelled()) {
             task->end(cancel_message(*task));
+        } else if (task->job().embed) {
+            run_embed(task);
         } else {
             run(task);
         }
@@ -311,6 +342,64 @@ void Scheduler::work_together() {
             end_task(*task, e.what());
         }
     };
+    // The embeddings task ends: done (why empty) or with `why`; its sequences go back to the generator.
+    const auto end_embedding = [&](const std::string& why) {
+        Embedding& e = *embedding_;
+        if (!why.empty()) e.task->end(why);
+        for (int seq : e.seqs) gen.give_back(seq);
+        embedding_.reset();
+        --running_;
+    };
+    // An embeddings task takes the free sequences it has inputs for, at least one.
+    const auto start_embedding = [&](std::shared_ptr<Task> task) {
+        auto e = std::make_unique<Embedding>();
+        e->task = std::move(task);
+        const Job& job = e->task->job();
+        for (size_t i = 0; i < job.prompts.size(); ++i) {
+            const int seq = gen.lend();
+            if (seq < 0) break;
+            e->seqs.push_back(seq);
+        }
+        e->sent.assign(job.prompts.size(), false);
+        embedding_ = std::move(e);
+        try {
+            embedding_->embedder = std::make_unique<engine::Embedder>(session_.family(), *be_, *job.embed,
+                                                                      embedding_->seqs, budget_);
+            for (const auto& p : job.prompts) embedding_->embedder->add(p);
+        } catch (const std::exception& ex) {
+            end_embedding(ex.what());
+        }
+    };
+    // One step of the embeddings task, after the generator's: a chunk of its inputs, the finished ones reported. A
+    // KV cache found full drops the kept states and tries again once.
+    const auto step_embedding = [&] {
+        Embedding& e = *embedding_;
+        Task& task = *e.task;
+        if (task.cancelled()) {
+            metrics_.cancelled(cancel_reason(task));
+            return end_embedding(cancel_message(task));
+        }
+        if (Clock::now() >= task.job().deadline) {
+            metrics_.cancelled("timeout");
+            return end_embedding(kEmbedTimeout);
+        }
+        try {
+            e.embedder->step();
+            e.retried = false;
+            report(task, *e.embedder, e.sent);
+            if (!e.embedder->done()) return;
+            int tokens = 0;
+            for (const auto& p : task.job().prompts) tokens += int(p.size());
+            metrics_.generation(tokens, 0, std::chrono::duration<double>(Clock::now() - e.t0).count(), 0, 0);
+            end_embedding({});
+        } catch (const engine::PoolFull& ex) {
+            if (e.retried) return end_embedding(ex.what());
+            e.retried = true;
+            gen.drop_kept();
+        } catch (const std::exception& ex) {
+            end_embedding(ex.what());
+        }
+    };
     // Ends every running choice, their tasks with `why`.
     const auto end_all = [&](const std::string& why) {
         std::vector<int> ids;
@@ -323,10 +412,28 @@ void Scheduler::work_together() {
     for (;;) {
         {
             std::unique_lock<std::mutex> lk(mu_);
-            cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || admitting || !choices_.empty(); });
+            cv_.wait(lk, [&] {
+                return stopping_ || !queue_.empty() || admitting || !choices_.empty() || embedding_;
+            });
             if (stopping_) break;
-            // The queue's choices take the free sequences in its order.
+            // The queue's choices take the free sequences in its order; an embeddings task at its head takes those it
+            // can use, once the one before it has ended.
             while (gen.free_sequences() > 0) {
+                if (!admitting && !queue_.empty() && queue_.front()->job().embed) {
+                    if (embedding_) break;
+                    std::shared_ptr<Task> task = std::move(queue_.front());
+                    queue_.pop_front();
+                    ++running_;
+                    lk.unlock();
+                    if (task->cancelled()) {
+                        task->end(cancel_message(*task));
+                        --running_;
+                    } else {
+                        start_embedding(std::move(task));
+                    }
+                    lk.lock();
+                    continue;
+                }
                 if (!admitting) {
                     if (queue_.empty()) break;
                     admitting = std::move(queue_.front());
@@ -365,12 +472,45 @@ void Scheduler::work_together() {
         } catch (const std::exception& e) {
             end_all(e.what());  // the step failed for every request in it
         }
+        if (embedding_) step_embedding();
         note_pages();
         std::lock_guard<std::mutex> lk(sequences_mu_);
         sequences_ = gen.sequences();
     }
     end_all("the server is stopping");
     if (admitting) end_task(*admitting, "the server is stopping");
+    if (embedding_) end_embedding("the server is stopping");
+}
+
+void Scheduler::run_embed(const std::shared_ptr<Task>& t) {
+    Task& task = *t;
+    const Job& job = task.job();
+    if (!be_) return task.end("embeddings need the scheduler's backend");
+    session_.clear();  // the sequence's state is overwritten: no prefix of it is kept
+    const Clock::time_point t0 = Clock::now();
+    try {
+        engine::Embedder e(session_.family(), *be_, *job.embed, {0});
+        for (const auto& p : job.prompts) e.add(p);
+        std::vector<bool> sent(e.size(), false);
+        int tokens = 0;
+        for (const auto& p : job.prompts) tokens += int(p.size());
+        while (e.step()) {
+            report(task, e, sent);
+            if (e.done()) break;
+            if (task.cancelled()) {
+                metrics_.cancelled(cancel_reason(task));
+                return task.end(cancel_message(task));
+            }
+            if (Clock::now() >= job.deadline) {
+                metrics_.cancelled("timeout");
+                return task.end(kEmbedTimeout);
+            }
+        }
+        metrics_.generation(tokens, 0, std::chrono::duration<double>(Clock::now() - t0).count(), 0, 0);
+    } catch (const std::exception& ex) {
+        session_.family().release(0);
+        task.end(ex.what());
+    }
 }
 
 void Scheduler::run(const std::shared_ptr<Task>& task) {

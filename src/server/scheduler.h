@@ -8,6 +8,11 @@
 // free sequences of an engine::Generator, up to -np of them, and decode together, one forward step for all of them,
 // joining and leaving between steps, the other sequences keeping states for later requests (its prefix cache); jobs,
 // tasks and updates are the same either way.
+//
+// An embeddings job (Job::embed) is a prompt pass with no generation: each prompt is a choice whose final update
+// carries its pooled hidden state. With one sequence it runs whole on the session's; with several, on sequences the
+// generator lends it, a step of it (a chunk of the generator's prompt budget) after each of the generator's, so that
+// the requests decoding go on beside it.
 #pragma once
 
 #include <atomic>
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "chat/output_parser.h"
+#include "engine/embed.h"
 #include "engine/generator.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
@@ -48,6 +54,9 @@ struct Job {
     bool render_special = false;  // the output parser reads the format's markers (off for plain text)
     int top_logprobs = -1;        // < 0: no logprobs; else each token's log-probability and this many alternatives
     Clock::time_point deadline = Clock::time_point::max();  // generation ends here (finish_reason "length")
+    // An embeddings job: each prompt's hidden states pooled so (one choice each, n = 1), not normalized, in place of
+    // generated text; its time ends at the deadline with an error.
+    std::optional<engine::Pooling> embed;
 
     int choices() const { return int(prompts.size()) * n; }
 };
@@ -68,6 +77,7 @@ struct Update {
     std::string finish_reason;           // stop or length (a reply with tool calls is the connection's to say)
     int prompt_tokens = 0, completion_tokens = 0;
     int cached_tokens = 0;  // of prompt_tokens, those the model still held from the request before (not evaluated)
+    std::vector<float> embedding;  // an embeddings job's choice: its pooled vector (n_embd values)
     std::string error;  // the generation failed: the task ends with this update
 };
 
@@ -128,11 +138,14 @@ private:
     void work();
     void work_together();
     void run(const std::shared_ptr<Task>& task);
+    // An embeddings task, whole, on the session's sequence.
+    void run_embed(const std::shared_ptr<Task>& task);
     // One choice of a task; false when the task has ended (cancelled, failed). `timed_out`: the job's deadline has
     // passed (set here when it passes).
     bool run_choice(const std::shared_ptr<Task>& task, int choice, bool& timed_out);
 
     engine::Session& session_;
+    backend::Backend* be_;
     Metrics& metrics_;
     const int max_waiting_;
     const int parallel_;  // jobs that run at once
@@ -143,6 +156,9 @@ private:
     struct Choice;
     std::vector<std::unique_ptr<Choice>> choices_;  // the choices running on the generator, in no order (several)
     std::unique_ptr<engine::Generator> generator_;  // with several sequences
+    int budget_ = 0;                                // the generator's prompt rows a step, an embedding's too
+    struct Embedding;
+    std::unique_ptr<Embedding> embedding_;  // the embeddings task on lent sequences (several)
     mutable std::mutex sequences_mu_;
     std::vector<engine::Generator::SequenceState> sequences_;  // the generator's, after the worker's last step
     KvPages pages_;                                      // the family's, after the last step or job

@@ -88,6 +88,7 @@ Server::Server(ServerOptions options) : api_(std::make_unique<Api>()) {
     chat_routes(*http_, *api_);
     completion_routes(*http_, *api_);
     token_routes(*http_, *api_);
+    embedding_routes(*http_, *api_);
     page_routes(*http_);
 }
 
@@ -158,6 +159,20 @@ void Server::set_model(engine::OpenedModel model, std::string name) {
     api_->name = std::move(name);
     api_->architecture = api_->model.model->get("general.architecture").get_string();
     if (api_->opt.limits.max_tokens <= 0) api_->opt.limits.max_tokens = api_->n_ctx();
+    if (api_->opt.pooling) {
+        api_->pooling = *api_->opt.pooling;
+    } else {
+        try {
+            api_->pooling = engine::file_pooling(*api_->model.model);
+        } catch (const std::exception& e) {  // chat is served all the same
+            api_->no_embeddings = e.what();
+        }
+        if (api_->no_embeddings.empty() && api_->pooling == engine::Pooling::none)
+            api_->no_embeddings = "the model's file declares no pooling (" + api_->architecture +
+                                  ".pooling_type): start zinc serve with --pooling last, mean or cls";
+    }
+    if (api_->pooling == engine::Pooling::none && api_->no_embeddings.empty())
+        api_->no_embeddings = "--pooling none gives a vector per token, which /v1/embeddings does not serve";
     api_->scheduler = std::make_unique<Scheduler>(*api_->model.session, api_->opt.max_queue, api_->metrics,
                                                   api_->opt.parallel, api_->model.backend.get());
     api_->ready = true;

@@ -7,6 +7,7 @@
 //   GET  /v1/models             the one model
 //   POST /v1/chat/completions   OpenAI's chat completions, streamed as server-sent events with "stream": true
 //   POST /v1/completions        OpenAI's (legacy) completions of a prompt
+//   POST /v1/embeddings         OpenAI's embeddings of texts or token ids
 //   POST /tokenize, /detokenize, /apply-template   as llama.cpp's server has them
 //
 // A request is checked and tokenized on its connection's thread and becomes a job for the scheduler
@@ -20,9 +21,11 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/embed.h"
 #include "engine/open_model.h"
 #include "server/request.h"
 
@@ -54,6 +57,9 @@ struct ServerOptions {
     int cache_seqs = 0;
     bool log_requests = true;   // a line on standard error for each request (--log-disable: none)
     std::string chat_template;  // --chat-template-file's text, rendered instead of the model's; empty: the model's
+    // How /v1/embeddings pools a text's token states (--pooling); none: the file's <arch>.pooling_type.
+    std::optional<engine::Pooling> pooling;
+    bool embd_normalize = true;  // embeddings scaled to length 1 (--no-normalize: as pooled)
 };
 
 struct Api;
