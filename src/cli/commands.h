@@ -9,6 +9,7 @@ namespace zinc::cli {
 void register_devices(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_logits(CLI::App& app);
+void register_embed(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_run(CLI::App& app);

@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
     zinc::cli::register_chat(app);
     zinc::cli::register_bench(app);
     zinc::cli::register_logits(app);
+    zinc::cli::register_embed(app);
     zinc::cli::register_perplexity(app);
     zinc::cli::register_tokenize(app);
     zinc::cli::register_detokenize(app);

@@ -61,7 +61,7 @@ TEST(Cli, UnknownCommandListsTheCommands) {
     const auto r = run_zinc("frobnicate -m x.gguf");
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(has(r.err, "zinc: error: unknown command 'frobnicate': the commands are devices, inspect, run, chat, "
-                           "bench, logits, perplexity, tokenize, detokenize, synth"))
+                           "bench, logits, embed, perplexity, tokenize, detokenize, synth"))
         << r.err;
     EXPECT_EQ(r.out, "");
 }
