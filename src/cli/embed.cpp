@@ -96,7 +96,8 @@ void run_embed(const EmbedArgs& o) {
         if (o.normalize)
             for (size_t r = 0; r < v.size(); r += width) engine::normalize(std::span<float>(v).subspan(r, width));
         if (o.format == "text") {
-            for (size_t r = 0; r < v.size(); r += width) write_out(row_text(std::span<const float>(v).subspan(r, width)));
+            for (size_t r = 0; r < v.size(); r += width)
+                write_out(row_text(std::span<const float>(v).subspan(r, width)));
             continue;
         }
         nlohmann::ordered_json item;

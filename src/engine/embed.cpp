@@ -16,7 +16,8 @@ Pooling file_pooling(const gguf::Model& m) {
     if (!v) return Pooling::none;
     const int64_t n = v->is_integer() ? v->get_int<int64_t>() : -1;
     if (n < 0 || n > 3)
-        throw gguf::Error(m.first().path() + ": " + key + " is " + (v->is_integer() ? std::to_string(n) : "not an integer") +
+        throw gguf::Error(m.first().path() + ": " + key + " is " +
+                          (v->is_integer() ? std::to_string(n) : "not an integer") +
                           "; zinc pools with 0 (none), 1 (mean), 2 (cls) or 3 (last); 4 (rank) is a reranker's head");
     return Pooling(n);
 }

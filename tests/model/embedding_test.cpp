@@ -67,19 +67,18 @@ TEST(Embedding, LastTokenStateTimesHeadIsLogits) {
     const std::vector<float> h = embed(m, Pooling::last, {ids}, {0})[0];
     ASSERT_EQ(int64_t(h.size()), m.family->n_embd());
 
-    const gguf::ModelTensor t = m.model.find_tensor("token_embd.weight") ? *m.model.find_tensor("token_embd.weight")
-                                                                         : gguf::ModelTensor{};
-    ASSERT_NE(t.info, nullptr);
-    ASSERT_EQ(t.info->type, gguf::TensorType::F32);
-    ASSERT_EQ(t.info->ne[0], m.family->n_embd());
-    ASSERT_EQ(t.info->ne[1], m.family->n_vocab());
+    const gguf::ModelTensor* t = m.model.find_tensor("token_embd.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->info->type, gguf::TensorType::F32);
+    ASSERT_EQ(t->info->ne[0], m.family->n_embd());
+    ASSERT_EQ(t->info->ne[1], m.family->n_vocab());
     ASSERT_EQ(m.model.find_tensor("output.weight"), nullptr) << "the test multiplies by the tied head";
     std::vector<float> ours(size_t(m.family->n_vocab()));
     for (size_t v = 0; v < ours.size(); ++v) {
         double dot = 0;
         for (size_t c = 0; c < h.size(); ++c) {
             float w;
-            std::memcpy(&w, t.info->data + (v * h.size() + c) * sizeof(float), sizeof w);
+            std::memcpy(&w, t->info->data + (v * h.size() + c) * sizeof(float), sizeof w);
             dot += double(w) * h[c];
         }
         ours[v] = float(dot);
@@ -105,8 +104,10 @@ TEST(Embedding, PoolingsOfTheTokenStates) {
         avg[c] = float(s / double(ids.size()));
     }
     EXPECT_LE(rel_l2(embed(m, Pooling::mean, {ids}, {0})[0], avg), 1e-6);
-    EXPECT_EQ(embed(m, Pooling::cls, {ids}, {0})[0], std::vector<float>(rows.begin(), rows.begin() + std::ptrdiff_t(w)));
-    EXPECT_EQ(embed(m, Pooling::last, {ids}, {0})[0], std::vector<float>(rows.end() - std::ptrdiff_t(w), rows.end()));
+    const std::vector<float> first(rows.begin(), rows.begin() + std::ptrdiff_t(w));
+    const std::vector<float> last(rows.end() - std::ptrdiff_t(w), rows.end());
+    EXPECT_EQ(embed(m, Pooling::cls, {ids}, {0})[0], first);
+    EXPECT_EQ(embed(m, Pooling::last, {ids}, {0})[0], last);
 }
 
 // Five inputs of different lengths on three sequences, 7 rows a step (inputs read in chunks, several in a step, and
