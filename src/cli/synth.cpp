@@ -101,6 +101,10 @@ void register_synth(CLI::App& app) {
     cmd->add_option("--n-expert", o->synth.n_expert,
                     "Override the expert count of a MoE preset (tests only: fewer experts of the real width)")
         ->transform(integer_in(1, 4096));
+    cmd->add_option("--orig-ctx", o->synth.orig_ctx,
+                    "Override the original context of a LongRoPE preset (tests only: the long factors apply to "
+                    "contexts longer than it)")
+        ->transform(integer_in(1, model::kMaxContext));
     cmd->add_option("-t,--threads", o->synth.threads, "Threads (default: every logical CPU)")
         ->transform(thread_count());
     cmd->add_option("--pool-rows", o->synth.pool_rows, "Random rows per (type, width) pool")

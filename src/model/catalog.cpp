@@ -1,6 +1,7 @@
 #include "model/catalog.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
@@ -125,6 +126,21 @@ Preset mistral(std::string name, std::string arch, std::string model_name, std::
     return p;
 }
 
+// Phi-4 and Phi-4-mini: Phi-3's layout (fused attn_qkv, ffn_up of gate and up), NeoX RoPE, ε 1e-5. The real
+// tokenizers (Phi-4's cl100k-like, Phi-4-mini's o200k) are not among the repository's: Qwen3's vocabulary padded
+// to the real vocab size stands in, with its chat template.
+Preset phi3(std::string name, std::string model_name, std::string size, uint32_t n_layer, uint32_t n_embd,
+            uint32_t n_ff, uint32_t n_head, uint32_t n_head_kv, uint32_t n_vocab) {
+    Preset p = preset(std::move(name), "phi3", std::move(model_name), std::move(size), n_layer, n_embd, n_ff, n_head,
+                      n_head_kv);
+    p.vocab = "qwen3";
+    p.n_vocab = n_vocab;
+    p.head_dim = n_embd / n_head;
+    p.n_rot = p.head_dim;
+    p.rms_eps = 1e-5f;
+    return p;
+}
+
 std::vector<Preset> make_presets() {
     std::vector<Preset> v;
     v.push_back(qwen2("qwen2.5-0.5b", "Qwen2.5 0.5B Instruct", "0.5B", 24, 896, 4864, 14, 2, 151936, true));
@@ -150,6 +166,26 @@ std::vector<Preset> make_presets() {
         p.n_expert = 128;
         p.n_expert_used = 8;
         p.n_ff_exp = 768;
+        v.push_back(p);
+    }
+    {
+        // Phi-4 (14B): no LongRoPE; its config's sliding_window is null, which the converter writes as 0.
+        Preset p = phi3("phi-4", "Phi 4", "15B", 40, 5120, 17920, 40, 10, 100352);
+        p.n_ctx = 16384;
+        p.orig_ctx = 16384;
+        p.rope_base = 250000.0f;
+        v.push_back(p);
+    }
+    {
+        // Phi-4-mini-instruct: 96 of 128 dimensions rotate (partial_rotary_factor 0.75), LongRoPE from 4096 to
+        // 131072 positions, tied embeddings, a 262144 sliding window (longer than the context).
+        Preset p = phi3("phi-4-mini", "Phi 4 Mini Instruct", "3.8B", 32, 3072, 8192, 24, 8, 200064);
+        p.n_rot = 96;
+        p.n_ctx = 131072;
+        p.orig_ctx = 4096;
+        p.longrope = true;
+        p.sliding_window = 262144;
+        p.tied = true;
         v.push_back(p);
     }
     v.push_back(qwen35("qwen3.5-9b", "Qwen3.5 9B", "9B", 32, 4096, 12288, 16, 4, 32));
@@ -208,6 +244,11 @@ gguf::KeyValue kv(std::string key, gguf::Value v) {
 }
 
 }  // namespace
+
+float longrope_attn_factor(uint32_t n_ctx, uint32_t orig_ctx) {
+    const double s = double(n_ctx) / double(orig_ctx);
+    return s > 1.0 ? float(std::sqrt(1.0 + std::log(s) / std::log(double(orig_ctx)))) : 1.0f;
+}
 
 const std::vector<Preset>& presets() {
     static const std::vector<Preset> v = make_presets();
@@ -341,6 +382,16 @@ std::vector<gguf::KeyValue> arch_metadata(const Preset& p) {
             m.push_back(kv(a + "rope.scaling.type", Value::of("linear")));
             f32("rope.scaling.factor", p.rope_scale);
         }
+    } else if (p.arch == "phi3") {  // in the order the converter writes them
+        u32("rope.scaling.original_context_length", p.orig_ctx);
+        u32("feed_forward_length", p.n_ff);
+        u32("attention.head_count", p.n_head);
+        u32("attention.head_count_kv", p.n_head_kv);
+        f32("attention.layer_norm_rms_epsilon", p.rms_eps);
+        u32("rope.dimension_count", p.n_rot);
+        f32("rope.freq_base", p.rope_base);
+        u32("attention.sliding_window", p.sliding_window);
+        if (p.longrope) f32("rope.scaling.attn_factor", longrope_attn_factor(p.n_ctx, p.orig_ctx));
     } else if (p.arch == "gpt-oss") {
         u32("feed_forward_length", p.n_ff);
         u32("attention.head_count", p.n_head);

@@ -45,7 +45,14 @@ struct Preset {
     float yarn_factor = 0.0f;
     uint32_t yarn_orig_ctx = 0;
     float attn_temp_scale = 0.0f;
+    // phi3: rope.scaling.original_context_length; with longrope, LongRoPE factors for a context of n_ctx over it
+    uint32_t orig_ctx = 0;
+    bool longrope = false;
 };
+
+// phi3's rope.scaling.attn_factor as llama.cpp's converter computes it for LongRoPE: sqrt(1 + ln(s) / ln(orig_ctx))
+// with s = n_ctx / orig_ctx, 1 where s <= 1.
+float longrope_attn_factor(uint32_t n_ctx, uint32_t orig_ctx);
 
 // All presets, in the order `zinc synth --help` lists them.
 const std::vector<Preset>& presets();

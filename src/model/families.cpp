@@ -17,6 +17,9 @@ public:
         return written && !(tied_ && name == "output.weight");
     }
     void bind(Unbound&, const TensorSpec& spec) override { specs.push_back(spec); }
+    void bind_parts(std::span<Unbound* const>, const TensorSpec& spec, std::span<const int64_t>) override {
+        specs.push_back(spec);
+    }
     [[noreturn]] void fail(const std::string& what) const override { md_.fail(what); }
 
     std::vector<TensorSpec> specs;
@@ -41,8 +44,8 @@ std::span<const Architecture> architectures() {
     static constexpr Architecture kAll[] = {
         {"llama", F::llama_like, ""},       {"qwen2", F::llama_like, "qwen"},     {"qwen3", F::llama_like, "qwen"},
         {"qwen3moe", F::llama_like, "qwen"}, {"qwen35", F::qwen35, "qwen"},         {"qwen35moe", F::qwen35, "qwen"},
-        {"gemma3", F::gemma4, ""},           {"gemma4", F::gemma4, "gemma4"},       {"gpt-oss", F::gpt_oss, "harmony"},
-        {"mistral3", F::llama_like, "mistral"},
+        {"phi3", F::llama_like, ""},         {"gemma3", F::gemma4, ""},             {"gemma4", F::gemma4, "gemma4"},
+        {"gpt-oss", F::gpt_oss, "harmony"}, {"mistral3", F::llama_like, "mistral"},
     };
     return kAll;
 }

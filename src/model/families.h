@@ -32,7 +32,7 @@ const Architecture* find_architecture(std::string_view arch);
 // The family that runs `arch`; for an architecture zinc does not run, unsupported_architecture's error.
 FamilyKind family_of(const std::string& name, const std::string& arch);
 
-// "llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, gemma3, gemma4, gpt-oss"
+// "llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, gemma3, gemma4, gpt-oss"
 const std::string& supported_architectures();
 // Throws gguf::Error "<name>: architecture '<arch>' is not supported yet (supported: ...)".
 [[noreturn]] void unsupported_architecture(const std::string& name, const std::string& arch);

@@ -30,11 +30,17 @@ LlamaLikeParams read_llama_like_params(const Metadata& md) {
     p.rms_eps = md.number("attention.layer_norm_rms_epsilon", kNormEpsilon);
     p.rope_base = md.number_or("rope.freq_base", 10000.0f, kRopeBase);
     p.rope_scaling = md.rope_scaling(p.n_rot, p.rope_base, YarnRange::whole_pairs);
+    const int n_ctx_train = md.count_or("context_length", 4096, kMaxContext);
+    p.n_ctx_orig = md.count_or("rope.scaling.original_context_length", n_ctx_train, kMaxContext);
     p.attn_temp_scale = md.number_or("attention.temperature_scale", 0.0f, Range{0.0f, 1e3f});
-    if (p.attn_temp_scale != 0.0f)
-        p.attn_temp_floor = md.count_or("rope.scaling.original_context_length",
-                                        md.count_or("context_length", 4096, kMaxContext), kMaxContext);
-    p.rope_neox = p.arch == "qwen3" || p.arch == "qwen3moe" || p.arch == "qwen2";
+    p.rope_neox = p.arch == "qwen3" || p.arch == "qwen3moe" || p.arch == "qwen2" || p.arch == "phi3";
+    if (p.arch == "phi3") {
+        p.fused = true;
+        // attention.sliding_window is not read: llama.cpp runs every phi3 layer with full attention (Phi-4 files
+        // say 0, Phi-4-mini's window is longer than its context).
+        p.longrope = md.find(p.arch + ".rope.scaling.attn_factor") != nullptr;
+        p.rope_attn_factor = md.number_or("rope.scaling.attn_factor", 1.0f, kRopeAttnFactor);
+    }
     p.qk_norm = p.arch == "qwen3" || p.arch == "qwen3moe";
     p.qkv_bias = p.arch == "qwen2";
     p.n_vocab = static_cast<int>(md.n_vocab());

@@ -34,6 +34,7 @@ struct Range {
 inline constexpr Range kRopeBase{1.0f, 1e12f};
 inline constexpr Range kNormEpsilon{1e-12f, 1.0f};
 inline constexpr Range kRopeScaling{1e-3f, 1e4f};   // rope.scaling.factor, YaRN's betas
+inline constexpr Range kRopeAttnFactor{1e-2f, 1e2f};  // rope.scaling.attn_factor (LongRoPE's is 1 to about 1.2)
 inline constexpr Range kActivationParam{1e-3f, 1e6f};  // gpt-oss's SwiGLU alpha and limit
 inline constexpr Range kSoftcap{0.0f, 1e30f};      // 0: none
 

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@ enum class TensorRole {
     SsmConv,     // qwen35 ssm_conv1d.weight (depthwise conv taps)
     Sinks,       // gpt-oss attention sinks
     RopeFreqs,   // gemma4 rope_freqs.weight (1 for rotated pairs, 1e30 for the rest)
+    RopeFactorsLong, RopeFactorsShort,  // phi3's LongRoPE frequency divisors (rope_factors_long / _short.weight)
 };
 
 // Whether the forward pass reads a tensor of this role as plain f32 values (norm weights, biases, scales, ...);
@@ -55,6 +58,11 @@ public:
     virtual bool has(const std::string& name, bool written) const = 0;
     // Binds the tensor spec.name, which the model must have with extents spec.ne, to `slot`.
     virtual void bind(W& slot, const TensorSpec& spec) = 0;
+    // Binds the 2-D tensor spec.name, whose rows are parts stacked one after another (part i: rows[i] rows, the rows
+    // summing to spec.ne[1]), each part to its own slot as if it were a tensor of its own: a fused projection (phi3's
+    // attn_qkv, its ffn_up of gate rows then up rows) becomes the separate projections the blocks take. The file
+    // keeps one tensor; listed, it is one tensor.
+    virtual void bind_parts(std::span<W* const> slots, const TensorSpec& spec, std::span<const int64_t> rows) = 0;
     // Stops the declaration: the model's tensors contradict its hyper-parameters. The message names the model.
     [[noreturn]] virtual void fail(const std::string& what) const = 0;
 };
@@ -72,6 +80,13 @@ public:
     // A tensor the model must have.
     void tensor(W& slot, const std::string& name, std::vector<int64_t> ne, TensorRole role) {
         b_.bind(slot, TensorSpec{prefix_ + name, std::move(ne), role, layer_});
+    }
+    // A tensor of stacked parts, each bound to its slot (TensorBinder::bind_parts).
+    void parts(std::initializer_list<W*> slots, const std::string& name, std::vector<int64_t> ne, TensorRole role,
+               std::initializer_list<int64_t> rows) {
+        b_.bind_parts(std::span<W* const>(slots.begin(), slots.size()),
+                      TensorSpec{prefix_ + name, std::move(ne), role, layer_},
+                      std::span<const int64_t>(rows.begin(), rows.size()));
     }
     // A tensor the model may have (written: whether released files have it); returns whether it was bound.
     bool optional(W& slot, const std::string& name, std::vector<int64_t> ne, TensorRole role, bool written) {

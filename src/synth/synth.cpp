@@ -158,6 +158,18 @@ std::vector<float> direct_values(const model::Preset& p, const TensorSpec& t, ui
         for (size_t i = 0; i < n; ++i) v[i] = i < n_rot ? 1.0f : 1e30f;
         break;
     }
+    case TensorRole::RopeFactorsLong:
+    case TensorRole::RopeFactorsShort: {
+        // Plausible LongRoPE factors, not any model's: rising over the pairs from 1 (the highest frequency) to the
+        // context ratio (long) or to 3 (short), so that both sets change every pair but the first, differently.
+        const bool long_factors = t.role == TensorRole::RopeFactorsLong;
+        const double top = long_factors ? double(p.n_ctx) / double(p.orig_ctx) : 3.0;
+        for (size_t i = 0; i < n; ++i) {
+            const double f = n > 1 ? double(i) / double(n - 1) : 0.0;
+            v[i] = static_cast<float>(long_factors ? std::pow(top, f) : 1.0 + (top - 1.0) * f * f);
+        }
+        break;
+    }
     case TensorRole::Sinks:
     case TensorRole::Bias:
     case TensorRole::Vector:
@@ -256,6 +268,10 @@ Plan plan(const Options& o) {
         if (p.preset.n_expert == 0) throw std::invalid_argument("preset '" + o.preset + "' has no experts");
         p.preset.n_expert = o.n_expert;
         p.preset.n_expert_used = std::min(p.preset.n_expert_used, o.n_expert);
+    }
+    if (o.orig_ctx) {
+        if (!p.preset.longrope) throw std::invalid_argument("preset '" + o.preset + "' has no LongRoPE factors");
+        p.preset.orig_ctx = o.orig_ctx;
     }
     p.mix = model::parse_quant_mix(o.type);
     if (o.out.empty()) throw std::invalid_argument("no output file");

@@ -43,6 +43,9 @@ struct Options {
     uint32_t layers = 0;         // 0: the preset's; else model::with_layers
     uint32_t n_vocab = 0;        // 0: the preset's; else the vocabulary is cut to the first n_vocab ids (tests)
     uint32_t n_expert = 0;       // 0: the preset's; else its first n_expert experts, as many used if fewer (tests)
+    // 0: the preset's; else the original context of a LongRoPE preset (tests: shorter than a test's context, so that
+    // the long factors apply)
+    uint32_t orig_ctx = 0;
     int threads = 0;             // 0: every logical CPU
     uint32_t pool_rows = 64;     // random rows per (type, row width) pool
     bool text_only = false;      // zero the output rows of the tokens that are not whole text (above)

@@ -9,6 +9,9 @@
 //   five sliding and one global, with the 2k Gemma test vocabulary declared as Gemma 3 files declare it.
 //   mistral3 (Ministral 3: llama's decoder with YaRN x16, its range rounded and its attention factor 1): 1 layer of
 //   Ministral 3 8B's width, with the 2k Tekken test vocabulary (Tekken's pre-tokenizer, ignore_merges).
+//   phi3 (Phi-4-mini: fused attn_qkv, ffn_up of gate and up, 96 of 128 dimensions rotated, LongRoPE factors and
+//   attention factor, tied embeddings): 1 layer of its width, once with its original context of 4096 (the short
+//   factors at a context of 256) and once with 128 (the long ones).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -41,6 +44,7 @@ struct Case {
     uint32_t layers, n_expert;
     const char* type;  // the synth mix; the reference file's key is its lower case
     double tol;        // on the final estimate and its error, relative, and on every running estimate
+    uint32_t orig_ctx = 0;  // synth's LongRoPE original context (0: the preset's); the key gains "_orig<N>"
 };
 
 // The synth file of a case in a directory of this test's own, removed with it.
@@ -54,6 +58,7 @@ public:
         o.type = c.type;
         o.layers = c.layers;
         o.n_expert = c.n_expert;
+        o.orig_ctx = c.orig_ctx;
         o.n_vocab = 2048;
         o.threads = 2;
         o.tokenizer_dir = std::string(ZINC_FIXTURES_DIR "/vocab/") + c.vocab;
@@ -101,6 +106,7 @@ void expect_llama_figures(const Case& c) {
     const nlohmann::json all = nlohmann::json::parse(f);
     std::string key = c.type;
     std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+    if (c.orig_ctx) key += "_orig" + std::to_string(c.orig_ctx);
     const nlohmann::json& ref = all.at(key);
     const PerplexityRun r = perplexity(c);
     const auto& running = ref.at("running");
@@ -109,7 +115,7 @@ void expect_llama_figures(const Case& c) {
     for (size_t i = 0; i < running.size(); ++i)
         worst = std::max(worst, std::abs(r.running[i] / running[i].get<double>() - 1));
     std::printf("%s %s: zinc PPL %.4f +/- %.5f, llama.cpp %.4f +/- %.5f; largest running difference %.2e\n", c.arch,
-                c.type, r.ppl, r.error, ref["ppl"].get<double>(), ref["error"].get<double>(), worst);
+                key.c_str(), r.ppl, r.error, ref["ppl"].get<double>(), ref["error"].get<double>(), worst);
     EXPECT_NEAR(r.ppl / ref["ppl"].get<double>(), 1.0, c.tol);
     EXPECT_NEAR(r.error / ref["error"].get<double>(), 1.0, c.tol);
     EXPECT_LE(worst, c.tol);
@@ -132,6 +138,16 @@ TEST(LlamaPerplexity, Qwen3Moe) { expect_llama_figures({"qwen3moe", "qwen3-2k", 
 // the activations to 8 bits in each engine's way, and llama.cpp's GELU from a table of f16 values); the F32 file
 // (650 MB, not written here) 2695.6342 against 2695.6484 (5e-6), the running ones within 1.9e-5. The window (512)
 // is longer than the chunks, so the sliding layers differ from the global one here by their RoPE base only.
+// Measured: Q8_0 3774.3449 against 3774.7641 (1.1e-4) with the short factors, the running estimates within 6.9e-4;
+// 3828.3866 against 3828.2125 (4.6e-5) with the long ones, within 1.8e-4. The F32 files (430 MB, not written here):
+// 4022.6421 against 4022.6447 (6.5e-7), running within 1.9e-6, and 3926.7828 against 3926.7766 (1.6e-6), within
+// 5.8e-6. In llama.cpp on the Q8_0 file, attn_factor 1 moves the running estimates by up to 3.9e-2 and the long
+// factors in place of the short ones by up to 8e-2, far beyond the tolerance.
+TEST(LlamaPerplexity, Phi3) {
+    expect_llama_figures({"phi3", "qwen3-2k", "phi-4-mini", 1, 0, "Q8_0", 1e-3});
+    expect_llama_figures({"phi3", "qwen3-2k", "phi-4-mini", 1, 0, "Q8_0", 1e-3, 128});
+}
+
 TEST(LlamaPerplexity, Gemma3) { expect_llama_figures({"gemma3", "gemma3-2k", "gemma-3-1b", 6, 0, "Q8_0", 2e-3}); }
 
 // Measured: Q8_0 4540.3372 against 4541.5013 (2.6e-4), the running estimates within 5.4e-4. With YaRN's correction

@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "gguf/split.h"
 #include "gguf/writer.h"
+#include "model/catalog.h"
 #include "model/families.h"
 #include "model/gemma4.h"
 #include "model/gpt_oss.h"
@@ -75,6 +76,31 @@ TEST(HParams, FloatsMustBeFinitePositive) {
     EXPECT_EQ(error_of("gemma4", "gemma4.final_logit_softcapping", Value::of(0.0f)), "");
     EXPECT_NE(error_of("gemma4", "gemma4.final_logit_softcapping", Value::of(kNan)), "");
     EXPECT_NE(error_of("gemma4", "gemma4.final_logit_softcapping", Value::of(-30.0f)), "");
+}
+
+// phi3's LongRoPE keys, on the Phi-4-mini preset's metadata (no phi3 fixture is committed).
+TEST(HParams, Phi3LongRopeKeys) {
+    const zinc::model::Preset& p = *zinc::model::find_preset("phi-4-mini");
+    auto error_with = [&](const std::string& key, Value v) -> std::string {
+        std::vector<KeyValue> kv = zinc::model::arch_metadata(p);
+        for (KeyValue& e : kv)
+            if (e.key == key) e.value = v;
+        try {
+            zinc::model::list_tensors(zinc::model::Metadata(kv, p.n_vocab, "edited phi3"), true);
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "";
+    };
+    EXPECT_EQ(error_with("general.name", Value::of("x")), "");
+    const std::string factor = "phi3.rope.scaling.attn_factor";
+    for (float bad : {kNan, kInf, 0.0f, -1.0f, 1e3f}) {
+        const std::string e = error_with(factor, Value::of(bad));
+        EXPECT_NE(e.find("edited phi3: " + factor + " is"), std::string::npos) << bad << ": " << e;
+    }
+    const std::string orig = "phi3.rope.scaling.original_context_length";
+    EXPECT_NE(error_with(orig, Value::of(uint32_t{0})).find(orig + " is 0"), std::string::npos);
+    EXPECT_NE(error_with(orig, Value::of(int64_t{-5})).find(orig + " is -5"), std::string::npos);
 }
 
 TEST(HParams, CountsMustBeInRange) {

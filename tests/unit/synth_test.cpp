@@ -398,13 +398,23 @@ TEST_P(SynthEveryPreset, WritesTheDeclaredTensors) {
         EXPECT_EQ(m.get("mistral3.rope.scaling.type").get_string(), "yarn");
         EXPECT_EQ(m.get("mistral3.attention.temperature_scale").get_f32(), 0.1f);
     }
+    if (p.arch == "phi3") {  // the plausible LongRoPE factors: from 1 to the context ratio (long) or to 3 (short)
+        const auto factors = [&](const char* name) {
+            return reinterpret_cast<const float*>(m.tensor(name).info->data);
+        };
+        EXPECT_EQ(factors("rope_factors_long.weight")[0], 1.0f);
+        EXPECT_FLOAT_EQ(factors("rope_factors_long.weight")[47], 32.0f);
+        EXPECT_EQ(factors("rope_factors_short.weight")[0], 1.0f);
+        EXPECT_FLOAT_EQ(factors("rope_factors_short.weight")[47], 3.0f);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, SynthEveryPreset,
                          ::testing::Values(SmallPreset{"qwen3-8b", 1}, SmallPreset{"qwen3.5-9b", 2},
                                            SmallPreset{"qwen3.6-27b", 1}, SmallPreset{"qwen3.6-35b-a3b", 1},
                                            SmallPreset{"gemma-4-31b", 1}, SmallPreset{"gemma-4-26b-a4b", 1},
-                                           SmallPreset{"gpt-oss-20b", 1}, SmallPreset{"ministral-3-8b", 1}),
+                                           SmallPreset{"gpt-oss-20b", 1}, SmallPreset{"ministral-3-8b", 1},
+                                           SmallPreset{"phi-4-mini", 1}),
                          [](const auto& info) {
                              std::string n = info.param.preset;
                              for (char& ch : n)
@@ -454,8 +464,41 @@ TEST(Synth, PlanRefusesBadOptions) {
     bad.tokenizer_dir = dir.file("empty");
     EXPECT_NE(refusal(bad).find("no tokenizer.json(.xz) in"), std::string::npos) << refusal(bad);
     bad = o;
+    bad.orig_ctx = 128;
+    EXPECT_NE(refusal(bad).find("preset 'qwen3-0.6b' has no LongRoPE factors"), std::string::npos) << refusal(bad);
+    bad = o;
     bad.out = dir.file("");  // the directory itself
     EXPECT_NE(refusal(bad).find("is not a regular file"), std::string::npos) << refusal(bad);
+}
+
+// Phi-4 and Phi-4-mini as llama.cpp's converter writes them: the fused attn_qkv and ffn_up (gate and up), listed once
+// each; Phi-4-mini's partial rotary, LongRoPE factors of n_rot/2 values and attention factor, tied head.
+TEST(Synth, Phi3Presets) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const TensorSpec& t : tensor_list(preset("phi-4-mini"))) shapes[t.name] = t.ne;
+    EXPECT_EQ(shapes.at("blk.0.attn_qkv.weight"), (std::vector<int64_t>{3072, 3072 + 2 * 1024}));
+    EXPECT_EQ(shapes.at("blk.0.ffn_up.weight"), (std::vector<int64_t>{3072, 2 * 8192}));
+    EXPECT_EQ(shapes.at("blk.0.ffn_down.weight"), (std::vector<int64_t>{8192, 3072}));
+    EXPECT_EQ(shapes.at("rope_factors_long.weight"), (std::vector<int64_t>{48}));
+    EXPECT_EQ(shapes.at("rope_factors_short.weight"), (std::vector<int64_t>{48}));
+    for (const char* absent : {"blk.0.attn_q.weight", "blk.0.ffn_gate.weight", "output.weight"})
+        EXPECT_EQ(shapes.count(absent), 0u) << absent;
+    EXPECT_EQ(shapes.size(), 4 + 6 * 32u);  // embedding, output norm, the two factor sets; 6 per layer
+
+    std::map<std::string, zinc::gguf::Value> md;
+    for (const auto& kv : arch_metadata(preset("phi-4-mini"))) md.emplace(kv.key, kv.value);
+    EXPECT_EQ(md.at("phi3.rope.dimension_count").get_u32(), 96u);
+    EXPECT_EQ(md.at("phi3.rope.scaling.original_context_length").get_u32(), 4096u);
+    EXPECT_NEAR(md.at("phi3.rope.scaling.attn_factor").get_f32(), 1.19024f, 1e-5f);  // sqrt(1 + ln 32 / ln 4096)
+
+    shapes.clear();
+    for (const TensorSpec& t : tensor_list(preset("phi-4"))) shapes[t.name] = t.ne;
+    EXPECT_EQ(shapes.at("blk.39.attn_qkv.weight"), (std::vector<int64_t>{5120, 5120 + 2 * 1280}));
+    EXPECT_EQ(shapes.at("blk.39.ffn_up.weight"), (std::vector<int64_t>{5120, 2 * 17920}));
+    EXPECT_EQ(shapes.at("output.weight"), (std::vector<int64_t>{5120, 100352}));
+    EXPECT_EQ(shapes.count("rope_factors_long.weight"), 0u);
+    for (const auto& kv : arch_metadata(preset("phi-4")))
+        EXPECT_NE(kv.key, "phi3.rope.scaling.attn_factor") << "Phi-4 has no LongRoPE";
 }
 
 // The command itself: flags in, a file and a progress report out.
