@@ -119,12 +119,47 @@ void truncate_tokenizer_json(json& tok, uint32_t n) {
     model["vocab"] = std::move(vocab);
 }
 
+// Fits a vocabulary larger than the model's n rows (a stand-in vocabulary, Qwen3's for Phi-4): the added tokens keep
+// their order at the end, ids n - n_added ... n - 1, and the regular tokens below that keep theirs, as do the merges
+// between those. Returns how many regular tokens were dropped.
+size_t fit_tokenizer_json(json& tok, uint32_t n) {
+    std::vector<json> added;
+    if (tok.contains("added_tokens") && tok["added_tokens"].is_array())
+        for (const json& a : tok["added_tokens"]) added.push_back(a);
+    std::sort(added.begin(), added.end(),
+              [](const json& x, const json& y) { return x.at("id").get<int64_t>() < y.at("id").get<int64_t>(); });
+    if (added.size() >= n) throw std::runtime_error("synth: the vocabulary's added tokens alone fill the model's rows");
+    const auto first_added = static_cast<int64_t>(n - added.size());
+    for (size_t i = 0; i < added.size(); ++i) added[i]["id"] = first_added + static_cast<int64_t>(i);
+    const size_t before = tok.at("model").at("vocab").size();
+    truncate_tokenizer_json(tok, static_cast<uint32_t>(first_added));  // the regular tokens and merges below
+    json& vocab = tok["model"]["vocab"];
+    for (const json& a : added) {  // an added token the model's vocab also lists takes its new id there too
+        const std::string t = a.at("content").get<std::string>();
+        if (vocab.contains(t)) vocab[t] = a.at("id");
+    }
+    tok["added_tokens"] = added;
+    return before - vocab.size();
+}
+
 // A byte-level BPE vocabulary (Qwen3, Tekken) as the converter makes it from tokenizer.json. Without a
 // tokenizer_config.json / config.json beside it, the given defaults stand in for what the real files say.
 std::vector<gguf::KeyValue> byte_level_vocab_metadata(const TokenizerFiles& f, uint32_t n_vocab, bool truncate,
-                                                      json default_tcfg, json default_config) {
+                                                      json default_tcfg, json default_config,
+                                                      const std::function<void(const std::string&)>& note) {
     json tok = json::parse(read_maybe_xz(f.tokenizer));
-    if (truncate) truncate_tokenizer_json(tok, n_vocab);
+    int64_t top = -1;
+    for (const auto& [text, id] : tok.at("model").at("vocab").items()) top = std::max(top, id.get<int64_t>());
+    if (tok.contains("added_tokens"))
+        for (const auto& a : tok["added_tokens"]) top = std::max(top, a.at("id").get<int64_t>());
+    if (truncate) {
+        truncate_tokenizer_json(tok, n_vocab);
+    } else if (top >= int64_t{n_vocab}) {
+        const size_t dropped = fit_tokenizer_json(tok, n_vocab);
+        if (note)
+            note("the vocabulary is larger than the model's " + std::to_string(n_vocab) + " rows: " +
+                 std::to_string(dropped) + " regular tokens dropped, the added tokens moved to its last ids");
+    }
     json tcfg = f.tokenizer_config ? json::parse(read_maybe_xz(*f.tokenizer_config)) : std::move(default_tcfg);
     json config = std::move(default_config);
     if (f.config) {
@@ -288,11 +323,11 @@ std::vector<gguf::KeyValue> vocab_metadata(const std::string& vocab, const Token
         return byte_level_vocab_metadata(
             files, n_vocab, truncate,
             {{"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"}, {"add_bos_token", false}},
-            {{"bos_token_id", 151643}, {"eos_token_id", 151645}});
+            {{"bos_token_id", 151643}, {"eos_token_id", 151645}}, note);
     if (vocab == "tekken")  // Mistral's
         return byte_level_vocab_metadata(files, n_vocab, truncate,
                                          {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"add_bos_token", true}},
-                                         {{"bos_token_id", 1}, {"eos_token_id", 2}});
+                                         {{"bos_token_id", 1}, {"eos_token_id", 2}}, note);
     if (vocab == "gemma3" && arch == "gemma3") return gemma_spm_vocab_metadata(files, n_vocab, truncate, note);
     if (vocab == "gemma3") return gemma_vocab_metadata(files, n_vocab, truncate, note);
     throw std::invalid_argument("unknown vocabulary '" + vocab + "' (qwen3, gemma3 or tekken)");

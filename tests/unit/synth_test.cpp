@@ -16,6 +16,7 @@
 #include "model/catalog.h"
 #include "model/quant_mix.h"
 #include "small_synth.h"
+#include "synth/vocab.h"
 #include "synth_progress.h"
 #include "zinc_binary.h"
 
@@ -421,6 +422,25 @@ INSTANTIATE_TEST_SUITE_P(Presets, SynthEveryPreset,
                                  if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                              return n;
                          });
+
+// A stand-in vocabulary larger than the model (Qwen3's 151,669 tokens for Phi-4's 100,352 rows) is fitted: the
+// added tokens move to the last ids, in order, and the end-of-turn token follows them.
+TEST(SynthVocab, LargerVocabularyIsFitted) {
+    std::vector<std::string> notes;
+    const auto kv = zinc::synth::vocab_metadata("qwen3", zinc::synth::locate_tokenizer("qwen3", ""), 100352, false,
+                                                [&](const std::string& n) { notes.push_back(n); });
+    std::map<std::string, const zinc::gguf::Value*> by_key;
+    for (const auto& e : kv) by_key[e.key] = &e.value;
+    const auto tokens = by_key.at("tokenizer.ggml.tokens")->get_string_array();
+    ASSERT_EQ(tokens.size(), 100352u);
+    EXPECT_EQ(tokens[100352 - 26], "<|endoftext|>");  // the first of Qwen3's 26 added tokens
+    EXPECT_EQ(tokens[100351], "</think>");              // the last
+    const uint32_t eos = by_key.at("tokenizer.ggml.eos_token_id")->get_u32();
+    EXPECT_EQ(tokens.at(eos), "<|im_end|>");
+    EXPECT_EQ(tokens[9707], "Hello");  // regular tokens keep their ids
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("51317 regular tokens dropped"), std::string::npos) << notes[0];
+}
 
 // The same seed gives the same bytes; another seed other weights.
 TEST(Synth, SeedDecidesTheWeights) {
