@@ -3,6 +3,7 @@
 // (model/families.h), so the seeds follow the declarations when they change.
 //
 // usage: make_family_seeds OUT_DIR   (the seeds are committed as tests/fuzz/corpus/family_*.gguf)
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -36,16 +37,38 @@ std::vector<KeyValue> base(const std::string& arch, uint32_t n_layer) {
 
 void add(std::vector<KeyValue>& kv, const std::string& key, Value v) { kv.push_back({key, std::move(v)}); }
 
+// A llama-like family's keys, with what each later family adds (appended after the first seeds, whose bytes the
+// order of the random weights keeps).
+std::vector<KeyValue> llama_like(const std::string& name) {
+    auto kv = base(name, 1);
+    const std::string a = name + ".";
+    add(kv, a + "feed_forward_length", Value::of(uint32_t{16}));
+    add(kv, a + "attention.head_count_kv", Value::of(uint32_t{1}));
+    add(kv, a + "rope.freq_base", Value::of(10000.0f));
+    if (name == "qwen3moe") {
+        add(kv, a + "expert_count", Value::of(uint32_t{4}));
+        add(kv, a + "expert_used_count", Value::of(uint32_t{2}));
+        add(kv, a + "expert_feed_forward_length", Value::of(uint32_t{8}));
+    }
+    if (name == "mistral3") {  // YaRN and the attention temperature
+        add(kv, a + "rope.scaling.type", Value::of("yarn"));
+        add(kv, a + "rope.scaling.factor", Value::of(4.0f));
+        add(kv, a + "rope.scaling.original_context_length", Value::of(uint32_t{64}));
+        add(kv, a + "rope.scaling.yarn_log_multiplier", Value::of(1.0f));
+        add(kv, a + "attention.temperature_scale", Value::of(0.1f));
+    }
+    if (name == "phi3") {  // partial rotary with LongRoPE factors
+        add(kv, a + "rope.dimension_count", Value::of(uint32_t{2}));
+        add(kv, a + "rope.scaling.original_context_length", Value::of(uint32_t{16}));
+        add(kv, a + "rope.scaling.attn_factor", Value::of(1.19f));
+    }
+    if (name == "gemma3") add(kv, a + "attention.sliding_window", Value::of(uint32_t{4}));
+    return kv;
+}
+
 std::vector<Seed> seeds() {
     std::vector<Seed> s;
-    for (const char* arch : {"llama", "qwen3"}) {
-        auto kv = base(arch, 1);
-        const std::string a = std::string(arch) + ".";
-        add(kv, a + "feed_forward_length", Value::of(uint32_t{16}));
-        add(kv, a + "attention.head_count_kv", Value::of(uint32_t{1}));
-        add(kv, a + "rope.freq_base", Value::of(10000.0f));
-        s.push_back({arch, kv});
-    }
+    for (const char* arch : {"llama", "qwen3"}) s.push_back({arch, llama_like(arch)});
     for (const char* arch : {"qwen35", "qwen35moe"}) {
         auto kv = base(arch, 2);
         const std::string a = std::string(arch) + ".";
@@ -98,6 +121,7 @@ std::vector<Seed> seeds() {
         add(kv, "gpt-oss.rope.scaling.original_context_length", Value::of(uint32_t{16}));
         s.push_back({"gpt-oss", kv});
     }
+    for (const char* arch : {"qwen2", "qwen3moe", "mistral3", "phi3", "gemma3"}) s.push_back({arch, llama_like(arch)});
     return s;
 }
 
@@ -123,6 +147,10 @@ int main(int argc, char** argv) {
                 // Gemma 4's frequency factors: 1 rotates a pair, a huge factor leaves it alone.
                 if (t.role == zinc::model::TensorRole::RopeFreqs)
                     for (size_t i = 0; i < n; ++i) v[i] = i < n / 2 ? 1.0f : 1e30f;
+                // phi3's LongRoPE divisors: near 1, as in the released models.
+                using zinc::model::TensorRole;
+                if (t.role == TensorRole::RopeFactorsLong || t.role == TensorRole::RopeFactorsShort)
+                    for (float& x : v) x = 1.0f + std::abs(x);
                 std::vector<uint8_t> bytes(n * sizeof(float));
                 std::memcpy(bytes.data(), v.data(), bytes.size());
                 w.add_tensor(t.name, zinc::gguf::TensorType::F32, t.ne, bytes);
