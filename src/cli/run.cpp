@@ -1,6 +1,8 @@
 // `zinc run`: one prompt in, generated text streamed out, speeds at the end.
 #include <algorithm>
 #include <climits>
+#include <memory>
+#include <optional>
 #include <cstdio>
 #include <stdexcept>
 
@@ -9,6 +11,7 @@
 #include "cli/reply.h"
 #include "chat/turn.h"
 #include "gguf/printable.h"
+#include "grammar/matcher.h"
 
 namespace zinc::cli {
 namespace {
@@ -21,10 +24,26 @@ struct RunArgs {
     int max_tokens = 256;
     SamplingFlags sampling;
     ReplyFlags reply;
+    std::string grammar, grammar_file;
 };
+
+// The grammar of --grammar or --grammar-file, checked before the model is read; null without either.
+std::shared_ptr<const grammar::Grammar> read_grammar(const RunArgs& o) {
+    if (o.grammar.empty() && o.grammar_file.empty()) return nullptr;
+    const std::string text = o.grammar_file.empty() ? o.grammar : read_file(o.grammar_file);
+    try {
+        auto g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
+        grammar::Matcher check(g);  // the start's expansion is bounded too: a grammar too ambiguous fails here
+        return g;
+    } catch (const grammar::GrammarError& e) {
+        throw std::invalid_argument((o.grammar_file.empty() ? std::string("--grammar: ") : o.grammar_file + ": ") +
+                                    e.what());
+    }
+}
 
 void run_text(const RunArgs& o) {
     std::string text = read_prompt(o.prompt);  // a missing prompt is refused before the model is read
+    const std::shared_ptr<const grammar::Grammar> gram = read_grammar(o);  // so is a malformed grammar
     engine::OpenedModel om = open_model(o.model);
     engine::Session& s = *om.session;
     const std::string arch = om.model->get("general.architecture").get_string();
@@ -60,6 +79,8 @@ void run_text(const RunArgs& o) {
     go.render_special = turn.render_special;  // the chat output parser reads the format's markers
     ReplyWriter reply = reply_writer(o.reply, turn);
     go.force = [&] { return reply.forced_tokens(s.tokenizer()); };
+    std::optional<grammar::Matcher> matcher;
+    if (gram) go.grammar = &matcher.emplace(gram);
     bool stopped = false;
     const auto r = s.generate(ids, go, sampler, [&](int32_t, const std::string& piece) {
         stopped = !reply.feed(piece);
@@ -67,6 +88,8 @@ void run_text(const RunArgs& o) {
     });
     reply.finish();
     write_out("\n");
+    if (r.stop == engine::GenerateResult::Stop::Grammar)
+        std::fprintf(stderr, "zinc: stopped where the grammar allows no further token\n");
     std::fprintf(stderr, "prompt: %d tokens, %.1f tok/s | generation: %d tokens, %.1f tok/s | stop: %s\n",
                  r.prompt_tokens, r.prompt_tokens / std::max(r.prompt_seconds, 1e-9), r.generated,
                  r.generated / std::max(r.generate_seconds, 1e-9),
@@ -88,6 +111,9 @@ void register_run(CLI::App& app) {
         ->capture_default_str()
         ->transform(integer_in(-1, INT_MAX));
     add_sampling_options(cmd, o->sampling);
+    auto* gtext = cmd->add_option("--grammar", o->grammar,
+                                  "a GBNF grammar the generated text must match (its rule 'root'), as llama.cpp's");
+    cmd->add_option("--grammar-file", o->grammar_file, "the GBNF grammar of --grammar, from a file")->excludes(gtext);
     add_reply_options(cmd, o->reply, chat);
     cmd->callback([o] { run_text(*o); });
 }

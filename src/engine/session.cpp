@@ -19,6 +19,7 @@ const char* stop_reason(GenerateResult::Stop s) {
         case GenerateResult::Stop::MaxTokens: return "token limit";
         case GenerateResult::Stop::ContextFull: return "context full";
         case GenerateResult::Stop::Interrupted: return "interrupted";
+        case GenerateResult::Stop::Grammar: return "the grammar allows no further token";
     }
     return "?";
 }
@@ -78,10 +79,32 @@ std::span<float> Session::push(int32_t id) {
     return logits_;
 }
 
+const grammar::TokenTrie& Session::token_trie() {
+    if (!trie_) {
+        std::vector<std::string> texts(size_t(tok_.n_vocab()));
+        for (int32_t id = 0; id < tok_.n_vocab(); ++id) texts[size_t(id)] = tok_.token_text(id, false);
+        trie_ = std::make_unique<grammar::TokenTrie>(texts);
+    }
+    return *trie_;
+}
+
+bool Session::mask_logits(const grammar::Matcher& m, std::span<float> logits) {
+    grammar::allowed_tokens(m, token_trie(), allowed_);
+    const bool can_end = m.can_end();
+    bool any = false;
+    for (size_t id = 0; id < logits.size(); ++id) {
+        // Ids past the vocabulary (a padded output) are never allowed.
+        const bool ok = id < allowed_.size() && (allowed_[id] || (can_end && tok_.is_eog(int32_t(id))));
+        if (!ok) logits[id] = -INFINITY;
+        any = any || ok;
+    }
+    return any;
+}
+
 GenerateResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& opts, Sampler& sampler,
                                  const std::function<bool(int32_t, const std::string&)>& on_text) {
     GenerateResult r;
-    const auto [pick, k] = pick_way(sampler, bool(opts.on_logits), n_vocab());
+    const auto [pick, k] = pick_way(sampler, opts.on_logits || opts.grammar, n_vocab());
     auto t0 = std::chrono::steady_clock::now();
     int32_t next = eval(prompt.subspan(keep_prefix(prompt)), pick, k);
     r.prompt_seconds = seconds_since(t0);
@@ -97,6 +120,11 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
             break;
         }
         if (opts.on_logits) opts.on_logits(logits_);
+        // The one place a grammar constrains the choice: before the sampler (greedy or not) reads the row.
+        if (opts.grammar && !mask_logits(*opts.grammar, logits_)) {
+            r.stop = GenerateResult::Stop::Grammar;
+            break;
+        }
         const int32_t t = pick == Pick::argmax  ? next
                           : pick == Pick::top_k ? sampler.sample_candidates(top_ids_, top_logits_)
                                                 : sampler.sample(logits_);
@@ -106,6 +134,8 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
         }
         sampler.accept(t);
         ++r.generated;
+        // The mask allowed t, so the matcher takes it.
+        if (opts.grammar) opts.grammar->advance_bytes(tok_.token_text(t, false));
         if (!on_text(t, decoder.push(t))) {
             r.stop = GenerateResult::Stop::Interrupted;
             break;
@@ -113,10 +143,15 @@ GenerateResult Session::generate(std::span<const int32_t> prompt, const Generate
         std::vector<int32_t> step{t};
         if (opts.force) {
             const std::vector<int32_t> forced = opts.force();
-            bool more = true;
+            bool more = true, fits = true;
             for (int32_t f : forced) {
                 sampler.accept(f);
                 more = on_text(f, decoder.push(f)) && more;
+                if (opts.grammar) fits = fits && opts.grammar->advance_bytes(tok_.token_text(f, false));
+            }
+            if (!fits) {
+                r.stop = GenerateResult::Stop::Grammar;
+                break;
             }
             step.insert(step.end(), forced.begin(), forced.end());
             if (!more) {

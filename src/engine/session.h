@@ -14,6 +14,7 @@
 #include "engine/family.h"
 #include "engine/sampler.h"
 #include "gguf/split.h"
+#include "grammar/token_mask.h"
 #include "tokenizer/tokenizer.h"
 
 namespace zinc::engine {
@@ -31,6 +32,10 @@ struct GenerateOptions {
     // caller that reports the probabilities of the chosen token and its rivals (a server's logprobs). Setting it
     // brings the whole row back from the backend every step.
     std::function<void(std::span<const float> logits)> on_logits = nullptr;
+    // Constrained generation: only tokens whose text the grammar may read next are sampled (the others' logits
+    // become -inf), end of generation only where it may end; the matcher is advanced by every token generated or
+    // forced. Brings the whole row back from the backend every step.
+    grammar::Matcher* grammar = nullptr;
 };
 
 struct GenerateResult {
@@ -38,7 +43,9 @@ struct GenerateResult {
     double prompt_seconds = 0;
     int generated = 0;
     double generate_seconds = 0;
-    enum class Stop { EndOfGeneration, MaxTokens, ContextFull, Interrupted } stop = Stop::MaxTokens;
+    // Grammar: the grammar allows no token next (it is complete and the vocabulary has no end-of-generation token,
+    // or no token's text continues it, or a forced token broke it).
+    enum class Stop { EndOfGeneration, MaxTokens, ContextFull, Interrupted, Grammar } stop = Stop::MaxTokens;
 };
 
 const char* stop_reason(GenerateResult::Stop s);
@@ -65,6 +72,11 @@ public:
     GenerateResult generate(std::span<const int32_t> prompt, const GenerateOptions& opts, Sampler& sampler,
                             const std::function<bool(int32_t token, const std::string& text)>& on_text);
 
+    // The vocabulary's texts as a grammar reads them (control tokens give none), in a prefix tree: built on first use.
+    const grammar::TokenTrie& token_trie();
+    // Sets the logits of the tokens the grammar does not allow next to -inf; false when it allows none.
+    bool mask_logits(const grammar::Matcher& m, std::span<float> logits);
+
 private:
     // Checks the prompt, keeps the part of the state it shares with `tokens()` and returns that part's length.
     size_t keep_prefix(std::span<const int32_t> ids);
@@ -80,6 +92,8 @@ private:
     std::vector<int32_t> top_ids_;
     std::vector<float> top_logits_;
     size_t reused_ = 0;  // tokens the last set_context kept from before
+    std::unique_ptr<grammar::TokenTrie> trie_;
+    std::vector<uint8_t> allowed_;
 };
 
 }  // namespace zinc::engine
