@@ -12,7 +12,9 @@ using Kind = Element::Kind;
 // so a rule that ends by calling itself (right recursion: lists, repetitions) does not deepen the stack. Left
 // recursion was refused at parse, so this ends; the work is bounded all the same.
 void expand(const Grammar& g, Stack s, std::vector<Stack>& out, size_t& work) {
-    std::vector<Stack> todo;
+    // The token mask expands at every node of the vocabulary's trie: the work list keeps its memory between calls.
+    thread_local std::vector<Stack> todo;
+    todo.clear();
     todo.push_back(std::move(s));
     while (!todo.empty()) {
         Stack st = std::move(todo.back());
@@ -37,11 +39,14 @@ void expand(const Grammar& g, Stack s, std::vector<Stack>& out, size_t& work) {
         if (g.elements[top + 1].kind != Kind::end) st.push_back(top + 1);
         if (st.size() + 1 > kMaxDepth)
             throw GrammarError("grammar: more than " + std::to_string(kMaxDepth) + " rules open at once");
-        for (uint32_t a : g.rules[e.first]) {
+        const std::vector<uint32_t>& alts = g.rules[e.first];
+        for (size_t i = 0; i + 1 < alts.size(); ++i) {
             Stack next = st;
-            next.push_back(a);
+            next.push_back(alts[i]);
             todo.push_back(std::move(next));
         }
+        st.push_back(alts.back());  // the last alternative takes the stack itself
+        todo.push_back(std::move(st));
     }
 }
 
