@@ -11,6 +11,7 @@
 #include "cli/reply.h"
 #include "chat/turn.h"
 #include "gguf/printable.h"
+#include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 
 namespace zinc::cli {
@@ -24,11 +25,23 @@ struct RunArgs {
     int max_tokens = 256;
     SamplingFlags sampling;
     ReplyFlags reply;
-    std::string grammar, grammar_file;
+    std::string grammar, grammar_file, json_schema, json_schema_file;
 };
 
-// The grammar of --grammar or --grammar-file, checked before the model is read; null without either.
+// The grammar of --grammar, --grammar-file, --json-schema or --json-schema-file, checked before the model is read;
+// null without any.
 std::shared_ptr<const grammar::Grammar> read_grammar(const RunArgs& o) {
+    if (!o.json_schema.empty() || !o.json_schema_file.empty()) {
+        const std::string& file = o.json_schema_file;
+        try {
+            const std::string gbnf = grammar::json_schema_to_gbnf(file.empty() ? o.json_schema : read_file(file));
+            auto g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
+            grammar::Matcher check(g);
+            return g;
+        } catch (const std::runtime_error& e) {  // SchemaError, GrammarError
+            throw std::invalid_argument((file.empty() ? std::string("--json-schema: ") : file + ": ") + e.what());
+        }
+    }
     if (o.grammar.empty() && o.grammar_file.empty()) return nullptr;
     const std::string text = o.grammar_file.empty() ? o.grammar : read_file(o.grammar_file);
     try {
@@ -113,7 +126,16 @@ void register_run(CLI::App& app) {
     add_sampling_options(cmd, o->sampling);
     auto* gtext = cmd->add_option("--grammar", o->grammar,
                                   "a GBNF grammar the generated text must match (its rule 'root'), as llama.cpp's");
-    cmd->add_option("--grammar-file", o->grammar_file, "the GBNF grammar of --grammar, from a file")->excludes(gtext);
+    auto* gfile = cmd->add_option("--grammar-file", o->grammar_file, "the GBNF grammar of --grammar, from a file")
+                      ->excludes(gtext);
+    auto* jtext = cmd->add_option("-j,--json-schema", o->json_schema,
+                                  "a JSON Schema the generated JSON must satisfy (converted to a grammar)")
+                      ->excludes(gtext)
+                      ->excludes(gfile);
+    cmd->add_option("--json-schema-file", o->json_schema_file, "the JSON Schema of --json-schema, from a file")
+        ->excludes(gtext)
+        ->excludes(gfile)
+        ->excludes(jtext);
     add_reply_options(cmd, o->reply, chat);
     cmd->callback([o] { run_text(*o); });
 }
