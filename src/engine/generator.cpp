@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
+
+#include "engine/grammar_mask.h"
 
 #include "engine/page_pool.h"
 
@@ -22,8 +25,13 @@ struct Generator::Slot {
     size_t wait_n = 0;
     GenerateResult result;
     std::chrono::steady_clock::time_point t0, t_generate;
+    std::optional<grammar::Matcher> matcher;  // where the request has a grammar
     Slot(Request req, const tokenizer::Tokenizer& tok)
-        : r(std::move(req)), sampler(r.sampling), decoder(tok, r.render_special) {}
+        : r(std::move(req)), sampler(r.sampling), decoder(tok, r.render_special) {
+        if (r.grammar) matcher.emplace(r.grammar);
+    }
+    // Whether the host reads the whole row of this request's logits (its own reader or its grammar's mask).
+    bool reads_row() const { return bool(r.on_logits) || matcher.has_value(); }
 };
 
 namespace {
@@ -117,6 +125,7 @@ int Generator::add(Request r) {
     // (its fork); else the request runs on it.
     int seq = pool ? free_target(best.n > 0 && !slots_[size_t(best.seq)] ? best.seq : -1) : -1;
     if (seq < 0) seq = best.n > 0 && !slots_[size_t(best.seq)] ? best.seq : free_target(-1);
+    if (r.grammar && !trie_) trie_ = vocabulary_trie(tok_);
     auto s = std::make_unique<Slot>(std::move(r), tok_);
     s->id = next_id_++;
     s->seq = seq;
@@ -277,7 +286,7 @@ std::vector<int32_t> Generator::pick(const backend::Act& lo, const std::vector<S
     // The argmax of every row in one launch where any row is greedy: a row of ids is all the host needs of those.
     std::vector<int32_t> argmax;
     for (const Slot* s : wanted)
-        if (pick_way(s->sampler, bool(s->r.on_logits), cols).pick == Pick::argmax) {
+        if (pick_way(s->sampler, s->reads_row(), cols).pick == Pick::argmax) {
             argmax.resize(wanted.size());
             be_.argmax_rows(lo, argmax);
             break;
@@ -286,7 +295,7 @@ std::vector<int32_t> Generator::pick(const backend::Act& lo, const std::vector<S
         Slot& s = *wanted[w];
         if (s.r.max_tokens >= 0 && s.result.generated >= s.r.max_tokens) continue;  // it ends without a token
         const backend::Act row{lo.data + int64_t(w) * cols, 1, cols};
-        const auto [way, k] = pick_way(s.sampler, bool(s.r.on_logits), cols);
+        const auto [way, k] = pick_way(s.sampler, s.reads_row(), cols);
         if (way == Pick::argmax) {
             if (argmax[w] < 0) not_finite();
             picked[w] = argmax[w];
@@ -301,6 +310,11 @@ std::vector<int32_t> Generator::pick(const backend::Act& lo, const std::vector<S
             be_.download(row, logits_);
             if (!all_finite(logits_)) not_finite();
             if (s.r.on_logits) s.r.on_logits(logits_);
+            // As Session::generate: the mask before the sampler, on the row the reader has seen unmasked.
+            if (s.matcher && !mask_logits(*s.matcher, *trie_, tok_, logits_, allowed_)) {
+                picked[w] = kGrammarStop;
+                continue;
+            }
             picked[w] = s.sampler.sample(logits_);
         }
     }
@@ -354,12 +368,17 @@ bool Generator::step() {
             continue;
         }
         const int32_t t = picked[w];
+        if (t == kGrammarStop) {
+            finish(s, GenerateResult::Stop::Grammar);
+            continue;
+        }
         if (tok_.is_eog(t)) {
             finish(s, GenerateResult::Stop::EndOfGeneration);
             continue;
         }
         s.sampler.accept(t);
         ++s.result.generated;
+        if (s.matcher) s.matcher->advance_bytes(tok_.token_text(t, false));  // the mask allowed t: it matches
         if (s.r.on_text && !s.r.on_text(t, s.decoder.push(t))) {
             finish(s, GenerateResult::Stop::Interrupted);
             continue;

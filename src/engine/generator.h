@@ -3,7 +3,8 @@
 // prompt still being read or the token its last step chose. Requests join and leave between steps, and a long prompt
 // is read a chunk a step beside the others' decoding, so no stream waits for another's whole prompt. A request's
 // tokens are chosen by its own sampler from what the device gives back of its row's logits (the argmax, the top-k
-// candidates, or the whole row), and its text, stops and result are those of Session::generate for the same prompt.
+// candidates, or the whole row; the whole row, masked first, for a request with a grammar), and its text, stops and
+// result are those of Session::generate for the same prompt and grammar.
 //
 // The sequences beyond the running requests are a prefix cache. A sequence whose request has ended keeps its state,
 // and where the family can resume a state only at its end (recurrent state, sliding-window rings), a request's state
@@ -29,6 +30,7 @@
 #include "engine/family.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "grammar/token_mask.h"
 #include "tokenizer/tokenizer.h"
 
 namespace zinc::engine {
@@ -46,6 +48,10 @@ public:
         SamplerParams sampling;
         // Each step's logits, just before the sampler picks from them (GenerateOptions::on_logits).
         std::function<void(std::span<const float> logits)> on_logits;
+        // Constrained generation (GenerateOptions::grammar): the request's own matcher starts at the grammar's
+        // beginning with its first generated token, its row is masked before its pick, and it ends with
+        // Stop::Grammar where the grammar allows no token. None: no mask work for this request at all.
+        std::shared_ptr<const grammar::Grammar> grammar;
         // Each generated token's text, as Session::generate's on_text (id -1: text held back to the end); false
         // stops the request.
         std::function<bool(int32_t id, const std::string& text)> on_text;
@@ -125,6 +131,8 @@ private:
     // (also for on_logits), so that a step of many sequences does not bring back every row's whole vocabulary. The
     // same tokens as the sampler picks from whole rows (Session::generate's choice).
     std::vector<int32_t> pick(const backend::Act& lo, const std::vector<Slot*>& wanted);
+    // What pick() gives a constrained request whose grammar allows no token.
+    static constexpr int32_t kGrammarStop = -2;
 
     Family& family_;
     backend::Backend& be_;
@@ -140,6 +148,9 @@ private:
     std::vector<float> logits_;                 // a row of logits brought back
     std::vector<int32_t> top_ids_;              // a row's top-k candidates
     std::vector<float> top_logits_;
+    // The vocabulary's prefix tree for every constrained request, built when the first one starts.
+    std::unique_ptr<grammar::TokenTrie> trie_;
+    std::vector<uint8_t> allowed_;
 };
 
 }  // namespace zinc::engine

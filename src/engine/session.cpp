@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/grammar_mask.h"
+
 namespace zinc::engine {
 namespace {
 
@@ -80,25 +82,12 @@ std::span<float> Session::push(int32_t id) {
 }
 
 const grammar::TokenTrie& Session::token_trie() {
-    if (!trie_) {
-        std::vector<std::string> texts(size_t(tok_.n_vocab()));
-        for (int32_t id = 0; id < tok_.n_vocab(); ++id) texts[size_t(id)] = tok_.token_text(id, false);
-        trie_ = std::make_unique<grammar::TokenTrie>(texts);
-    }
+    if (!trie_) trie_ = vocabulary_trie(tok_);
     return *trie_;
 }
 
 bool Session::mask_logits(const grammar::Matcher& m, std::span<float> logits) {
-    grammar::allowed_tokens(m, token_trie(), allowed_);
-    const bool can_end = m.can_end();
-    bool any = false;
-    for (size_t id = 0; id < logits.size(); ++id) {
-        // Ids past the vocabulary (a padded output) are never allowed.
-        const bool ok = id < allowed_.size() && (allowed_[id] || (can_end && tok_.is_eog(int32_t(id))));
-        if (!ok) logits[id] = -INFINITY;
-        any = any || ok;
-    }
-    return any;
+    return engine::mask_logits(m, token_trie(), tok_, logits, allowed_);
 }
 
 GenerateResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& opts, Sampler& sampler,
