@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "grammar/json_object.h"
 #include "grammar/matcher.h"
 
 namespace {
@@ -66,7 +67,7 @@ TEST(Grammar, ArithmeticFile) {
 }
 
 TEST(Grammar, JsonFile) {
-    const auto g = load(read_grammar_file("json.gbnf"));
+    const auto g = load(std::string(kJsonObjectGbnf));
     for (const char* ok : {"{}", "{\"a\": 1}", "{\"a\":[1, -2.5e3, true, null, {\"b\": \"x\\n\\u00e9\"}]}\n",
                            "{\"k\": \"caf\xC3\xA9\"}", "{\"e\": []}"})
         EXPECT_TRUE(full_match(g, ok)) << ok;
