@@ -7,6 +7,7 @@
 #include "chat/prompt.h"
 #include "chat/turn.h"
 #include "server/api.h"
+#include "server/constraint.h"
 #include "server/openai.h"
 #include "server/request.h"
 
@@ -99,6 +100,28 @@ chat::Turn render(const Api& api, const json& body, Clock::time_point deadline) 
     } catch (const std::exception& e) {
         throw BadRequest(std::string("the chat template cannot render these messages: ") + e.what(), "messages");
     }
+}
+
+// Whether the model may write a reasoning block before its answer, which a grammar must not constrain: the prompt
+// leaves it inside one, or its format reasons (Harmony always does), the template knows the block's opening, thinking
+// was not turned off and the prompt has not closed an empty block already (thinking off in Qwen's templates).
+bool may_reason(const Api& api, const json& body, const chat::Turn& t) {
+    const std::string_view end = chat::reasoning_end(t.format);
+    if (end.empty()) return false;
+    if (t.format == chat::OutputFormat::harmony || chat::prompt_opens_reasoning(t.format, t.prompt.text)) return true;
+    const auto trim = [](std::string_view s) {
+        const size_t a = s.find_first_not_of(" \t\r\n");
+        const size_t b = s.find_last_not_of(" \t\r\n");
+        return a == std::string_view::npos ? std::string_view{} : s.substr(a, b - a + 1);
+    };
+    if (trim(t.prompt.text).ends_with(trim(end))) return false;
+    const json& kw = body.contains("chat_template_kwargs") ? body["chat_template_kwargs"] : json(nullptr);
+    if (!boolean(kw, "enable_thinking", true)) return false;
+    const std::string_view opening = t.format == chat::OutputFormat::qwen     ? "<think>"
+                                     : t.format == chat::OutputFormat::gemma4 ? "<|channel>"
+                                                                               : "[THINK]";
+    const std::string& tmpl = api.opt.chat_template.empty() ? api.tokenizer().chat_template() : api.opt.chat_template;
+    return tmpl.find(opening) != std::string::npos;
 }
 
 class ChatReply : public Reply {
@@ -208,9 +231,12 @@ void chat_routes(http::Server& http, Api& api) {
             job.prompts.push_back(std::move(c.tokens));
             job.keep_at.push_back(c.history);
             check_prompt_length(job.prompts[0].size(), api.n_ctx(), "messages");
-            if (body.contains("response_format") && !body["response_format"].is_null() &&
-                text(body["response_format"], "type") != "text")
-                throw BadRequest("only the text response format is served", "response_format");
+            job.grammar = constraint(body);
+            if (job.grammar && may_reason(api, body, c))
+                throw BadRequest("grammar and response_format constrain the answer, and this model may reason before "
+                                 "it: turn thinking off (chat_template_kwargs: {\"enable_thinking\": false}) to use "
+                                 "them",
+                                 body.contains("grammar") ? "grammar" : "response_format");
             job.n = int(integer(body, "n", 1, api.opt.limits.max_n, 1));
             job.max_tokens = max_tokens(body, api.opt.limits);
             job.sampling = sampling(body, api.opt.sampling, api.n_ctx(), api.tokenizer());

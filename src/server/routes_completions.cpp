@@ -1,6 +1,7 @@
 // POST /v1/completions: OpenAI's legacy completions. The prompt is text, token ids, or a list of either (each prompt
 // gets n choices); the model continues it as plain text (no template, no output parser), stop strings cut it.
 #include "server/api.h"
+#include "server/constraint.h"
 #include "server/openai.h"
 #include "server/request.h"
 
@@ -162,6 +163,7 @@ void completion_routes(http::Server& http, Api& api) {
             job.max_tokens = max_tokens(body, api.opt.limits);
             job.sampling = sampling(body, api.opt.sampling, api.n_ctx(), api.tokenizer());
             job.stops = stop_strings(body);
+            job.grammar = constraint(body);
             job.top_logprobs = int(integer(body, "logprobs", 0, api.opt.limits.max_logprobs, -1));
             const bool echo = boolean(body, "echo", false);
             if (echo && job.top_logprobs >= 0)

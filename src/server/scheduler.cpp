@@ -6,6 +6,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "grammar/matcher.h"
 #include "server/metrics.h"
 
 namespace zinc::server {
@@ -328,6 +329,7 @@ void Scheduler::work_together() {
         r.max_tokens = job.max_tokens;
         r.render_special = job.render_special;
         r.sampling = cp->sampling();
+        r.grammar = job.grammar;
         if (job.top_logprobs >= 0)
             r.on_logits = [cp, top = job.top_logprobs](std::span<const float> row) { cp->step.set(row, top); };
         r.on_text = [cp](int32_t id, const std::string& piece) { return cp->text(id, piece); };
@@ -532,6 +534,8 @@ bool Scheduler::run_choice(const std::shared_ptr<Task>& t, int choice, bool& tim
     go.max_tokens = job.max_tokens;
     go.render_special = job.render_special;
     if (job.top_logprobs >= 0) go.on_logits = [&](std::span<const float> row) { c.step.set(row, job.top_logprobs); };
+    std::optional<grammar::Matcher> matcher;
+    if (job.grammar) go.grammar = &matcher.emplace(job.grammar);
     engine::GenerateResult r;
     try {
         r = session_.generate(c.prompt(), go, sampler,

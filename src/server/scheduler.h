@@ -33,6 +33,7 @@
 #include "engine/generator.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "grammar/grammar.h"
 #include "server/metrics.h"
 
 namespace zinc::server {
@@ -57,6 +58,8 @@ struct Job {
     // An embeddings job: each prompt's hidden states pooled so (one choice each, n = 1), not normalized, in place of
     // generated text; its time ends at the deadline with an error.
     std::optional<engine::Pooling> embed;
+    // Constrained generation: every choice's text matches this grammar (each choice its own matcher); none: free.
+    std::shared_ptr<const grammar::Grammar> grammar;
 
     int choices() const { return int(prompts.size()) * n; }
 };
