@@ -8,7 +8,7 @@
 namespace zinc::grammar {
 
 inline constexpr std::string_view kJsonObjectGbnf = R"gbnf(root   ::= object
-value  ::= object | array | string | number | ("true" | "false" | "null")
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
 
 object ::=
   "{" ws (

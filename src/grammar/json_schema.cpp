@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/grammar.h"
+#include "grammar/json_object.h"
 #include "grammar/json_schema_parts.h"
 
 namespace zinc::grammar {
@@ -626,8 +627,6 @@ std::string json_schema_to_gbnf(std::string_view schema_text) {
     return json_schema_value_to_gbnf(schema);
 }
 
-std::string json_object_gbnf() {
-    return json_schema_value_to_gbnf(nlohmann::ordered_json{{"type", "object"}});
-}
+std::string json_object_gbnf() { return std::string(kJsonObjectGbnf); }
 
 }  // namespace zinc::grammar

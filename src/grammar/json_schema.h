@@ -34,7 +34,7 @@ inline constexpr int kMaxFreeIntegerDigits = 18;     // digits of an integer wit
 std::string json_schema_value_to_gbnf(const nlohmann::ordered_json& schema);
 // The same from the schema's JSON text; also refuses text that is not JSON or is beyond the bounds above.
 std::string json_schema_to_gbnf(std::string_view schema_text);
-// The grammar of any JSON object (OpenAI's response_format json_object), with the whitespace a schema's allows.
+// The grammar of any JSON object (OpenAI's response_format json_object): kJsonObjectGbnf (json_object.h).
 std::string json_object_gbnf();
 
 }  // namespace zinc::grammar

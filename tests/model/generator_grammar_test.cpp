@@ -17,7 +17,7 @@
 #include "engine/session.h"
 #include "fixture_model.h"
 #include "gguf/split.h"
-#include "grammar/json_object.h"
+#include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 
 namespace {
@@ -70,7 +70,7 @@ TEST_P(GeneratorGrammar, EachAsSessionAlone) {
     ASSERT_GE(base.size(), 12u);
     const auto arithmetic = gbnf(read_text(ZINC_TEST_DATA_DIR "/grammars/arithmetic.gbnf"));
     const auto words = gbnf("root ::= word (\" \" word){2,5} \".\"\nword ::= [a-z]{1,8}\n");
-    const auto json_object = gbnf(std::string(grammar::kJsonObjectGbnf));
+    const auto json_object = gbnf(grammar::json_object_gbnf());
     // A grammar the vocabulary can complete only with a token that leaves nothing to match: its request ends either
     // at the end of generation or with Stop::Grammar, the same way alone and together.
     const auto digits = gbnf("root ::= [0-9] [0-9] [0-9]\n");

@@ -1,7 +1,8 @@
 // Constrained generation through the official `openai` npm client: response_format json_object (replies that parse
 // as JSON objects, several requests sampled in parallel), llama-server's `grammar` passed in the request body as the
 // client passes fields it does not know, and the refusals: a malformed grammar (400 at its line and column, the
-// server serving on), json_schema (not yet), and a grammar on a model that would reason first. On the Qwen3 fixture
+// server serving on), response_format json_schema (replies that validate; a keyword outside the supported set
+// refused by name), and a grammar on a model that would reason first. On the Qwen3 fixture
 // (random weights, Qwen3's own chat template), with several sequences and with one.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -88,11 +89,38 @@ test('a malformed grammar gets 400 at its line and column, and the server serves
   assert.equal(ok.choices[0].text, 'ok');
 });
 
-test('refused: json_schema (not yet), and a grammar where the model would reason before its answer', async () => {
+test('response_format json_schema: sampled replies validate against the schema', async () => {
+  const schema = {
+    type: 'object', additionalProperties: false, required: ['name', 'age'],
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 12 },
+      age: { type: 'integer', minimum: 0, maximum: 120 },
+      tags: { type: 'array', items: { enum: ['cat', 'dog'] }, maxItems: 3 },
+    },
+  };
+  const replies = await Promise.all([1, 2, 3, 4].map(seed => client.chat.completions.create({
+    messages: user('A person as JSON'), temperature: 1, seed, max_tokens: 300, ...noThinking,
+    response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+  })));
+  for (const r of replies) {
+    const text = r.choices[0].message.content;
+    assert.equal(r.choices[0].finish_reason, 'stop', text);
+    const v = JSON.parse(text);
+    assert.deepEqual(Object.keys(v).filter(k => !['name', 'age', 'tags'].includes(k)), [], text);
+    assert.ok(typeof v.name === 'string' && [...v.name].length >= 1 && [...v.name].length <= 12, text);
+    assert.ok(Number.isInteger(v.age) && v.age >= 0 && v.age <= 120, text);
+    if ('tags' in v) {
+      assert.ok(Array.isArray(v.tags) && v.tags.length <= 3, text);
+      assert.ok(v.tags.every(t => t === 'cat' || t === 'dog'), text);
+    }
+  }
   await assert.rejects(
     client.chat.completions.create({ messages: user('x'), ...noThinking, response_format: {
-      type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }),
-    e => e.status === 400 && /json_schema is not supported yet/.test(e.message) && e.param === 'response_format');
+      type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', not: { required: ['a'] } } } } }),
+    e => e.status === 400 && /'not' is not supported/.test(e.message) && e.param === 'response_format');
+});
+
+test('refused: a grammar where the model would reason before its answer', async () => {
   await assert.rejects(
     client.chat.completions.create({ messages: user('x'), response_format: { type: 'json_object' } }),
     e => e.status === 400 && /enable_thinking/.test(e.message));

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "grammar/json_object.h"
+#include "grammar/json_schema.h"
 #include "grammar/token_mask.h"
 #include "tokenizer_test_util.h"
 
@@ -61,7 +61,7 @@ int32_t token_of(const std::string& text) {
 }
 
 TEST(GrammarMask, TrieAgreesWithEveryTokenJson) {
-    const std::string json(kJsonObjectGbnf);
+    const std::string json = json_object_gbnf();
     const size_t at_start = check_mask(json, "");
     EXPECT_GT(at_start, 0u);
     EXPECT_LT(at_start, 1000u);  // '{' and tokens beginning with it

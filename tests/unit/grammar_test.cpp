@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "grammar/json_object.h"
+#include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 
 namespace {
@@ -67,7 +67,7 @@ TEST(Grammar, ArithmeticFile) {
 }
 
 TEST(Grammar, JsonFile) {
-    const auto g = load(std::string(kJsonObjectGbnf));
+    const auto g = load(std::string(json_object_gbnf()));
     for (const char* ok : {"{}", "{\"a\": 1}", "{\"a\":[1, -2.5e3, true, null, {\"b\": \"x\\n\\u00e9\"}]}\n",
                            "{\"k\": \"caf\xC3\xA9\"}", "{\"e\": []}"})
         EXPECT_TRUE(full_match(g, ok)) << ok;
